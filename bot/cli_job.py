@@ -1,0 +1,174 @@
+"""`reprobot fix` and `reprobot reproduce`: run the pipeline on a local repo and publish to the local forge."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
+from bot.config import Settings
+from bot.forges.local import ForgeError, LocalForge, LocalIssue, read_issue_file
+from bot.pipeline import JobOutcome, JobRequest, run_job
+from bot.queue import Queue
+from bot.report import PrContext, ReproductionContext, ReviewLine, render_pr_body, render_reproduction_comment
+from bot.store import Store
+from sandboxes.factory import SandboxUnavailable
+from sandboxes.workspace import clone_workspace
+
+#: The CLI holds its own job for as long as the run takes; no other worker should take it over.
+_CLI_LEASE = 7 * 24 * 3600.0
+
+
+def _emit_error(args: argparse.Namespace, message: str, code: int) -> int:
+    if args.json:
+        print(json.dumps({"status": "error", "reasons": [message], "exit_code": code}))
+    print(f"reprobot: {message}", file=sys.stderr)
+    return code
+
+
+def pr_context(outcome: JobOutcome, issue: LocalIssue, rerun: str) -> PrContext:
+    """The PR body's inputs from a finished fix job."""
+    assert outcome.brt is not None
+    return PrContext(
+        issue_ref=issue.ref,
+        issue_title=issue.title,
+        brt=outcome.brt,
+        fix_files=outcome.fix_files,
+        test_files=outcome.test_files,
+        selector=outcome.selector,
+        selection_explanation=outcome.selection_explanation,
+        reviews=[ReviewLine(r["reviewer"], r["accepted"], r["reason"]) for r in outcome.reviews],
+        trajectories=outcome.trajectories,
+        seconds=outcome.seconds,
+        fix_summary=outcome.fix_summary,
+        rerun_command=rerun,
+        closes_issue=True,
+    )
+
+
+def rerun_command(branch: str | None, brt_path: str) -> str:
+    """How a maintainer reruns the BRT locally."""
+    checkout = f"git checkout {branch}\n" if branch else ""
+    return f"{checkout}python -m pytest -q {brt_path}"
+
+
+async def _publish(
+    forge: LocalForge, outcome: JobOutcome, issue: LocalIssue, settings: Settings, base_commit: str, branch: str
+) -> None:
+    """Push the chosen patch as one commit on `branch`, from a scratch clone that is removed afterwards."""
+    publish_ws = settings.data_dir / "work" / f"job-{outcome.job_id}-publish"
+    await clone_workspace(forge.repo, publish_ws, base_commit)
+    try:
+        await forge.publish_branch(
+            publish_ws,
+            branch=branch,
+            base_commit=base_commit,
+            diff=outcome.patch,
+            message=f"Fix {issue.title}\n\nAdds a bug reproduction test and the fix.\n\nFixes {issue.ref}",
+        )
+    finally:
+        await asyncio.to_thread(shutil.rmtree, publish_ws, True)
+
+
+async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Validate input, run the job with a progress display, publish, print the result."""
+    console = Console(stderr=True, quiet=args.json or not sys.stderr.isatty())
+    repo: Path = args.repo.expanduser()
+    forge = LocalForge(repo)
+    try:
+        issue = read_issue_file(args.issue)
+        base_commit = await forge.check(allow_dirty=args.allow_dirty)
+    except ForgeError as exc:
+        return _emit_error(args, str(exc), exc.code)
+    request = JobRequest(
+        repo=repo,
+        issue_text=issue.text,
+        issue_ref=issue.ref,
+        mode="fix" if args.command == "fix" else "reproduce",
+        trajectories=getattr(args, "trajectories", None) or settings.trajectories,
+        agent=getattr(args, "agent", "classic"),
+        sandbox=args.sandbox or settings.sandbox,
+        selector=getattr(args, "selector", "ranked"),
+        abstain_threshold=settings.abstain_threshold,
+        base_commit=base_commit,
+        test_timeout=args.timeout or settings.test_timeout,
+    )
+    if request.agent == "llm" and not settings.llm_configured:
+        return _emit_error(args, "--agent llm needs REPROBOT_LLM_BASE_URL and REPROBOT_LLM_MODEL", EXIT_ERROR)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store.open(settings.store_path)
+    queue = Queue(store)
+    worker_id = f"cli-{os.getpid()}"
+    stored_issue = store.upsert_issue("local", str(repo.resolve()), issue.slug, title=issue.title, body=issue.body)
+    job = queue.start_inline(request.mode, stored_issue.id, {"issue": str(args.issue)}, worker_id, _CLI_LEASE)
+    branch = f"reprobot/issue-{issue.slug}"
+    pushed = False
+    result: dict[str, Any] = {"status": "error"}
+    try:
+        with console.status("starting") as status:
+
+            def progress(stage: str, detail: str) -> None:
+                status.update(f"[bold]{stage}[/bold] {detail}")
+                console.log(f"{stage} {detail}".strip())
+
+            outcome = await run_job(request, settings, store, job.id, progress=progress)
+            result = outcome.to_json()
+            result["branch"] = None
+            pr_body = comment = None
+            if outcome.status == "fixed" and not getattr(args, "no_branch", False):
+                status.update("[bold]publish[/bold] creating branch")
+                pushed = True
+                await _publish(forge, outcome, issue, settings, base_commit, branch)
+                result["branch"] = branch
+            if outcome.status == "fixed" and outcome.brt is not None:
+                pr_body = render_pr_body(pr_context(outcome, issue, rerun_command(result["branch"], outcome.brt.path)))
+            if outcome.status == "reproduced" and outcome.brt is not None:
+                comment = render_reproduction_comment(
+                    ReproductionContext(issue.ref, outcome.brt, rerun_command(None, outcome.brt.path))
+                )
+                result["brt"]["source"] = outcome.brt.source
+            out_dir = args.out or settings.data_dir / "runs" / issue.slug
+            LocalForge.write_outputs(out_dir, pr_body=pr_body, comment=comment, result=result)
+            result["out_dir"] = str(out_dir)
+    except asyncio.CancelledError:
+        if pushed:
+            await forge.delete_branch(branch)
+        queue.finish(job.id, worker_id, {"status": "error", "reasons": ["interrupted"]}, failed=True)
+        return _emit_error(args, "interrupted; no branch was left behind", EXIT_INTERRUPTED)
+    except SandboxUnavailable as exc:
+        queue.finish(job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True)
+        return _emit_error(args, str(exc), EXIT_ENVIRONMENT)
+    except ForgeError as exc:
+        queue.finish(job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True)
+        return _emit_error(args, str(exc), exc.code)
+    else:
+        queue.finish(job.id, worker_id, result, failed=result["status"] == "error")
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(result))
+    else:
+        _print_human(console, result, pr_body, comment)
+    return STATUS_EXIT.get(outcome.status, EXIT_ERROR)
+
+
+def _print_human(console: Console, result: dict[str, Any], pr_body: str | None, comment: str | None) -> None:
+    out = Console()
+    out.print(f"[bold]status:[/bold] {result['status']}")
+    for reason in result.get("reasons") or []:
+        out.print(f"  - {reason}")
+    if result.get("branch"):
+        out.print(f"[bold]branch:[/bold] {result['branch']}")
+    out.print(f"[bold]output:[/bold] {result.get('out_dir')}")
+    if pr_body:
+        out.print(pr_body, markup=False, highlight=False)
+    if comment:
+        out.print(comment, markup=False, highlight=False)

@@ -1,0 +1,139 @@
+"""Settings: read once from the environment (REPROBOT_*), validated, each field documented."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+class SettingsError(ValueError):
+    """A REPROBOT_* variable has a value that cannot be used."""
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "reprobot"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the bot reads from its environment. Build it with `Settings.from_env()` once."""
+
+    #: REPROBOT_DATA_DIR: the store, caches (virtualenvs, wheelhouses) and trajectories live here.
+    data_dir: Path = field(default_factory=_default_data_dir)
+    #: REPROBOT_SANDBOX: default sandbox backend (bwrap | docker | none); none only by explicit opt-in.
+    sandbox: str = "bwrap"
+    #: REPROBOT_SANDBOX_PYTHON: interpreter visible inside the sandbox, used to build per-repo virtualenvs.
+    sandbox_python: Path = Path("/usr/bin/python3")
+    #: REPROBOT_ROOTFS: optional root filesystem for the sandbox (built by `reprobot sandbox build-base`).
+    rootfs: Path | None = None
+    #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
+    test_timeout: float = 300.0
+    #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
+    trajectories: int = 4
+    #: REPROBOT_MAX_PARALLEL: upper bound on concurrently running trajectories (default: cores).
+    max_parallel: int = 0
+    #: REPROBOT_ABSTAIN_THRESHOLD: rule-based abstention score below which the bot does not act.
+    abstain_threshold: float = 0.5
+    #: REPROBOT_PIP_INDEX_URL: optional package index for building environments (host side only).
+    pip_index_url: str | None = None
+    #: REPROBOT_LOG_LEVEL: logging level name.
+    log_level: str = "INFO"
+    #: REPROBOT_GITHUB_WEBHOOK_SECRET: secret GitHub signs webhook bodies with.
+    github_webhook_secret: str | None = field(default=None, repr=False)
+    #: REPROBOT_GITHUB_APP_ID: the GitHub App's id.
+    github_app_id: str | None = None
+    #: REPROBOT_GITHUB_PRIVATE_KEY (PEM text) or REPROBOT_GITHUB_PRIVATE_KEY_PATH.
+    github_private_key: str | None = field(default=None, repr=False)
+    #: REPROBOT_GITHUB_API_URL: REST API base.
+    github_api_url: str = "https://api.github.com"
+    #: REPROBOT_GITHUB_GIT_URL: base of clone/push URLs.
+    github_git_url: str = "https://github.com"
+    #: REPROBOT_LLM_BASE_URL / REPROBOT_LLM_API_KEY / REPROBOT_LLM_MODEL: OpenAI-compatible model endpoint.
+    llm_base_url: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
+    llm_model: str | None = None
+
+    @property
+    def store_path(self) -> Path:
+        """The SQLite file of this deployment."""
+        return self.data_dir / "reprobot.db"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Virtualenvs and other rebuildable artefacts."""
+        return self.data_dir / "cache"
+
+    @property
+    def llm_configured(self) -> bool:
+        """True when a model endpoint and model name are set."""
+        return bool(self.llm_base_url and self.llm_model)
+
+    def secret_values(self) -> list[str]:
+        """Every secret value, so logs and published text can be scrubbed of them."""
+        values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
+        return [v for v in values if v]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read and validate REPROBOT_* variables; unknown values raise SettingsError naming the variable."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(f"REPROBOT_{name}")
+            return value if value not in (None, "") else None
+
+        kwargs: dict[str, object] = {}
+        if (v := get("DATA_DIR")) is not None:
+            kwargs["data_dir"] = Path(v).expanduser()
+        if (v := get("SANDBOX")) is not None:
+            if v not in ("bwrap", "docker", "none"):
+                raise SettingsError(f"REPROBOT_SANDBOX={v!r}: expected bwrap, docker or none")
+            kwargs["sandbox"] = v
+        if (v := get("SANDBOX_PYTHON")) is not None:
+            kwargs["sandbox_python"] = Path(v)
+        if (v := get("ROOTFS")) is not None:
+            kwargs["rootfs"] = Path(v)
+        for name, attr, kind in (
+            ("TEST_TIMEOUT", "test_timeout", float),
+            ("TRAJECTORIES", "trajectories", int),
+            ("MAX_PARALLEL", "max_parallel", int),
+            ("ABSTAIN_THRESHOLD", "abstain_threshold", float),
+        ):
+            if (v := get(name)) is not None:
+                try:
+                    kwargs[attr] = kind(v)
+                except ValueError:
+                    raise SettingsError(f"REPROBOT_{name}={v!r}: expected a {kind.__name__}") from None
+        for name, attr in (
+            ("PIP_INDEX_URL", "pip_index_url"),
+            ("LOG_LEVEL", "log_level"),
+            ("GITHUB_WEBHOOK_SECRET", "github_webhook_secret"),
+            ("GITHUB_APP_ID", "github_app_id"),
+            ("GITHUB_API_URL", "github_api_url"),
+            ("GITHUB_GIT_URL", "github_git_url"),
+            ("LLM_BASE_URL", "llm_base_url"),
+            ("LLM_API_KEY", "llm_api_key"),
+            ("LLM_MODEL", "llm_model"),
+        ):
+            if (v := get(name)) is not None:
+                kwargs[attr] = v
+        if (v := get("GITHUB_PRIVATE_KEY")) is not None:
+            kwargs["github_private_key"] = v
+        elif (v := get("GITHUB_PRIVATE_KEY_PATH")) is not None:
+            try:
+                kwargs["github_private_key"] = Path(v).read_text()
+            except OSError as exc:
+                raise SettingsError(f"REPROBOT_GITHUB_PRIVATE_KEY_PATH={v!r}: {exc.strerror}") from None
+        settings = cls(**kwargs)  # type: ignore[arg-type]
+        if settings.trajectories < 1:
+            raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
+        if not 0.0 <= settings.abstain_threshold <= 1.0:
+            raise SettingsError("REPROBOT_ABSTAIN_THRESHOLD must be between 0 and 1")
+        return settings
+
+    @classmethod
+    def documented_fields(cls) -> list[str]:
+        """Names of all settings, for `reprobot doctor` and the README table."""
+        return [f.name for f in fields(cls)]

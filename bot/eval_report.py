@@ -1,0 +1,86 @@
+"""Renders `reprobot eval` results: report.md with seed-style tables, and the success@k plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
+    """Markdown tables: success@k, selector precision/recall, per-case outcomes."""
+    ks = sorted({int(k) for row in summary["success_at_k"].values() for k in row})
+    lines = [
+        f"# reprobot eval: {summary['cases']} cases, M = {summary['trajectories']}",
+        "",
+        "## success@k (unbiased estimator 1 − C(n−c,k)/C(n,k))",
+        "",
+        "| metric | " + " | ".join(f"k={k}" for k in ks) + " |",
+        "|---|" + "---|" * len(ks),
+    ]
+    for metric, row in summary["success_at_k"].items():
+        lines.append(f"| {metric}@k | " + " | ".join(f"{row[str(k)]:.3f}" for k in ks) + " |")
+    lines += [
+        "",
+        "## Selectors (precision = correct / selected; recall = correct / cases with a correct candidate)",
+        "",
+        "| selector | fix P | fix R | BRT P | BRT R | both P | both R "
+        "| selected plausible fix | selected plausible BRT |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, table in summary["selectors"].items():
+        fix, brt, both = table["plausible fix"], table["plausible BRT"], table["both"]
+        counts = summary["selected_counts"][name]
+        lines.append(
+            f"| {name} | {fix['precision']:.2f} | {fix['recall']:.2f} | {brt['precision']:.2f} | "
+            f"{brt['recall']:.2f} | {both['precision']:.2f} | {both['recall']:.2f} | "
+            f"{counts['plausible_fix']}/{summary['cases']} | {counts['plausible_brt']}/{summary['cases']} |"
+        )
+    lines += [
+        "",
+        "## Cases",
+        "",
+        "| case | status | seconds | plausible fixes | plausible BRTs | ranked pick: fix / BRT |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case in cases:
+        trajs = case["trajectories"]
+        pf = sum(1 for t in trajs if t.get("plausible_fix"))
+        pb = sum(1 for t in trajs if t.get("plausible_brt"))
+        ranked = case["selections"].get("ranked", {})
+        pick = f"{'✓' if ranked.get('plausible_fix') else '✗'} / {'✓' if ranked.get('plausible_brt') else '✗'}"
+        lines.append(
+            f"| {case['name']} | {case['status']} | {case['seconds']:.1f} | {pf}/{len(trajs)} | "
+            f"{pb}/{len(trajs)} | {pick} |"
+        )
+    lines += [
+        "",
+        f"Statuses: {summary['statuses']}. Median seconds per case: {summary['median_seconds_per_case']:.1f}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(path: Path, summary: dict[str, Any], cases: list[dict[str, Any]]) -> None:
+    """Write report.md."""
+    path.write_text(render_report(summary, cases))
+
+
+def write_plot(path: Path, summary: dict[str, Any]) -> None:
+    """Plot success@k curves to a PNG (matplotlib, headless)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    for metric, row in summary["success_at_k"].items():
+        ks = sorted(int(k) for k in row)
+        ax.plot(ks, [row[str(k)] for k in ks], marker="o", label=f"{metric}@k")
+    ax.set_xlabel("k (trajectories sampled)")
+    ax.set_ylabel("fraction of cases")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"success@k over {summary['cases']} cases (M = {summary['trajectories']})")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

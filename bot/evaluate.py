@@ -1,0 +1,269 @@
+"""`reprobot eval`: run every benchmark case through the pipeline and score it against its held-out oracle."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import shutil
+import subprocess
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+
+from bot.config import Settings
+from bot.eval_report import write_plot, write_report
+from bot.oracle import OracleScorer
+from bot.pipeline import JobOutcome, JobRequest, run_job
+from bot.queue import Queue
+from bot.store import Store
+from patch_selectors.metrics import SelectionCase, TrajectoryOutcome, selector_table, success_table
+from patch_selectors.selectors import SELECTORS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One benchmark case: the buggy repo and the report the agent sees; the oracle only the scorer reads."""
+
+    name: str
+    root: Path
+    meta: dict[str, Any]
+
+    @property
+    def repo(self) -> Path:
+        """The buggy project."""
+        return self.root / "repo"
+
+    @property
+    def issue_text(self) -> str:
+        """The bug report."""
+        return (self.root / "issue.md").read_text()
+
+    @property
+    def oracle(self) -> Path:
+        """Held-out answers: fix.diff and test_brt.py. Never shown to an agent."""
+        return self.root / "oracle"
+
+
+def load_cases(bench: Path, only: set[str] | None = None) -> list[BenchCase]:
+    """Every case folder (with case.toml) under `bench`, sorted by name."""
+    cases = []
+    for toml in sorted(bench.glob("**/case.toml")):
+        name = toml.parent.name
+        if only and name not in only:
+            continue
+        cases.append(BenchCase(name, toml.parent, tomllib.loads(toml.read_text())))
+    return cases
+
+
+def _git_repo_from(source: Path, dest: Path) -> Path:
+    """Copy the buggy project into a fresh one-commit git repo (what a user's checkout looks like)."""
+    # The bench folder is read-only; copied modes would make the repo unwritable.
+    shutil.copytree(source, dest, copy_function=shutil.copyfile)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    cfg = ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "buggy version"]):
+        subprocess.run(["git", *cfg, *args], cwd=dest, check=True, capture_output=True)
+    return dest
+
+
+@dataclass
+class CaseResult:
+    """Everything measured for one case."""
+
+    name: str
+    status: str = "error"
+    error: str = ""
+    seconds: float = 0.0
+    trajectories: list[dict[str, Any]] = field(default_factory=list)
+    selections: dict[str, str | None] = field(default_factory=dict)
+    selection_explanations: dict[str, str] = field(default_factory=dict)
+    outcomes: list[TrajectoryOutcome] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """Per case, per trajectory, per selector."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "error": self.error or None,
+            "seconds": round(self.seconds, 2),
+            "trajectories": self.trajectories,
+            "selections": {
+                name: {
+                    "selected": sel,
+                    "plausible_fix": _selected_flag(self, sel, "plausible_fix"),
+                    "plausible_brt": _selected_flag(self, sel, "plausible_brt"),
+                }
+                for name, sel in self.selections.items()
+            },
+        }
+
+
+def _selected_flag(result: CaseResult, selected: str | None, attr: str) -> bool:
+    return any(o.patch_id == selected and getattr(o, attr) for o in result.outcomes) if selected else False
+
+
+async def evaluate_case(
+    case: BenchCase, settings: Settings, store: Store, *, trajectories: int, sandbox: str, workdir: Path
+) -> CaseResult:
+    """Run the pipeline on one case, then score each trajectory's patch and each selector's pick."""
+    result = CaseResult(case.name)
+    started = time.monotonic()
+    try:
+        repo = await asyncio.to_thread(_git_repo_from, case.repo, workdir / case.name / "repo")
+        issue = store.upsert_issue("local", str(repo), case.name, title=case.issue_text.splitlines()[0])
+        queue = Queue(store)
+        job_id = queue.enqueue("fix", issue.id, {"case": case.name}, concurrency_key=f"eval:{case.name}")
+        request = JobRequest(
+            repo=repo,
+            issue_text=case.issue_text,
+            issue_ref=case.name,
+            trajectories=trajectories,
+            sandbox=sandbox,
+            abstain_threshold=settings.abstain_threshold,
+            test_timeout=settings.test_timeout,
+        )
+        outcome = await run_job(request, settings, store, job_id)
+        await _score(case, outcome, result, settings, sandbox, workdir / case.name)
+    except Exception as exc:
+        log.exception("case %s crashed", case.name)
+        result.status, result.error = "error", f"{type(exc).__name__}: {exc}"
+    result.seconds = time.monotonic() - started
+    return result
+
+
+async def _score(
+    case: BenchCase, outcome: JobOutcome, result: CaseResult, settings: Settings, sandbox: str, workdir: Path
+) -> None:
+    result.status = outcome.status
+    if outcome.status == "error":
+        result.error = "; ".join(outcome.reasons)
+    scorer = OracleScorer(workdir / "repo", case.oracle, case.meta, settings, sandbox, workdir / "oracle")
+    for traj in outcome.generated:
+        scored = await scorer.score(traj.diff) if traj.diff else None
+        outcome_row = TrajectoryOutcome(
+            plausible_fix=bool(scored and scored.plausible_fix),
+            plausible_brt=bool(scored and scored.plausible_brt),
+            candidate_brt=bool(scored and scored.candidate_brt),
+            has_test=bool(scored and scored.has_test),
+            finished=traj.status == "fixed",
+            patch_id=traj.id,
+        )
+        result.outcomes.append(outcome_row)
+        result.trajectories.append({**traj.summary(), **(scored.to_json() if scored else {})})
+    if outcome.chosen is not None:
+        for name, sel in outcome.chosen.selections.items():
+            result.selections[name] = sel.selected.id if sel.selected else None
+            result.selection_explanations[name] = sel.explanation
+    else:
+        result.selections = dict.fromkeys(SELECTORS)
+
+
+def parse_ks(text: str, m: int) -> list[int]:
+    """'1,5,M' → [1, 5, m], dropping values above m."""
+    ks = {m if part.strip().upper() == "M" else int(part) for part in text.split(",") if part.strip()}
+    return sorted(k for k in ks if 1 <= k <= m)
+
+
+def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any]:
+    """Seed-style tables: success@k, selector precision/recall, BRT signals; all from the per-case rows."""
+    # Cases that stopped before generating are scored as M failed samples, so every case counts.
+    samples = [r.outcomes or [TrajectoryOutcome(False, False, False, False, finished=False)] * m for r in results]
+    table = success_table(samples, ks, clamp_k=True)
+    selectors = {}
+    for name in SELECTORS:
+        cases = [SelectionCase(r.outcomes, r.selections.get(name)) for r in results]
+        selectors[name] = {crit: vars(pr) for crit, pr in selector_table(cases).items()}
+    chosen = {
+        name: {
+            "plausible_fix": sum(_selected_flag(r, r.selections.get(name), "plausible_fix") for r in results),
+            "plausible_brt": sum(_selected_flag(r, r.selections.get(name), "plausible_brt") for r in results),
+        }
+        for name in SELECTORS
+    }
+    return {
+        "cases": len(results),
+        "trajectories": m,
+        "success_at_k": {metric: {str(k): v for k, v in row.items()} for metric, row in table.items()},
+        "selectors": selectors,
+        "selected_counts": chosen,
+        "statuses": {s: sum(1 for r in results if r.status == s) for s in {r.status for r in results}},
+        "median_seconds_per_case": sorted(r.seconds for r in results)[len(results) // 2] if results else 0.0,
+    }
+
+
+async def run_eval(
+    bench: Path,
+    settings: Settings,
+    *,
+    trajectories: int,
+    ks: list[int],
+    out: Path,
+    jobs: int = 1,
+    only: set[str] | None = None,
+    sandbox: str = "bwrap",
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Run and score every case; write results.json, report.md and success_at_k.png into `out`."""
+    cases = load_cases(bench, only)
+    if not cases:
+        raise FileNotFoundError(f"no case.toml found under {bench}")
+    out.mkdir(parents=True, exist_ok=True)
+    workdir = settings.data_dir / "eval-work" / str(int(time.time() * 1000))
+    store = Store.open(out / "eval.db")
+    gate = asyncio.Semaphore(max(1, jobs))
+    results: list[CaseResult] = []
+    console = console or Console(stderr=True)
+    try:
+        with Progress(console=console, transient=False) as progress:
+            task = progress.add_task("cases", total=len(cases))
+
+            async def one(case: BenchCase) -> CaseResult:
+                async with gate:
+                    res = await evaluate_case(
+                        case, settings, store, trajectories=trajectories, sandbox=sandbox, workdir=workdir
+                    )
+                progress.advance(task)
+                fixed = sum(o.plausible_fix for o in res.outcomes)
+                progress.console.log(f"{case.name}: {res.status}, {fixed}/{len(res.outcomes)} plausible fixes")
+                return res
+
+            results = list(await asyncio.gather(*(one(c) for c in cases)))
+    finally:
+        store.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    summary = summarize(results, trajectories, ks)
+    document = {"summary": summary, "cases": [r.to_json() for r in results]}
+    (out / "results.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_report(out / "report.md", summary, [r.to_json() for r in results])
+    write_plot(out / "success_at_k.png", summary)
+    return document
+
+
+async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
+    """The CLI entry for `reprobot eval`."""
+    if args.agent not in ("classic", "auto"):
+        print(f"reprobot eval: agent {args.agent!r} is not available in this build", flush=True)
+        return 2
+    only = {c.strip() for c in args.cases.split(",") if c.strip()} or None
+    document = await run_eval(
+        args.bench,
+        settings,
+        trajectories=args.trajectories,
+        ks=parse_ks(args.k, args.trajectories),
+        out=args.out,
+        jobs=args.jobs,
+        only=only,
+        sandbox=args.sandbox or settings.sandbox,
+    )
+    print((args.out / "report.md").read_text())
+    return 0 if document["summary"]["cases"] else 1

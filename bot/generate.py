@@ -1,0 +1,77 @@
+"""Generate stage: M trajectories in parallel, each in its own sandboxed copy of the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sandboxes.agents.classic import CandidateCache, ClassicSearch, Reproduction, SearchLimits
+from sandboxes.agents.trajectory import LimitsExceeded, Submitted, Trajectory
+from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
+from sandboxes.factory import make_sandbox
+from sandboxes.workspace import copy_workspace
+
+if TYPE_CHECKING:
+    from bot.pipeline import JobContext, JobRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GenerateRequest:
+    """Inputs of the generate stage."""
+
+    ctx: JobContext
+    request: JobRequest
+    base: Path
+    env: BuiltEnvironment
+    baseline: Baseline
+    repro: Reproduction
+    shared_steps: list[dict[str, Any]]
+    parallel: int
+    limits: SearchLimits = field(default_factory=SearchLimits)
+
+
+async def _one_trajectory(
+    gen: GenerateRequest, index: int, cache: CandidateCache, gate: asyncio.Semaphore
+) -> Trajectory:
+    from bot.pipeline import sandbox_spec
+
+    ctx = gen.ctx
+    traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=gen.request.agent, seed=index)
+    ctx.open_trajectory(traj)
+    for step in gen.shared_steps:
+        await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
+    async with gate:
+        workspace = await copy_workspace(gen.base, ctx.workdir / f"t{index}")
+        runner = TestRunner(gen.env, timeout=gen.request.test_timeout)
+        search = ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits)
+        spec = sandbox_spec(workspace, gen.env, ctx.settings, gen.request.test_timeout)
+        try:
+            async with make_sandbox(gen.request.sandbox, spec) as sb:
+                await search.run(sb, traj)
+        except Submitted as done:
+            await traj.step("submit", summary=str(done))
+        except LimitsExceeded as stop:
+            traj.status = "not_fixed"
+            await traj.step("stop", reason=str(stop))
+        except (OSError, RuntimeError) as exc:
+            # One broken trajectory must not sink the job; the error is kept with the trajectory.
+            log.exception("job %s: trajectory %s failed", ctx.job_id, traj.id)
+            traj.status, traj.error = "error", f"{type(exc).__name__}: {exc}"
+        finally:
+            traj.finish()
+            ctx.save_trajectory(traj)
+    return traj
+
+
+async def generate_patches(gen: GenerateRequest) -> list[Trajectory]:
+    """Run the trajectories, at most `parallel` at a time; they share a memo of candidate verdicts."""
+    cache = CandidateCache()
+    gate = asyncio.Semaphore(max(1, gen.parallel))
+    trajs = await asyncio.gather(*(_one_trajectory(gen, i, cache, gate) for i in range(gen.request.trajectories)))
+    log.info("job %s: candidate cache %d hits, %d misses", gen.ctx.job_id, cache.hits, cache.misses)
+    return list(trajs)

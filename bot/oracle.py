@@ -1,0 +1,96 @@
+"""Oracle scoring for `reprobot eval`: is a patch's fix plausible, is its BRT plausible? Reads oracle/ only here."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from patch_selectors.records import make_record
+from sandboxes.base import Limits, SandboxSpec
+from sandboxes.environment import BuiltEnvironment, TestRun, TestRunner, build_environment, detect_python_spec
+from sandboxes.factory import make_sandbox
+from sandboxes.workspace import GitError, apply_patch, copy_workspace
+
+
+@dataclass(frozen=True)
+class PatchScore:
+    """A generated patch judged against the oracle."""
+
+    has_test: bool
+    plausible_fix: bool
+    plausible_brt: bool
+    candidate_brt: bool
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Fields as a dict."""
+        return asdict(self)
+
+
+class OracleScorer:
+    """Applies parts of a patch and the oracle's fix/BRT to fresh copies of the buggy repo and runs tests."""
+
+    def __init__(
+        self, repo: Path, oracle: Path, meta: dict[str, Any], settings: Settings, sandbox: str, workdir: Path
+    ) -> None:
+        self.repo = repo
+        self.oracle_fix = (oracle / "fix.diff").read_text()
+        self.oracle_brt = (oracle / "test_brt.py").read_text()
+        self.brt_path = str(meta.get("brt_path", "tests/test_brt.py"))
+        self.settings = settings
+        self.sandbox = sandbox
+        self.workdir = workdir
+        self._env: BuiltEnvironment | None = None
+        self._memo: dict[str, PatchScore] = {}
+
+    async def _environment(self) -> BuiltEnvironment:
+        if self._env is None:
+            self._env = await build_environment(
+                detect_python_spec(self.repo), self.settings.cache_dir, python=self.settings.sandbox_python
+            )
+        return self._env
+
+    async def _run(self, patches: list[str], tests: list[str], *, oracle_brt: bool = False) -> TestRun | None:
+        env = await self._environment()
+        ws = await copy_workspace(self.repo, self.workdir / uuid.uuid4().hex[:10])
+        try:
+            for diff in patches:
+                await apply_patch(ws, diff)
+        except GitError:
+            return None
+        if oracle_brt:
+            target = ws / self.brt_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.oracle_brt)
+        spec = SandboxSpec(workspace=ws, mounts=(env.mount,), limits=Limits(wall_seconds=300))
+        async with make_sandbox(self.sandbox, spec) as sb:
+            return await TestRunner(env, timeout=300).run(sb, tests)
+
+    async def score(self, diff: str) -> PatchScore:
+        """Score one patch; identical patches are scored once."""
+        key = hashlib.sha256(diff.encode()).hexdigest()
+        if key in self._memo:
+            return self._memo[key]
+        record = make_record("scored", diff)
+        fix, test = record.fix_part.render(), record.test_part.render()
+        fixed = await self._run([fix], [], oracle_brt=True)
+        plausible_fix = bool(fixed and fixed.all_passed)
+        test_files = [f.path for f in record.test_part.files if f.path.endswith(".py")]
+        plausible_brt = candidate_brt = False
+        note = ""
+        if record.has_test and test_files:
+            before = await self._run([test], test_files)
+            fails_before = bool(before and before.collected and not before.all_passed)
+            with_oracle = await self._run([self.oracle_fix, test], test_files)
+            with_own = await self._run([diff], test_files)
+            plausible_brt = fails_before and bool(with_oracle and with_oracle.all_passed)
+            candidate_brt = fails_before and bool(with_own and with_own.all_passed)
+            if not fails_before:
+                note = "the patch's test does not fail on the buggy code"
+        score = PatchScore(record.has_test, plausible_fix, plausible_brt, candidate_brt, note)
+        self._memo[key] = score
+        return score

@@ -1,0 +1,291 @@
+"""The job pipeline: triage → environment → generate → review → select → publish, as plain async functions."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from bot.abstention import AbstentionDecision, python_symbols, score_issue
+from bot.config import Settings
+from bot.generate import GenerateRequest, generate_patches
+from bot.review import Chosen, review_and_select
+from bot.store import Store
+from sandboxes.agents.classic import NotReproduced, reproduce, reproduction_evidence
+from sandboxes.agents.issue_facts import IssueFacts, parse_issue
+from sandboxes.agents.trajectory import BrtEvidence, Trajectory
+from sandboxes.base import Limits, SandboxSpec, host_cpu_count
+from sandboxes.environment import (
+    Baseline,
+    BuiltEnvironment,
+    EnvironmentError_,
+    TestRunner,
+    build_environment,
+    detect_python_spec,
+)
+from sandboxes.factory import make_sandbox
+from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
+
+log = logging.getLogger(__name__)
+
+JobStatus = Literal["fixed", "reproduced", "abstained", "not_fixed", "error"]
+Mode = Literal["fix", "reproduce"]
+#: Reports stage changes to a progress display or a progress comment.
+ProgressSink = Callable[[str, str], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What to do, on which checkout, with which knobs (from the CLI or a forge's policy)."""
+
+    repo: Path
+    issue_text: str
+    issue_ref: str
+    mode: Mode = "fix"
+    trajectories: int = 4
+    agent: str = "classic"
+    sandbox: str = "bwrap"
+    selector: str = "ranked"
+    abstain_threshold: float = 0.5
+    base_commit: str | None = None
+    test_timeout: float = 300.0
+    denied_paths: tuple[str, ...] = (".github/workflows/**",)
+
+
+@dataclass
+class JobOutcome:
+    """The result of a job, shaped for the CLI's --json output, the store and the renderers."""
+
+    job_id: int
+    status: JobStatus
+    reasons: list[str] = field(default_factory=list)
+    patch: str = ""
+    fix_files: list[str] = field(default_factory=list)
+    test_files: list[str] = field(default_factory=list)
+    brt: BrtEvidence | None = None
+    trajectories: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    abstention: AbstentionDecision | None = None
+    selector: str = ""
+    selection_explanation: str = ""
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    fix_summary: str = ""
+    facts: IssueFacts | None = None
+    baseline: dict[str, int] = field(default_factory=dict)
+    chosen: Chosen | None = None
+    generated: list[Trajectory] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document (branch is added by the publisher)."""
+        return {
+            "job_id": self.job_id,
+            "status": self.status,
+            "reasons": self.reasons,
+            "patch": self.patch,
+            "fix_files": self.fix_files,
+            "test_files": self.test_files,
+            "brt": None if self.brt is None else self.brt.to_json(),
+            "trajectories": self.trajectories,
+            "seconds": round(self.seconds, 3),
+            "selector": self.selector,
+            "selection": self.selection_explanation,
+            "reviews": self.reviews,
+            "abstention": None
+            if self.abstention is None
+            else {
+                "act": self.abstention.act,
+                "score": self.abstention.score,
+                "threshold": self.abstention.threshold,
+                "reasons": list(self.abstention.reasons),
+            },
+            "baseline": self.baseline,
+        }
+
+
+@dataclass
+class JobContext:
+    """Per-job state shared by the stages: settings, store, scratch folder, environment."""
+
+    settings: Settings
+    store: Store
+    job_id: int
+    workdir: Path
+    progress: ProgressSink | None = None
+
+    def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
+        """Create the trajectory's store row and stream its steps into the store as they happen."""
+        db_id = self.store.start_trajectory(self.job_id, traj.agent, strategy, traj.seed)
+
+        async def sink(idx: int, kind: str, content: dict[str, Any]) -> None:
+            self.store.add_step(db_id, kind, content)
+
+        traj.sink = sink
+        traj.db_id = db_id
+
+    def save_trajectory(self, traj: Trajectory) -> None:
+        """Record how the trajectory ended; called from `finally`."""
+        if traj.db_id is not None:
+            self.store.finish_trajectory(traj.db_id, traj.status, seconds=traj.seconds, error=traj.error or None)
+
+    async def stage(self, name: str, detail: str = "") -> None:
+        """Announce a stage to whoever watches (terminal progress, progress comment)."""
+        log.info("job %s: %s %s", self.job_id, name, detail)
+        if self.progress is not None:
+            maybe = self.progress(name, detail)
+            if asyncio.iscoroutine(maybe):
+                await maybe
+
+
+def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: Settings, timeout: float) -> SandboxSpec:
+    """The sandbox for a repo workspace: the environment mounted read-only, default limits."""
+    return SandboxSpec(
+        workspace=workspace,
+        mounts=(env.mount,),
+        limits=Limits(wall_seconds=timeout),
+        rootfs=settings.rootfs,
+    )
+
+
+def triage(facts: IssueFacts, workspace: Path, threshold: float) -> AbstentionDecision:
+    """Decide whether to act, from the report and the repo's files and symbols."""
+    files = tracked_files(workspace)
+    sources: dict[str, str] = {}
+    for rel in files:
+        if rel.endswith(".py"):
+            try:
+                sources[rel] = (workspace / rel).read_text(errors="replace")
+            except OSError:
+                continue
+    return score_issue(facts, files, python_symbols(sources), threshold=threshold)
+
+
+async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequest) -> BuiltEnvironment:
+    """Detect the repo's test setup and build (or reuse) its environment."""
+    spec = detect_python_spec(workspace)
+    return await build_environment(
+        spec,
+        ctx.settings.cache_dir,
+        python=ctx.settings.sandbox_python,
+        index_url=ctx.settings.pip_index_url,
+    )
+
+
+async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
+    """Run the suite once on the base commit and record which tests already fail."""
+    runner = TestRunner(env, timeout=request.test_timeout)
+    started = time.monotonic()
+    async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
+        run = await runner.run(sb, [])
+    return Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
+
+
+async def run_job(
+    request: JobRequest,
+    settings: Settings,
+    store: Store,
+    job_id: int,
+    *,
+    progress: ProgressSink | None = None,
+) -> JobOutcome:
+    """Run one fix or reproduce job end to end on a local checkout; never raises for a bad report."""
+    started = time.monotonic()
+    workdir = settings.data_dir / "work" / f"job-{job_id}-{uuid.uuid4().hex[:6]}"
+    ctx = JobContext(settings, store, job_id, workdir, progress)
+    facts = parse_issue(request.issue_text)
+    outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
+    try:
+        await _run_stages(ctx, request, facts, outcome)
+    except EnvironmentError_ as exc:
+        outcome.status, outcome.reasons = "error", [f"environment: {exc}"]
+    finally:
+        outcome.seconds = time.monotonic() - started
+        await asyncio.to_thread(shutil.rmtree, workdir, True)
+    return outcome
+
+
+async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, outcome: JobOutcome) -> None:
+    base = ctx.workdir / "base"
+    await ctx.stage("checkout", str(request.repo))
+    await clone_workspace(request.repo, base, request.base_commit)
+    (base / SCRATCH_DIR).mkdir(exist_ok=True)
+
+    await ctx.stage("triage")
+    decision = triage(facts, base, request.abstain_threshold)
+    outcome.abstention = decision
+    if not decision.act:
+        outcome.status, outcome.reasons = "abstained", list(decision.reasons)
+        return
+
+    await ctx.stage("environment", "building the test environment")
+    env = await prepare_environment(ctx, base, request)
+    baseline = await run_baseline(ctx, base, env, request)
+    outcome.baseline = {s: sum(1 for v in baseline.tests.values() if v == s) for s in ("passed", "failed", "error")}
+
+    await ctx.stage("reproduce", "synthesizing a bug reproduction test")
+    runner = TestRunner(env, timeout=request.test_timeout)
+    shared = Trajectory(id=f"{ctx.job_id}-repro", agent=request.agent, seed=0)
+    ctx.open_trajectory(shared, strategy="reproduce")
+    spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)
+    try:
+        async with make_sandbox(request.sandbox, spec) as sb:
+            repro = await reproduce(facts, sb, runner, tracked_files(base), shared, localize=request.mode == "fix")
+    except NotReproduced as exc:
+        outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
+        outcome.trajectories = [shared.summary()]
+        return
+    finally:
+        shared.finish()
+        if shared.status == "not_fixed":
+            shared.status = "reproduced" if request.mode == "reproduce" else shared.status
+        ctx.save_trajectory(shared)
+    if request.mode == "reproduce":
+        outcome.status = "reproduced"
+        outcome.brt = reproduction_evidence(repro)
+        outcome.test_files = [repro.brt.path]
+        outcome.reasons = [f"the test fails on the current code with the reported symptom ({repro.brt.symptom})"]
+        outcome.trajectories = [shared.summary()]
+        return
+    # The BRT file was written into the base workspace; trajectories start from a clean copy.
+    (base / repro.brt.path).unlink(missing_ok=True)
+
+    parallel = ctx.settings.max_parallel or host_cpu_count()
+    await ctx.stage("generate", f"{request.trajectories} trajectories, {parallel} at a time")
+    generated = await generate_patches(
+        GenerateRequest(
+            ctx=ctx,
+            request=request,
+            base=base,
+            env=env,
+            baseline=baseline,
+            repro=repro,
+            shared_steps=shared.steps,
+            parallel=parallel,
+        )
+    )
+    outcome.trajectories = [t.summary() for t in generated]
+
+    await ctx.stage("review", "validating candidate patches in fresh sandboxes")
+    chosen = await review_and_select(ctx, request, base, env, baseline, generated)
+    outcome.chosen, outcome.generated = chosen, generated
+    outcome.selector = chosen.selector
+    outcome.selection_explanation = chosen.explanation
+    outcome.reviews = chosen.reviews
+    if chosen.trajectory is None or chosen.trajectory.brt is None:
+        outcome.status = "not_fixed"
+        outcome.reasons = chosen.reasons or ["no trajectory produced a validated fix"]
+        outcome.brt = reproduction_evidence(repro)
+        return
+    winner = chosen.trajectory
+    outcome.status = "fixed"
+    outcome.patch = winner.diff
+    outcome.fix_files = chosen.fix_files
+    outcome.test_files = chosen.test_files
+    outcome.brt = winner.brt
+    outcome.fix_summary = chosen.fix_summary
+    outcome.reasons = [chosen.fix_summary] if chosen.fix_summary else []

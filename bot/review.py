@@ -1,0 +1,128 @@
+"""Review and select stages: build patch records, review each distinct patch once, apply the selector."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from patch_selectors.records import PatchRecord, make_record
+from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, ReviewSubject, review_patch
+from patch_selectors.selectors import SELECTORS, Selection, select
+from sandboxes.agents.trajectory import Trajectory
+from sandboxes.base import Sandbox
+from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
+from sandboxes.factory import make_sandbox
+
+if TYPE_CHECKING:
+    from bot.pipeline import JobContext, JobRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Chosen:
+    """What the select stage hands to publishing, plus everything the eval harness scores."""
+
+    selector: str
+    explanation: str
+    trajectory: Trajectory | None = None
+    record: PatchRecord | None = None
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    fix_files: list[str] = field(default_factory=list)
+    test_files: list[str] = field(default_factory=list)
+    fix_summary: str = ""
+    reasons: list[str] = field(default_factory=list)
+    records: list[PatchRecord] = field(default_factory=list)
+    selections: dict[str, Selection] = field(default_factory=dict)
+
+
+def _fix_summary(traj: Trajectory) -> str:
+    for step in reversed(traj.steps):
+        if step.get("kind") == "submit":
+            return str(step.get("summary", ""))
+    return ""
+
+
+async def review_and_select(
+    ctx: JobContext,
+    request: JobRequest,
+    base: Path,
+    env: BuiltEnvironment,
+    baseline: Baseline,
+    trajectories: list[Trajectory],
+) -> Chosen:
+    """Review every trajectory's patch (identical patches once), store verdicts, select at most one."""
+    from bot.pipeline import sandbox_spec
+
+    def open_sandbox(workspace: Path) -> Sandbox:
+        return make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout))
+
+    review_env = ReviewEnv(
+        base=base,
+        scratch=ctx.workdir / "review",
+        runner=TestRunner(env, timeout=request.test_timeout),
+        baseline=baseline,
+        open_sandbox=open_sandbox,
+        denied_paths=request.denied_paths,
+    )
+    verdicts: dict[str, list[Any]] = {}
+    records: list[PatchRecord] = []
+    by_record: dict[str, Trajectory] = {}
+    patch_ids: dict[str, int] = {}
+    for traj in trajectories:
+        if not traj.diff:
+            continue
+        record = make_record(traj.id, traj.diff, trajectory_id=traj.id, agent=traj.agent)
+        # Same diff, same verdict: review each distinct patch once.
+        key = f"{record.patch_hash}:{traj.last_test_passed}"
+        if key not in verdicts:
+            verdicts[key] = await review_patch(
+                ReviewSubject(record, traj.last_test_passed), review_env, DEFAULT_REVIEWERS
+            )
+        record = record.with_reviews(*verdicts[key])
+        records.append(record)
+        by_record[record.id] = traj
+        patch_id = ctx.store.add_patch(
+            ctx.job_id,
+            traj.db_id,
+            traj.diff,
+            fix_hash=record.fix_hash,
+            has_test=record.has_test,
+            fix_lines=record.fix_lines,
+            total_lines=record.total_lines,
+        )
+        patch_ids[record.id] = patch_id
+        for rv in record.reviews:
+            ctx.store.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
+    selections = {name: select(name, records) for name in SELECTORS}
+    chosen_sel = selections[request.selector] if request.selector in selections else select(request.selector, records)
+    ctx.store.add_selection(
+        ctx.job_id,
+        chosen_sel.selector,
+        patch_ids.get(chosen_sel.selected.id) if chosen_sel.selected else None,
+        chosen_sel.explanation,
+        [g.__dict__ for g in chosen_sel.groups],
+    )
+    out = Chosen(
+        selector=chosen_sel.selector,
+        explanation=chosen_sel.explanation,
+        records=records,
+        selections=selections,
+    )
+    if not records:
+        out.reasons = ["no trajectory produced a patch"]
+        return out
+    if chosen_sel.selected is None:
+        rejected = {rv.reason for r in records for rv in r.rejections}
+        out.reasons = ["every candidate patch was rejected: " + "; ".join(sorted(rejected))]
+        return out
+    winner = chosen_sel.selected
+    out.record = winner
+    out.trajectory = by_record[winner.id]
+    out.reviews = [{"reviewer": r.reviewer, "accepted": r.accepted, "reason": r.reason} for r in winner.reviews]
+    out.fix_files = [f.path for f in winner.fix_part.files]
+    out.test_files = [f.path for f in winner.test_part.files]
+    out.fix_summary = _fix_summary(out.trajectory)
+    return out

@@ -1,0 +1,234 @@
+"""The store's schema: ordered forward migrations keyed by PRAGMA user_version, and its enumerations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlite_utils import Database
+
+# sqlite-utils ships a name-based Migrations class, but it can neither refuse a database written by a newer
+# release nor stop two processes that open a fresh file at once from applying the same step twice; an
+# integer version read and bumped inside one BEGIN IMMEDIATE transaction does both.
+Migration = Callable[[Database], None]
+
+
+class StoreError(Exception):
+    """Base class of the store's own errors."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer reprobot; opening it could corrupt what that version relies on."""
+
+
+# Enumerations checked in Python rather than by CHECK constraints, because SQLite cannot alter a CHECK
+# without rebuilding the table and these sets will grow (a new forge, a new kind of publication).
+FORGES = ("local", "github", "jira")
+PUBLICATION_KINDS = ("pr", "comment", "branch", "progress_comment", "reaction")
+JOB_STATUSES = ("queued", "running", "done", "failed", "dead", "cancelled")
+TERMINAL_JOB_STATUSES = ("done", "failed", "dead", "cancelled")
+
+_V1_CORE = (
+    """CREATE TABLE issues (
+        id INTEGER PRIMARY KEY,
+        forge TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        number_or_key TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        body TEXT NOT NULL DEFAULT '',
+        url TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (forge, repo, number_or_key)
+    )""",
+    # The job state machine is the one enumeration guarded by the database itself: a bad status would
+    # make a job invisible to claim() forever.
+    """CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        issue_id INTEGER REFERENCES issues(id),
+        payload TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'queued'
+            CHECK (status IN ('queued', 'running', 'done', 'failed', 'dead', 'cancelled')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL DEFAULT 3,
+        run_after TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_expires_at TEXT,
+        last_error TEXT,
+        result TEXT,
+        concurrency_key TEXT,
+        dedupe_key TEXT UNIQUE,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX jobs_by_status ON jobs (status, run_after)",
+    "CREATE INDEX jobs_by_issue ON jobs (issue_id)",
+    # Belt and braces for the queue's rule "at most one running job per concurrency key": should the claim
+    # query ever be wrong, the claim fails with an IntegrityError instead of running two jobs at once.
+    "CREATE UNIQUE INDEX jobs_one_running_per_key ON jobs (concurrency_key) WHERE status = 'running'",
+    """CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY,
+        delivery_id TEXT NOT NULL UNIQUE,
+        source TEXT NOT NULL,
+        event TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        job_id INTEGER REFERENCES jobs(id)
+    )""",
+    """CREATE TABLE trajectories (
+        id INTEGER PRIMARY KEY,
+        job_id INTEGER REFERENCES jobs(id),
+        agent TEXT NOT NULL,
+        strategy TEXT NOT NULL,
+        seed INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'running',
+        steps INTEGER NOT NULL DEFAULT 0,
+        seconds REAL NOT NULL DEFAULT 0,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        cost REAL NOT NULL DEFAULT 0,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        finished_at TEXT
+    )""",
+    "CREATE INDEX trajectories_by_job ON trajectories (job_id)",
+    """CREATE TABLE steps (
+        trajectory_id INTEGER NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (trajectory_id, idx)
+    )""",
+    """CREATE TABLE patches (
+        id INTEGER PRIMARY KEY,
+        job_id INTEGER REFERENCES jobs(id),
+        trajectory_id INTEGER REFERENCES trajectories(id),
+        diff TEXT NOT NULL,
+        fix_hash TEXT NOT NULL,
+        has_test INTEGER NOT NULL,
+        fix_lines INTEGER NOT NULL,
+        total_lines INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX patches_by_job ON patches (job_id)",
+    """CREATE TABLE reviews (
+        id INTEGER PRIMARY KEY,
+        patch_id INTEGER NOT NULL REFERENCES patches(id),
+        reviewer TEXT NOT NULL,
+        accepted INTEGER NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        evidence TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX reviews_by_patch ON reviews (patch_id)",
+    """CREATE TABLE selections (
+        id INTEGER PRIMARY KEY,
+        job_id INTEGER REFERENCES jobs(id),
+        selector TEXT NOT NULL,
+        patch_id INTEGER REFERENCES patches(id),
+        explanation TEXT NOT NULL DEFAULT '',
+        groups TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX selections_by_job ON selections (job_id)",
+    """CREATE TABLE publications (
+        id INTEGER PRIMARY KEY,
+        job_id INTEGER REFERENCES jobs(id),
+        issue_id INTEGER NOT NULL REFERENCES issues(id),
+        kind TEXT NOT NULL,
+        forge_ref TEXT NOT NULL,
+        body_hash TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (issue_id, kind)
+    )""",
+)
+
+_V2_BOOKKEEPING = (
+    """CREATE TABLE installations (
+        installation_id INTEGER PRIMARY KEY,
+        account TEXT NOT NULL,
+        repos TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        removed_at TEXT
+    )""",
+    """CREATE TABLE pr_outcomes (
+        id INTEGER PRIMARY KEY,
+        repo TEXT NOT NULL,
+        pr_number INTEGER NOT NULL,
+        merged INTEGER NOT NULL,
+        closed_at TEXT NOT NULL,
+        UNIQUE (repo, pr_number)
+    )""",
+    """CREATE TABLE environments (
+        key TEXT PRIMARY KEY,
+        repo TEXT NOT NULL,
+        spec TEXT NOT NULL DEFAULT '{}',
+        path TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT NOT NULL
+    )""",
+)
+
+
+def _run(statements: Sequence[str]) -> Migration:
+    def migration(db: Database) -> None:
+        for statement in statements:
+            db.execute(statement)
+
+    return migration
+
+
+#: Forward migrations in order; MIGRATIONS[i] takes the schema from version i to version i + 1.
+#: Append only: a released step is never edited, because databases in the field already ran it.
+MIGRATIONS: tuple[Migration, ...] = (
+    _run(_V1_CORE),  # 1: issues, jobs, deliveries, trajectories, steps, patches, reviews, selections, ...
+    _run(_V2_BOOKKEEPING),  # 2: GitHub App installations, PR outcomes, environment cache
+)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def schema_version(db: Database) -> int:
+    """The schema version recorded in the database file (0 for a new file)."""
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _refuse_newer(current: int, known: int, where: str) -> None:
+    if current > known:
+        raise SchemaTooNew(
+            f"{where} has schema version {current}, but this reprobot only knows versions up to {known}; "
+            "upgrade reprobot, or point REPROBOT_DATA_DIR at a different store"
+        )
+
+
+def migrate(
+    db: Database,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    target: int | None = None,
+    where: str = "the store",
+) -> int:
+    """Apply the missing migrations up to `target` (default: all) in one transaction; return the version.
+
+    Raises SchemaTooNew when the file is ahead of `migrations`. A failing step rolls every step back.
+    """
+    target = len(migrations) if target is None else target
+    current = schema_version(db)
+    _refuse_newer(current, len(migrations), where)
+    if current >= target:
+        return current
+    # BEGIN IMMEDIATE takes the write lock before re-reading the version, so of two processes opening a
+    # fresh file at once the second waits and then finds nothing left to do.
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = schema_version(db)
+        _refuse_newer(current, len(migrations), where)
+        for version in range(current + 1, target + 1):
+            migrations[version - 1](db)
+            # PRAGMA takes no bound parameters; version is an int we computed.
+            db.execute(f"PRAGMA user_version = {int(version)}")
+        db.conn.execute("COMMIT")
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    return max(current, target)

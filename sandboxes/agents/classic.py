@@ -1,0 +1,259 @@
+"""The classic agent (no LLM): synthesize a BRT, localize the fault, search fix templates, validate."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+from sandboxes.agents.brt_synthesis import BrtCandidate, symptom_matches, synthesize_brts
+from sandboxes.agents.issue_facts import IssueFacts
+from sandboxes.agents.localize import Location, parse_traceback_frames
+from sandboxes.agents.mutations import build_context, generate_candidates
+from sandboxes.agents.sbfl_run import localize_in_sandbox
+from sandboxes.agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
+from sandboxes.base import Sandbox
+from sandboxes.environment import Baseline, TestRun, TestRunner
+from sandboxes.workspace import workspace_diff
+
+log = logging.getLogger(__name__)
+
+
+class NotReproduced(Exception):
+    """No synthesized BRT failed on the buggy code with the reported symptom."""
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """Budgets for one classic trajectory's fix search."""
+
+    max_candidates: int = 400
+    max_locations: int = 8
+    per_location: int = 80
+    seconds: float = 600.0
+    brt_timeout: float = 60.0
+
+
+@dataclass
+class Reproduction:
+    """The shared result of the reproduction stage: a BRT that fails the reported way, and where to look."""
+
+    brt: BrtCandidate
+    before: TestRun
+    locations: list[Location]
+    tried: list[tuple[BrtCandidate, str]] = field(default_factory=list)
+
+
+class CandidateCache:
+    """Memoizes candidate checks across the trajectories of one job (same edit, same verdict)."""
+
+    def __init__(self) -> None:
+        self._futures: dict[str, asyncio.Future[tuple[bool, str]]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        """A stable key for a candidate edit plus the test it is checked against."""
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part.encode())
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+    def get(self, key: str) -> asyncio.Future[tuple[bool, str]] | None:
+        """The pending or finished check for key, counting hits."""
+        fut = self._futures.get(key)
+        if fut is not None:
+            self.hits += 1
+        return fut
+
+    def start(self, key: str) -> asyncio.Future[tuple[bool, str]]:
+        """Register a check this caller will complete."""
+        self.misses += 1
+        fut: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
+        self._futures[key] = fut
+        return fut
+
+
+async def reproduce(
+    facts: IssueFacts,
+    sandbox: Sandbox,
+    runner: TestRunner,
+    repo_files: Sequence[str],
+    trajectory: Trajectory,
+    *,
+    localize: bool = True,
+    brt_timeout: float = 60.0,
+) -> Reproduction:
+    """Find a synthesized BRT that fails on the buggy code with the reported symptom, then rank suspects."""
+    candidates = synthesize_brts(facts, repo_files)
+    await trajectory.step("synthesize_brt", candidates=[c.description for c in candidates])
+    if not candidates:
+        raise NotReproduced("the report has no code, REPL session or call that a test can be built from")
+    tried: list[tuple[BrtCandidate, str]] = []
+    chosen: tuple[BrtCandidate, TestRun] | None = None
+    for cand in candidates:
+        sandbox.write_file(cand.path, cand.source)
+        run = await runner.run(sandbox, [cand.path], timeout=brt_timeout)
+        ok, reason = symptom_matches(cand, facts, run.result.output, run.result.timed_out)
+        await trajectory.step(
+            "run_brt_on_buggy_code",
+            path=cand.path,
+            description=cand.description,
+            exit_code=run.result.exit_code,
+            timed_out=run.result.timed_out,
+            matches_report=ok,
+            reason=reason,
+            output=run.result.output[-4000:],
+        )
+        if run.all_passed:
+            reason = "the test passes on the buggy code, so it does not reproduce the report"
+        elif not run.collected:
+            reason = "pytest could not collect the test: " + run.result.output[-300:]
+        if ok and not run.all_passed and run.collected:
+            chosen = (cand, run)
+            break
+        tried.append((cand, reason))
+        _remove(sandbox, cand.path)
+    if chosen is None:
+        reasons = "; ".join(r for _, r in tried) or "no candidate"
+        raise NotReproduced(f"no synthesized test reproduced the reported symptom ({reasons})")
+    brt, before = chosen
+    locations: list[Location] = []
+    if localize:
+        frames = parse_traceback_frames(facts.traceback_text) + parse_traceback_frames(before.result.output)
+        locations = await localize_in_sandbox(sandbox, runner, brt.path, repo_files, frames)
+        await trajectory.step(
+            "fault_localization",
+            top=[{"file": loc.file, "line": loc.line, "score": round(loc.score, 4)} for loc in locations[:10]],
+        )
+    return Reproduction(brt=brt, before=before, locations=locations, tried=tried)
+
+
+def _remove(sandbox: Sandbox, relpath: str) -> None:
+    path = sandbox.spec.workspace / relpath
+    path.unlink(missing_ok=True)
+
+
+class ClassicSearch:
+    """One fix-search trajectory over ranked locations and mutation templates."""
+
+    def __init__(
+        self,
+        reproduction: Reproduction,
+        runner: TestRunner,
+        baseline: Baseline,
+        cache: CandidateCache,
+        limits: SearchLimits,
+    ) -> None:
+        self.repro = reproduction
+        self.runner = runner
+        self.baseline = baseline
+        self.cache = cache
+        self.limits = limits
+
+    def _location_order(self, seed: int) -> list[Location]:
+        locs = list(self.repro.locations[: self.limits.max_locations])
+        if seed == 0 or len(locs) < 2:
+            return locs
+        # Later trajectories explore a perturbed order: scores jittered, so near-ties swap places.
+        rng = random.Random(seed)
+        return sorted(locs, key=lambda loc: -(loc.score * (1.0 + rng.uniform(-0.25, 0.25))))
+
+    async def _check(self, sandbox: Sandbox, relpath: str, new_source: str) -> tuple[bool, str]:
+        """Run the BRT against one edit; memoized across trajectories."""
+        key = CandidateCache.key("brt", relpath, new_source, self.repro.brt.source)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return await cached
+        fut = self.cache.start(key)
+        try:
+            sandbox.write_file(relpath, new_source)
+            run = await self.runner.run(sandbox, [self.repro.brt.path], timeout=self.limits.brt_timeout)
+            verdict = (run.all_passed, run.result.output[-4000:])
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved; the raising caller handles it
+            raise
+        fut.set_result(verdict)
+        return verdict
+
+    async def _regressions(self, sandbox: Sandbox) -> tuple[bool, str, TestRun]:
+        """Run the whole suite; every test that passed at baseline, and the BRT, must pass."""
+        run = await self.runner.run(sandbox, [])
+        broken = sorted(t for t in self.baseline.passing if run.tests.get(t) != "passed")
+        brt_failed = [t for t, s in run.tests.items() if t.startswith(self.repro.brt.path) and s != "passed"]
+        if run.result.timed_out:
+            return False, "the test suite timed out", run
+        if broken or brt_failed:
+            return False, "broke: " + ", ".join((broken + brt_failed)[:10]), run
+        return True, "all baseline-passing tests and the BRT pass", run
+
+    async def run(self, sandbox: Sandbox, trajectory: Trajectory) -> None:
+        """Search until a validated fix is found (raises Submitted) or a budget runs out."""
+        rng = random.Random(trajectory.seed)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.seconds
+        tried = 0
+        sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
+        for loc in self._location_order(trajectory.seed):
+            original = sandbox.read_file(loc.file)
+            context = build_context(original)
+            cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
+            for cand in islice(cands, self.limits.per_location):
+                if tried >= self.limits.max_candidates or loop.time() > deadline:
+                    raise LimitsExceeded(f"tried {tried} candidates without a validated fix")
+                tried += 1
+                passed, _output = await self._check(sandbox, loc.file, cand.new_source)
+                await trajectory.step(
+                    "try_candidate",
+                    file=loc.file,
+                    line=cand.line,
+                    operator=cand.operator,
+                    description=cand.description,
+                    brt_passed=passed,
+                )
+                if not passed:
+                    continue
+                sandbox.write_file(loc.file, cand.new_source)
+                ok, reason, run = await self._regressions(sandbox)
+                trajectory.last_test_passed = ok
+                await trajectory.step(
+                    "run_regression_tests",
+                    ok=ok,
+                    reason=reason,
+                    summary=run.summary(),
+                    output=run.result.output[-2000:],
+                )
+                if ok:
+                    trajectory.diff = await workspace_diff(sandbox.spec.workspace)
+                    brt_out = await self.runner.run(sandbox, [self.repro.brt.path])
+                    trajectory.brt = _evidence(self.repro, brt_out)
+                    trajectory.status = "fixed"
+                    raise Submitted(f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}")
+                sandbox.write_file(loc.file, original)
+            sandbox.write_file(loc.file, original)
+        raise LimitsExceeded(f"no template fixed the bug at the top {self.limits.max_locations} locations")
+
+
+def _evidence(repro: Reproduction, after: TestRun | None) -> BrtEvidence:
+    return BrtEvidence(
+        path=repro.brt.path,
+        source=repro.brt.source,
+        symptom=repro.brt.symptom,
+        fails_before=True,
+        before_output=repro.before.result.output[-4000:],
+        passes_after=None if after is None else after.all_passed,
+        after_output="" if after is None else after.result.output[-4000:],
+        description=repro.brt.description,
+    )
+
+
+def reproduction_evidence(repro: Reproduction) -> BrtEvidence:
+    """Evidence for a reproduce-only job: the BRT and its failing output on the buggy code."""
+    return _evidence(repro, None)

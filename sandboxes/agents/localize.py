@@ -1,0 +1,322 @@
+"""Fault localization: traceback frames, Ochiai over per-test coverage, and the ranked statement list."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+#: Inside every sandbox backend the repository is mounted here (see sandboxes.base.WORKSPACE_MOUNT).
+_WORKSPACE_PREFIX = "/workspace/"
+
+#: Weight of the deepest in-repo frame of a traceback; the k-th frame outward gets FRAME_BOOST / (k + 1).
+FRAME_BOOST = 0.5
+
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$')
+# pytest --tb=short: "pkg/m.py:6: in outer"; --tb=long/line last entry: "pkg/m.py:2: KeyError[: msg]";
+# --tb=long other entries: "pkg/m.py:6: " (nothing after the colon).
+_PYTEST_FRAME = re.compile(
+    r"^(?P<file>[^\s:][^:]*?\.py):(?P<line>\d+):"
+    r"(?: in (?P<func>[\w<>.]+)|\s(?P<exc>[A-Za-z_][\w.]*)(?::.*)?|\s*)$"
+)
+_PYTEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(?P<name>\w+)\s*\(")
+_SECTION = re.compile(r"^=+ (?P<title>.*?) =+$")
+_TEST_HEADER = re.compile(r"^_{3,} .* _{3,}$")
+_NEW_TRACE = (
+    "Traceback (most recent call last):",
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
+_PHASES = frozenset({"setup", "run", "teardown", "call"})
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback entry; depth 0 is the innermost frame of the traceback it came from."""
+
+    file: str
+    line: int
+    function: str
+    depth: int
+
+
+@dataclass(frozen=True)
+class Location:
+    """A ranked suspicious statement: repo-relative file, 1-based line, combined score, why it ranked."""
+
+    file: str
+    line: int
+    score: float
+    reasons: tuple[str, ...]
+
+
+def normalize_path(path: str, root: str | None = None) -> str:
+    """Make a path repo-relative: strip `root` (absolute checkout), the sandbox mount and `./`."""
+    path = path.replace("\\", "/")
+    if root:
+        prefix = root.replace("\\", "/").rstrip("/") + "/"
+        if path.startswith(prefix):
+            path = path[len(prefix) :]
+    if path.startswith(_WORKSPACE_PREFIX):
+        path = path[len(_WORKSPACE_PREFIX) :]
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def parse_traceback_frames(text: str, root: str | None = None) -> list[Frame]:
+    """Frames of every traceback in `text`, outermost first, from interpreter or pytest output.
+
+    Understands the interpreter's `File "...", line N, in f` entries (also pytest --tb=native) and
+    pytest's `path.py:N: in f` (--tb=short), `path.py:N: ` / `path.py:N: ExcType` (--tb=long/auto/line).
+    A new traceback starts at "Traceback (most recent call last):", a chained-exception banner or a
+    pytest per-test header; depths are numbered within each traceback. Pytest's warnings summary is
+    skipped because its `path:N: SomeWarning` lines are not frames.
+    """
+    groups: list[list[tuple[str, int, str]]] = [[]]
+    in_warnings = False
+    last_def = ""
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        section = _SECTION.match(line)
+        if section:
+            in_warnings = "warnings summary" in section.group("title")
+            groups.append([])
+            continue
+        if in_warnings:
+            continue
+        if line.startswith(_NEW_TRACE) or _TEST_HEADER.match(line):
+            groups.append([])
+            last_def = ""
+            continue
+        defn = _PYTEST_DEF.match(line)
+        if defn:
+            # pytest --tb=long shows the function source above its location line, not the name.
+            last_def = defn.group("name")
+            continue
+        match = _PY_FRAME.match(line)
+        if match:
+            groups[-1].append((normalize_path(match["file"], root), int(match["line"]), match["func"] or ""))
+            continue
+        match = _PYTEST_FRAME.match(line)
+        if match:
+            func = match["func"] or last_def
+            groups[-1].append((normalize_path(match["file"], root), int(match["line"]), func))
+            last_def = ""
+    frames: list[Frame] = []
+    for group in groups:
+        for index, (file, lineno, func) in enumerate(group):
+            frames.append(Frame(file, lineno, func, len(group) - 1 - index))
+    return frames
+
+
+def ochiai(
+    coverage: Mapping[str, Mapping[int, set[str]]], failing: set[str], passing: set[str]
+) -> dict[tuple[str, int], float]:
+    """Ochiai suspiciousness ef / sqrt(total_failed * (ef + ep)) for every covered line.
+
+    Tests in neither set (unknown outcome, import-time context) are ignored. Lines that no failing
+    test executed score 0.0; with no failing test at all every line scores 0.0.
+    """
+    total_failed = len(failing)
+    scores: dict[tuple[str, int], float] = {}
+    for file, lines in coverage.items():
+        for lineno, tests in lines.items():
+            ef = len(tests & failing)
+            ep = len(tests & passing)
+            scores[(file, lineno)] = ef / math.sqrt(total_failed * (ef + ep)) if ef else 0.0
+    return scores
+
+
+def coverage_from_json(data: Mapping[str, object], root: str) -> dict[str, dict[int, set[str]]]:
+    """Per-line test contexts from `coverage json --show-contexts` (coverage.py 7, format 3).
+
+    Files are made repo-relative (files outside `root` given as absolute paths are dropped). The
+    empty context (module import time) is dropped. Each context is reduced to its test part (see
+    `context_test_name`), so "test_m.test_p", "tests/test_m.py::test_p|run" and "static|test_m.test_p"
+    all survive in a form `split_outcomes` can match to pytest node ids.
+    """
+    result: dict[str, dict[int, set[str]]] = {}
+    files = data.get("files")
+    if not isinstance(files, Mapping):
+        return result
+    for name, info in files.items():
+        rel = normalize_path(str(name), root)
+        if rel.startswith("/") or not isinstance(info, Mapping):
+            continue
+        contexts = info.get("contexts")
+        if not isinstance(contexts, Mapping):
+            continue
+        lines = result.setdefault(rel, {})
+        for lineno, ctxs in contexts.items():
+            tests = {context_test_name(str(c)) for c in ctxs or ()} - {""}
+            if tests:
+                lines.setdefault(int(lineno), set()).update(tests)
+    return result
+
+
+def context_test_name(context: str) -> str:
+    """The test part of a coverage context: drop a static-context prefix and a pytest-cov phase suffix.
+
+    coverage's `dynamic_context = test_function` yields "<module __name__>.<qualname>", e.g.
+    "test_m.test_p" (rootdir-relative import of tests/test_m.py without __init__.py),
+    "tests.test_m.TestK.test_meth" (package or --import-mode=importlib). pytest-cov's
+    `--cov-context=test` yields "<node id>|run". A static context `[run] context = X` prefixes "X|".
+    """
+    parts = [p for p in context.split("|") if p]
+    while parts and parts[-1] in _PHASES:
+        parts.pop()
+    return parts[-1] if parts else ""
+
+
+def _nodeid_key(nodeid: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(module path parts, qualname parts) of a pytest node id, parameters stripped."""
+    path, _, rest = nodeid.partition("::")
+    path = path[:-3] if path.endswith(".py") else path
+    module = tuple(p for p in path.replace("\\", "/").split("/") if p and p != ".")
+    qual = tuple(re.sub(r"\[.*\]$", "", p) for p in rest.split("::") if p) if rest else ()
+    return module, qual
+
+
+def _context_matches(context: str, nodeid: str) -> bool:
+    if "::" in context:
+        # pytest-cov contexts are node ids; a parametrized one must match exactly.
+        return context == nodeid or ("[" not in context and _nodeid_key(context) == _nodeid_key(nodeid))
+    module, qual = _nodeid_key(nodeid)
+    tokens = tuple(context.split("."))
+    if not qual or len(tokens) <= len(qual) or tokens[-len(qual) :] != qual:
+        return False
+    head = tokens[: -len(qual)]
+    # The module's __name__ is a dotted suffix of the file path: which prefix depends on rootdir,
+    # __init__.py files and the import mode, so accept any suffix.
+    return len(head) <= len(module) and module[len(module) - len(head) :] == head
+
+
+def split_outcomes(contexts: Iterable[str], failed: Iterable[str], passed: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Map coverage contexts to (failing, passing) sets given pytest node ids of failed/passed tests.
+
+    test_function contexts name the test function, not the node id, so parametrized cases share one
+    context: a context is failing if ANY node id that maps to it failed, passing only if every
+    mapped node id passed. Contexts that match no node id are in neither set.
+    """
+    failed_ids = list(failed)
+    passed_ids = list(passed)
+    failing: set[str] = set()
+    passing: set[str] = set()
+    for context in set(contexts):
+        if any(_context_matches(context, n) for n in failed_ids):
+            failing.add(context)
+        elif any(_context_matches(context, n) for n in passed_ids):
+            passing.add(context)
+    return failing, passing
+
+
+def all_contexts(coverage: Mapping[str, Mapping[int, set[str]]]) -> set[str]:
+    """Every test context that appears anywhere in `coverage`."""
+    return {c for lines in coverage.values() for tests in lines.values() for c in tests}
+
+
+def statement_starts(source: str) -> dict[int, int]:
+    """Map each line of a simple statement or compound header to that statement's first line.
+
+    Tracebacks point at the failing sub-expression's line, coverage at the statement's first line;
+    normalizing both to the statement start merges them into one location.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    starts: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        end = node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            end = min(end, body[0].lineno - 1) if body[0].lineno > node.lineno else node.lineno
+        for lineno in range(node.lineno, end + 1):
+            starts.setdefault(lineno, node.lineno)
+    return starts
+
+
+def definition_lines(source: str) -> set[int]:
+    """First lines of def/class statements and their decorators."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            lines.add(node.lineno)
+            lines.update(d.lineno for d in node.decorator_list)
+    return lines
+
+
+def rank_statements(
+    sbfl: Mapping[tuple[str, int], float],
+    frames: Iterable[Frame],
+    repo_files: set[str],
+    test_files: set[str],
+    *,
+    top: int,
+    sources: Mapping[str, str] | None = None,
+) -> list[Location]:
+    """Rank suspicious statements by Ochiai plus a traceback-frame boost.
+
+    Only lines in `repo_files` (all files when empty) that are not in `test_files` count. Within each
+    traceback, the deepest frame in such a file gets FRAME_BOOST and the k-th one outward
+    FRAME_BOOST / (k + 1); a line keeps its best boost. Ties: higher score, then deeper frame, then
+    file and line. `sources` (file -> text), when given, folds continuation lines onto the statement's
+    first line and drops def/class header lines. Works with only SBFL scores or only frames.
+    """
+
+    def eligible(file: str) -> bool:
+        return file not in test_files and (not repo_files or file in repo_files)
+
+    starts = {f: statement_starts(s) for f, s in (sources or {}).items()}
+    headers = {f: definition_lines(s) for f, s in (sources or {}).items()}
+
+    def key(file: str, line: int) -> tuple[str, int]:
+        return file, starts.get(file, {}).get(line, line)
+
+    scores: dict[tuple[str, int], float] = {}
+    reasons: dict[tuple[str, int], list[str]] = {}
+    for (file, line), score in sbfl.items():
+        if eligible(file) and score > 0:
+            k = key(file, line)
+            if score > scores.get(k, 0.0):
+                scores[k] = score
+            reasons.setdefault(k, []).append(f"ochiai={score:.3f}")
+    boosts: dict[tuple[str, int], float] = {}
+    best_rank: dict[tuple[str, int], int] = {}
+    for trace in _split_traces(list(frames)):
+        relevant = [f for f in trace if eligible(f.file)]
+        relevant.sort(key=lambda f: f.depth)
+        for rank, frame in enumerate(relevant):
+            k = key(frame.file, frame.line)
+            boost = FRAME_BOOST / (rank + 1)
+            if boost > boosts.get(k, 0.0):
+                boosts[k] = boost
+            best_rank[k] = min(best_rank.get(k, rank), rank)
+    for k, boost in boosts.items():
+        scores[k] = scores.get(k, 0.0) + boost
+        where = "deepest frame" if best_rank[k] == 0 else f"frame #{best_rank[k] + 1} from the deepest"
+        reasons.setdefault(k, []).append(f"traceback {where} (+{boost:.3f})")
+    # A nested `def` line runs at call time and scores, but there is nothing in it to repair.
+    scores = {k: v for k, v in scores.items() if k[1] not in headers.get(k[0], ())}
+    ordered = sorted(scores, key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), k[0], k[1]))
+    return [Location(f, ln, round(scores[(f, ln)], 6), tuple(reasons[(f, ln)])) for f, ln in ordered[:top]]
+
+
+def _split_traces(frames: list[Frame]) -> list[list[Frame]]:
+    """Cut a concatenation of tracebacks where depth stops decreasing (a new traceback begins)."""
+    traces: list[list[Frame]] = []
+    for frame in frames:
+        if traces and traces[-1] and frame.depth < traces[-1][-1].depth:
+            traces[-1].append(frame)
+        else:
+            traces.append([frame])
+    return traces

@@ -1,0 +1,171 @@
+"""Base class for backends that run host processes (bwrap, none): run(), files, diff and close()."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from sandboxes import hostfs
+from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, resolve_in_workspace
+from sandboxes.cgroups import SandboxCgroup
+from sandboxes.process import Launch, Running, make_preexec, run_capped
+
+#: How long close() waits for killed commands to be reaped.
+CLOSE_WAIT_SECONDS = 10.0
+
+
+def merged_env(spec_env: dict[str, str], env: dict[str, str] | None) -> dict[str, str]:
+    """minimal_env() + spec.env + per-call env, validated: nothing else from the bot is passed on."""
+    merged = minimal_env({**spec_env, **(env or {})})
+    for key, value in merged.items():
+        if not key or "=" in key or "\x00" in key or "\x00" in value:
+            raise SandboxError(f"invalid environment variable {key!r}")
+    return merged
+
+
+class ProcessSandbox:
+    """What host-process backends share: limits, timeouts, capped output, file access, diff, close.
+
+    Subclasses build the host command line in `_launch` and may lend the workspace in `_open`/`_close`.
+    The cgroup (pids, memory) belongs to the sandbox: commands running at the same time share it.
+    """
+
+    #: Extra processes the backend itself uses inside the pids cgroup (bwrap and its pid-1 monitor).
+    pids_overhead = 0
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self.spec = spec
+        self._running: set[Running] = set()
+        self._cgroup: SandboxCgroup | None = None
+        self._started = False
+        self._closed = False
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Self:
+        await self._ensure_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _ensure_open(self) -> None:
+        async with self._lock:
+            if self._closed:
+                raise SandboxError("sandbox is closed")
+            if not self._started:
+                if not self.spec.workspace.is_dir():
+                    raise SandboxError(f"workspace {self.spec.workspace} is not a directory")
+                try:
+                    await self._open()
+                except BaseException:
+                    # __aexit__ will not run when __aenter__ fails: undo what _open did here.
+                    await self._close()
+                    raise
+                self._cgroup = SandboxCgroup.create(self.spec.limits, extra_pids=self.pids_overhead)
+                self._started = True
+
+    async def _open(self) -> None:
+        """Backend set-up before the first command (nothing by default)."""
+
+    async def _close(self) -> None:
+        """Backend tear-down after the last command; also called after a failed _open."""
+
+    def _launch(self, argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[Launch, list[int]]:
+        """The host command for argv, and file descriptors to close once it has started."""
+        raise NotImplementedError
+
+    def _track(self, running: Running) -> None:
+        self._running.add(running)
+        if self._closed:
+            # close() ran while this command was being started: it must not outlive the sandbox.
+            running.kill()
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
+        """Run argv in the sandbox. cwd is relative to the workspace; env adds to spec.env."""
+        if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
+            raise SandboxError(f"invalid argv {argv!r}")
+        wall = self.spec.limits.wall_seconds if timeout is None else timeout
+        if wall <= 0:
+            raise SandboxError(f"invalid timeout {wall}")
+        await self._ensure_open()
+        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else None
+        host_cwd = host_cwd or self.spec.workspace.resolve()
+        if not host_cwd.is_dir():
+            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
+        limits = self.spec.limits
+        launch, fds = self._launch(argv, host_cwd, merged_env(self.spec.env, env))
+        cgroup = self._cgroup
+        try:
+            # rlimits stand in for whatever the cgroup cannot do here.
+            launch.preexec = make_preexec(
+                limits,
+                cgroup=cgroup,
+                nproc=cgroup is None or not cgroup.has_pids,
+                address_space=cgroup is None or not cgroup.has_memory,
+            )
+            return await run_capped(
+                launch,
+                stdin=stdin,
+                timeout=wall,
+                output_bytes=limits.output_bytes,
+                cgroup=cgroup,
+                oom_before=cgroup.oom_kills() if cgroup is not None else 0,
+                on_start=self._track,
+                on_end=self._running.discard,
+                fds_to_close=fds,
+            )
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def read_file(self, relpath: str) -> str:
+        """Read a workspace file as text."""
+        return hostfs.read_text(self.spec.workspace, relpath)
+
+    def write_file(self, relpath: str, content: str) -> None:
+        """Write a workspace file, creating parent folders."""
+        hostfs.write_text(self.spec.workspace, relpath, content, owner=self._file_owner())
+
+    def _file_owner(self) -> tuple[int, int] | None:
+        return None
+
+    async def diff(self) -> str:
+        """The git diff of the workspace against HEAD, new files included."""
+        return await hostfs.git_diff(self.spec.workspace)
+
+    async def close(self) -> None:
+        """Kill whatever still runs and give the workspace back; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for running in list(self._running):
+            running.kill()
+        # Let the killed runs finish, so nothing writes to the workspace while it is given back.
+        deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+        while self._running and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        async with self._lock:
+            if self._cgroup is not None:
+                # Also catches what escaped a process group (none backend: setsid daemons).
+                await asyncio.to_thread(self._cgroup.destroy)
+                self._cgroup = None
+            await self._close()

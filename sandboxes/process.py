@@ -1,0 +1,298 @@
+"""Shared process runner for sandbox backends: rlimits, cgroups, wall timeout, streaming capped output."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sandboxes.base import TRUNCATION_MARKER, ExecResult, Limits, SandboxError
+from sandboxes.cgroups import SandboxCgroup
+
+log = logging.getLogger(__name__)
+
+#: After the command ends (or is killed), how long stragglers may keep the pipes open.
+PIPE_GRACE_SECONDS = 2.0
+#: A SIGKILLed command not reaped by then is reported as a sandbox failure.
+KILL_WAIT_SECONDS = 30.0
+#: Bigger pipes mean fewer wake-ups when a command floods its output.
+_PIPE_SIZE = 1024 * 1024
+
+
+class CappedBuffer:
+    """Keeps the first and last bytes of a stream within a cap and counts what it drops."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = max(limit, 0) // 2
+        self.tail_limit = max(limit, 0) - self.head_limit
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_len = 0
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        """Account for one chunk; memory stays bounded by the cap whatever the stream size."""
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data or self.tail_limit == 0:
+            return
+        self.tail.append(data)
+        self.tail_len += len(data)
+        while self.tail_len > self.tail_limit:
+            excess = self.tail_len - self.tail_limit
+            first = self.tail[0]
+            if len(first) <= excess:
+                self.tail.popleft()
+                self.tail_len -= len(first)
+            else:
+                self.tail[0] = first[excess:]
+                self.tail_len -= excess
+
+    def text(self) -> tuple[str, bool]:
+        """The kept text, with base.TRUNCATION_MARKER where bytes were dropped, and whether any were."""
+        tail = b"".join(self.tail)
+        dropped = self.total - len(self.head) - len(tail)
+        if dropped <= 0:
+            return (bytes(self.head) + tail).decode("utf-8", errors="replace"), False
+        return (
+            self.head.decode("utf-8", errors="replace")
+            + TRUNCATION_MARKER.format(dropped=dropped)
+            + tail.decode("utf-8", errors="replace"),
+            True,
+        )
+
+
+class _PipeReader(asyncio.Protocol):
+    """Feeds a pipe into a CappedBuffer as data arrives, so nothing piles up in memory."""
+
+    def __init__(self, buf: CappedBuffer, done: asyncio.Future[None]) -> None:
+        self.buf = buf
+        self.done = done
+
+    def data_received(self, data: bytes) -> None:
+        self.buf.feed(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+def _set_limit(kind: int, value: int) -> None:
+    """Lower a resource limit (soft and hard) without trying to raise a hard limit we do not have."""
+    _, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
+
+
+def make_preexec(
+    limits: Limits, *, cgroup: SandboxCgroup | None, nproc: bool, address_space: bool
+) -> Callable[[], None]:
+    """Build the function run in the child before exec: join the cgroup, then apply rlimits."""
+    procs_files = cgroup.procs_files if cgroup else []
+
+    def preexec() -> None:
+        for path in procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        _set_limit(resource.RLIMIT_CORE, 0)
+        # The hard CPU limit one second later turns SIGXCPU (catchable) into SIGKILL.
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if hard == resource.RLIM_INFINITY or hard > limits.cpu_seconds:
+            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+        _set_limit(resource.RLIMIT_FSIZE, limits.max_file_bytes)
+        if address_space:
+            _set_limit(resource.RLIMIT_AS, limits.memory_bytes)
+        if nproc:
+            _set_limit(resource.RLIMIT_NPROC, limits.max_processes)
+
+    return preexec
+
+
+@dataclass
+class Launch:
+    """A host command ready to spawn: argv, its (already minimal) environment, and how to set it up."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    pass_fds: tuple[int, ...] = ()
+    preexec: Callable[[], None] | None = None
+    #: Kill the command's process group after it exits (when no pid namespace does it for us).
+    reap_group: bool = False
+    #: argv[0] is the caller's program itself: failing to exec it is the command's failure (127/126).
+    direct: bool = False
+
+
+@dataclass(eq=False)
+class Running:
+    """A spawned command, so its owner can kill it from elsewhere (close())."""
+
+    proc: asyncio.subprocess.Process
+
+    def kill(self) -> None:
+        """SIGKILL the command's process group (for bwrap: bwrap, and with it its pid namespace)."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                # start_new_session made the command its group leader; the group id is its pid.
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def _pipe() -> tuple[int, int]:
+    r, w = os.pipe2(os.O_CLOEXEC)
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    return r, w
+
+
+def exit_code(returncode: int) -> int:
+    """Shell convention: death by signal N is reported as 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+async def run_capped(
+    launch: Launch,
+    *,
+    stdin: bytes | None,
+    timeout: float,
+    output_bytes: int,
+    cgroup: SandboxCgroup | None = None,
+    oom_before: int = 0,
+    on_start: Callable[[Running], None] | None = None,
+    on_end: Callable[[Running], None] | None = None,
+    fds_to_close: list[int] | None = None,
+) -> ExecResult:
+    """Run a host command with a wall timeout that kills its whole group, streaming capped output."""
+    loop = asyncio.get_running_loop()
+    out_r, out_w = _pipe()
+    err_r, err_w = _pipe()
+    pending = [os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0)]
+    readers: list[tuple[asyncio.BaseTransport, asyncio.Future[None], CappedBuffer]] = []
+    start = time.monotonic()
+    proc: asyncio.subprocess.Process | None = None
+    try:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                env=launch.env,
+                cwd=launch.cwd,
+                pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec,
+                start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            if not launch.direct:
+                raise SandboxError(f"cannot start {launch.argv[0]}: {exc}") from exc
+            # Like a shell: 127 when the program is missing, 126 when it cannot be executed.
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            for f in pending:
+                f.close()
+            return ExecResult(code, "", f"{launch.argv[0]}: {exc.strerror}\n", time.monotonic() - start)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxError(f"cannot start {launch.argv[0]}: {exc}") from exc
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+            # The child has its copies now; ours would only keep memfds alive.
+            for fd in fds_to_close or ():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if fds_to_close:
+                fds_to_close.clear()
+        while pending:
+            buf = CappedBuffer(output_bytes)
+            done: asyncio.Future[None] = loop.create_future()
+            transport, _ = await loop.connect_read_pipe(
+                lambda b=buf, d=done: _PipeReader(b, d),  # type: ignore[misc]
+                pending[0],
+            )
+            pending.pop(0)
+            readers.append((transport, done, buf))
+    except BaseException:
+        for f in pending:
+            f.close()
+        for reader, _, _ in readers:
+            reader.close()
+        if proc is not None:
+            Running(proc).kill()
+        raise
+
+    running = Running(proc)
+    if on_start:
+        on_start(running)
+    feeder = asyncio.create_task(_feed_stdin(proc, stdin)) if stdin is not None else None
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            running.kill()
+            try:
+                await asyncio.wait_for(proc.wait(), KILL_WAIT_SECONDS)
+            except TimeoutError:
+                raise SandboxError(f"{launch.argv[0]} (pid {proc.pid}) survived SIGKILL") from None
+        if launch.reap_group:
+            # Background children may outlive the command; they share its process group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            await asyncio.wait_for(asyncio.gather(*(d for _, d, _ in readers)), PIPE_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("output pipes of %s still open after exit; closing them", launch.argv[0])
+    finally:
+        for reader, _, _ in readers:
+            reader.close()
+        if feeder is not None:
+            feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await feeder
+        if proc.returncode is None:
+            # Cancelled while running: never leave the command behind.
+            running.kill()
+        if on_end:
+            on_end(running)
+    stdout, out_cut = readers[0][2].text()
+    stderr, err_cut = readers[1][2].text()
+    assert proc.returncode is not None
+    return ExecResult(
+        exit_code=exit_code(proc.returncode),
+        stdout=stdout,
+        stderr=stderr,
+        duration=time.monotonic() - start,
+        timed_out=timed_out,
+        oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
+        stdout_truncated=out_cut,
+        stderr_truncated=err_cut,
+    )
+
+
+async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write stdin concurrently with reading output, so a full pipe cannot deadlock the command."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        # The command exited or closed stdin without reading everything; that is its business.
+        pass
+    finally:
+        proc.stdin.close()

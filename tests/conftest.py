@@ -1,0 +1,50 @@
+"""Shared fixtures: paths to ../shared, a session-wide environment cache, settings in a temp data dir."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+QUIXBUGS = SHARED / "bench" / "quixbugs"
+FIXTURES = SHARED / "fixtures"
+
+
+def require_shared(path: Path = QUIXBUGS) -> Path:
+    """Skip the calling test, with the reason, when ../shared (bench data, fixtures) is absent."""
+    if not path.exists():
+        pytest.skip(f"needs {path} (the shared bench/fixtures folder beside the checkout), which is absent")
+    return path
+
+
+@pytest.fixture(scope="session")
+def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One environment cache per test session, so virtualenvs are built once."""
+    return tmp_path_factory.mktemp("env-cache")
+
+
+@pytest.fixture
+def settings(tmp_path: Path, env_cache: Path) -> Settings:
+    """Settings with a private data dir whose cache is shared across the session."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "cache").symlink_to(env_cache)
+    return Settings(data_dir=data, trajectories=2)
+
+
+def make_git_repo(path: Path, files: dict[str, str]) -> Path:
+    """Create a one-commit git repo with the given files."""
+    path.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        target = path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    cfg = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", *cfg, *args], cwd=path, check=True, capture_output=True)
+    return path

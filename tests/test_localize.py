@@ -1,0 +1,361 @@
+"""Fault localization: traceback parsing, Ochiai, coverage contexts, ranking, and a real coverage run."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sandboxes.agents.localize import (
+    FRAME_BOOST,
+    Frame,
+    all_contexts,
+    context_test_name,
+    coverage_from_json,
+    normalize_path,
+    ochiai,
+    parse_traceback_frames,
+    rank_statements,
+    split_outcomes,
+    statement_starts,
+)
+
+INTERPRETER = """\
+Traceback (most recent call last):
+  File "/workspace/app/main.py", line 12, in <module>
+    run()
+  File "/workspace/app/core.py", line 40, in run
+    return step(x)
+  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads
+    return _default_decoder.decode(s)
+  [Previous line repeated 2 more times]
+ValueError: bad
+"""
+
+PYTEST_SHORT = """\
+=================================== FAILURES ===================================
+__________________________________ test_outer __________________________________
+tests/test_deep.py:4: in test_outer
+    assert outer(1) == 2
+           ^^^^^^^^
+pkg/deep.py:6: in outer
+    return inner(
+pkg/deep.py:2: in inner
+    return d["missing"]
+E   KeyError: 'missing'
+=============================== warnings summary ===============================
+pkg/deep.py:9: DeprecationWarning: old
+  warnings.warn("old", DeprecationWarning)
+=========================== short test summary info ============================
+FAILED tests/test_deep.py::test_outer - KeyError: 'missing'
+"""
+
+PYTEST_LONG = """\
+__________________________________ test_outer __________________________________
+
+    def test_outer():
+>       assert outer(1) == 2
+
+tests/test_deep.py:4:<SP>
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+x = 1
+
+    def outer(x):
+        y = x + 1
+>       return inner(
+            {"a": y}
+        )
+
+pkg/deep.py:6:<SP>
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+d = {'a': 2}
+
+    def inner(d):
+>       return d["missing"]
+E       KeyError: 'missing'
+
+pkg/deep.py:2: KeyError
+""".replace("<SP>", " ")  # pytest prints "path:LINE: " with a trailing space
+
+PYTEST_NATIVE = """\
+Traceback (most recent call last):
+  File "/tmp/proj/tests/test_deep.py", line 4, in test_outer
+    assert outer(1) == 2
+  File "/tmp/proj/pkg/deep.py", line 2, in inner
+    return d["missing"]
+KeyError: 'missing'
+"""
+
+CHAINED = """\
+Traceback (most recent call last):
+  File "a.py", line 3, in f
+    return d[k]
+KeyError: 'k'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "b.py", line 9, in g
+    f()
+  File "a.py", line 5, in f
+    raise LookupError
+LookupError
+"""
+
+
+def _triples(frames: list[Frame]) -> list[tuple[str, int, str, int]]:
+    return [(f.file, f.line, f.function, f.depth) for f in frames]
+
+
+def test_interpreter_traceback_strips_workspace_and_numbers_depth() -> None:
+    assert _triples(parse_traceback_frames(INTERPRETER)) == [
+        ("app/main.py", 12, "<module>", 2),
+        ("app/core.py", 40, "run", 1),
+        ("/usr/lib/python3.11/json/__init__.py", 346, "loads", 0),
+    ]
+
+
+def test_pytest_short_skips_the_warnings_summary() -> None:
+    assert _triples(parse_traceback_frames(PYTEST_SHORT)) == [
+        ("tests/test_deep.py", 4, "test_outer", 2),
+        ("pkg/deep.py", 6, "outer", 1),
+        ("pkg/deep.py", 2, "inner", 0),
+    ]
+
+
+def test_pytest_long_takes_function_names_from_the_shown_source() -> None:
+    assert _triples(parse_traceback_frames(PYTEST_LONG)) == [
+        ("tests/test_deep.py", 4, "test_outer", 2),
+        ("pkg/deep.py", 6, "outer", 1),
+        ("pkg/deep.py", 2, "inner", 0),
+    ]
+
+
+def test_pytest_native_and_line_formats_with_root() -> None:
+    frames = parse_traceback_frames(PYTEST_NATIVE, root="/tmp/proj/")
+    assert [(f.file, f.line, f.depth) for f in frames] == [
+        ("tests/test_deep.py", 4, 1),
+        ("pkg/deep.py", 2, 0),
+    ]
+    line_format = parse_traceback_frames("/tmp/proj/pkg/deep.py:11: RecursionError: maximum", root="/tmp/proj")
+    assert _triples(line_format) == [("pkg/deep.py", 11, "", 0)]
+
+
+def test_chained_exceptions_are_separate_tracebacks() -> None:
+    frames = parse_traceback_frames(CHAINED)
+    assert [(f.file, f.line, f.depth) for f in frames] == [("a.py", 3, 0), ("b.py", 9, 1), ("a.py", 5, 0)]
+
+
+def test_normalize_path() -> None:
+    assert normalize_path("/workspace/src/x.py") == "src/x.py"
+    assert normalize_path("./src/x.py") == "src/x.py"
+    assert normalize_path("/home/u/repo/src/x.py", "/home/u/repo") == "src/x.py"
+    assert normalize_path("/usr/lib/x.py", "/home/u/repo") == "/usr/lib/x.py"
+
+
+def test_ochiai_formula() -> None:
+    coverage = {"m.py": {1: {"f1", "p1", "p2"}, 2: {"f1", "f2"}, 3: {"p1"}, 4: {"f2", "p1"}}}
+    scores = ochiai(coverage, failing={"f1", "f2"}, passing={"p1", "p2"})
+    assert scores[("m.py", 2)] == pytest.approx(1.0)
+    assert scores[("m.py", 1)] == pytest.approx(1 / math.sqrt(2 * 3))
+    assert scores[("m.py", 3)] == 0.0
+    assert scores[("m.py", 4)] == pytest.approx(1 / math.sqrt(2 * 2))
+    assert ochiai(coverage, failing=set(), passing={"p1"})[("m.py", 1)] == 0.0
+
+
+def test_coverage_json_contexts_are_normalized_and_relative() -> None:
+    data = {
+        "meta": {"format": 3},
+        "files": {
+            "pkg/m.py": {"contexts": {"1": [""], "2": ["test_m.test_p", "test_m.test_ok"], "3": ["test_m.test_p"]}},
+            "/repo/pkg/n.py": {"contexts": {"5": ["tests/test_n.py::test_a[1]|run", "ci|tests.test_n.test_b"]}},
+            "/usr/lib/python3.11/os.py": {"contexts": {"1": ["test_m.test_p"]}},
+        },
+    }
+    coverage = coverage_from_json(data, "/repo")
+    assert coverage == {
+        "pkg/m.py": {2: {"test_m.test_p", "test_m.test_ok"}, 3: {"test_m.test_p"}},
+        "pkg/n.py": {5: {"tests/test_n.py::test_a[1]", "tests.test_n.test_b"}},
+    }
+    assert context_test_name("tests/test_n.py::test_a|setup") == "tests/test_n.py::test_a"
+    assert all_contexts(coverage) == {
+        "test_m.test_p",
+        "test_m.test_ok",
+        "tests/test_n.py::test_a[1]",
+        "tests.test_n.test_b",
+    }
+
+
+def test_split_outcomes_maps_functions_classes_packages_and_parameters() -> None:
+    contexts = {
+        "test_m.test_p",
+        "test_m.test_ok",
+        "tests.test_m.TestK.test_meth",
+        "tests/test_n.py::test_a[1]",
+        "tests/test_n.py::test_a[2]",
+        "other.test_p",
+        "test_m.test_unknown",
+    }
+    failed = ["tests/test_m.py::test_p[5-5]", "tests/test_n.py::test_a[1]"]
+    passed = [
+        "tests/test_m.py::test_p[1-2]",
+        "tests/test_m.py::test_ok",
+        "tests/test_m.py::TestK::test_meth",
+        "tests/test_n.py::test_a[2]",
+    ]
+    failing, passing = split_outcomes(contexts, failed, passed)
+    # One failing parameter makes the whole function failing; unknown contexts are in neither set.
+    assert failing == {"test_m.test_p", "tests/test_n.py::test_a[1]"}
+    assert passing == {"test_m.test_ok", "tests.test_m.TestK.test_meth", "tests/test_n.py::test_a[2]"}
+
+
+def test_statement_starts_folds_continuation_lines() -> None:
+    source = "def f(a):\n    x = g(\n        a,\n    )\n    if (a and\n            x):\n        return 1\n"
+    starts = statement_starts(source)
+    assert starts[3] == 2 and starts[4] == 2 and starts[6] == 5 and starts[7] == 7
+
+
+def test_rank_combines_sbfl_and_frames_and_excludes_tests() -> None:
+    sbfl = {
+        ("m.py", 3): 1.0,
+        ("m.py", 5): 1.0,
+        ("m.py", 7): 0.5,
+        ("tests/test_m.py", 2): 1.0,
+        ("vendor.py", 1): 1.0,
+    }
+    frames = [Frame("tests/test_m.py", 2, "t", 2), Frame("m.py", 7, "f", 1), Frame("m.py", 5, "g", 0)]
+    ranked = rank_statements(sbfl, frames, {"m.py", "tests/test_m.py"}, {"tests/test_m.py"}, top=10)
+    assert [(loc.file, loc.line) for loc in ranked] == [("m.py", 5), ("m.py", 3), ("m.py", 7)]
+    assert ranked[0].score == pytest.approx(1.0 + FRAME_BOOST)
+    assert ranked[2].score == pytest.approx(0.5 + FRAME_BOOST / 2)
+    assert any("deepest" in r for r in ranked[0].reasons)
+
+
+def test_rank_with_frames_only_and_ties() -> None:
+    issue = [Frame("a.py", 9, "g", 1), Frame("a.py", 4, "f", 0)]
+    brt = [Frame("b.py", 2, "h", 0)]
+    ranked = rank_statements({}, issue + brt, set(), set(), top=5)
+    # Both deepest frames tie at FRAME_BOOST: file order breaks the tie; the outer frame comes last.
+    assert [(loc.file, loc.line) for loc in ranked] == [("a.py", 4), ("b.py", 2), ("a.py", 9)]
+
+
+def test_rank_with_sbfl_only_is_deterministic_and_capped() -> None:
+    sbfl = {("b.py", 1): 0.7, ("a.py", 9): 0.7, ("a.py", 2): 0.7, ("a.py", 5): 0.0}
+    ranked = rank_statements(sbfl, [], {"a.py", "b.py"}, set(), top=2)
+    assert [(loc.file, loc.line) for loc in ranked] == [("a.py", 2), ("a.py", 9)]
+
+
+def test_rank_folds_a_traceback_line_into_its_statement() -> None:
+    source = "def f(d):\n    return g(\n        d['k'],\n    )\n"
+    sbfl = {("m.py", 2): 0.6}
+    frames = [Frame("m.py", 3, "f", 0)]
+    ranked = rank_statements(sbfl, frames, {"m.py"}, set(), top=3, sources={"m.py": source})
+    assert [(loc.line, loc.score) for loc in ranked] == [(2, pytest.approx(0.6 + FRAME_BOOST))]
+
+
+def test_rank_drops_nested_def_lines_when_sources_are_known() -> None:
+    source = "def outer(xs):\n    def key(x):\n        return -x\n    return sorted(xs, key=key)\n"
+    sbfl = {("m.py", 2): 1.0, ("m.py", 3): 1.0, ("m.py", 4): 0.9}
+    ranked = rank_statements(sbfl, [], {"m.py"}, set(), top=5, sources={"m.py": source})
+    assert [loc.line for loc in ranked] == [3, 4]
+
+
+_PROGRAM = """\
+def discount(price, member):
+    if member:
+        return price * 0.8
+    return price
+
+
+def shipping(weight):
+    if weight > 10:
+        return 5 + weight
+    return 5
+"""
+
+_TESTS = """\
+import pytest
+
+from shop import discount, shipping
+
+
+def test_heavy_parcel_pays_half_its_weight():
+    assert shipping(20) == 15
+
+
+@pytest.mark.parametrize("weight", [1, 10])
+def test_light_parcel_pays_flat_rate(weight):
+    assert shipping(weight) == 5
+
+
+def test_members_get_a_discount():
+    assert discount(10, True) == 8
+"""
+
+
+def test_real_coverage_run_ranks_the_faulty_line_first(tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(_PROGRAM)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_shop.py").write_text(_TESTS)
+    (tmp_path / ".coveragerc").write_text("[run]\ndynamic_context = test_function\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coverage",
+            "run",
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            "--tb=short",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    subprocess.run(
+        [sys.executable, "-m", "coverage", "json", "--show-contexts", "-o", "cov.json"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    coverage = coverage_from_json(json.loads((tmp_path / "cov.json").read_text()), str(tmp_path))
+    failed = re.findall(r"^FAILED (\S+)", run.stdout, re.M)
+    passed = re.findall(r"^PASSED (\S+)", run.stdout, re.M)
+    assert failed == ["tests/test_shop.py::test_heavy_parcel_pays_half_its_weight"] and len(passed) == 3
+    failing, passing = split_outcomes(all_contexts(coverage), failed, passed)
+    # coverage's test_function contexts are "<module>.<function>": the parametrized test is one context.
+    assert failing == {"test_shop.test_heavy_parcel_pays_half_its_weight"}
+    assert passing == {"test_shop.test_light_parcel_pays_flat_rate", "test_shop.test_members_get_a_discount"}
+    frames = parse_traceback_frames(run.stdout, root=str(tmp_path))
+    ranked = rank_statements(
+        ochiai(coverage, failing, passing),
+        frames,
+        {"shop.py", "tests/test_shop.py"},
+        {"tests/test_shop.py"},
+        top=5,
+        sources={"shop.py": _PROGRAM},
+    )
+    assert (ranked[0].file, ranked[0].line) == ("shop.py", 9)
+    assert ranked[0].score == pytest.approx(1.0)
+    assert all(loc.file == "shop.py" for loc in ranked)
+
+
+@pytest.mark.parametrize("text", ["", "no traceback here\n", "E   assert 1 == 2\n"])
+def test_text_without_frames(text: str) -> None:
+    assert parse_traceback_frames(textwrap.dedent(text)) == []

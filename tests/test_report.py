@@ -1,0 +1,78 @@
+"""Pure renderers: the PR body and the reproduction comment carry the evidence and nothing unsafe."""
+
+from __future__ import annotations
+
+from bot.report import (
+    PrContext,
+    ReproductionContext,
+    ReviewLine,
+    render_abstention,
+    render_pr_body,
+    render_reproduction_comment,
+)
+from sandboxes.agents.trajectory import BrtEvidence
+
+BRT = BrtEvidence(
+    path="tests/test_issue.py",
+    source="def test_x():\n    assert f(1) == 2\n",
+    symptom="wrong_value",
+    fails_before=True,
+    before_output="E   assert 3 == 2\n1 failed in 0.01s",
+    passes_after=True,
+    after_output="1 passed in 0.01s",
+)
+
+
+def _ctx(**kw: object) -> PrContext:
+    base = dict(
+        issue_ref="#12",
+        issue_title="f is off by one",
+        brt=BRT,
+        fix_files=["pkg/f.py"],
+        test_files=["tests/test_issue.py"],
+        selector="ranked",
+        selection_explanation="group A (3 patches, with test) won over group B (1 patch)",
+        reviews=[ReviewLine("brt", True, "fails before, passes after")],
+        trajectories=[{"status": "fixed", "steps": 10}, {"status": "not_fixed", "steps": 30}],
+    )
+    base.update(kw)
+    return PrContext(**base)  # type: ignore[arg-type]
+
+
+def test_pr_body_carries_evidence_selection_and_closing_line() -> None:
+    body = render_pr_body(_ctx())
+    assert "<!-- reprobot:pr:#12 -->" in body
+    assert "assert 3 == 2" in body and "1 passed" in body
+    assert "group A (3 patches, with test) won" in body
+    assert "| brt | accepted |" in body
+    assert "trajectories: 2 (1 found a validated fix)" in body
+    assert body.rstrip().splitlines()[-3] == "Fixes #12" or "Fixes #12" in body
+
+
+def test_pr_body_without_closing_line_when_policy_says_so() -> None:
+    assert "Fixes #12" not in render_pr_body(_ctx(closes_issue=False))
+
+
+def test_output_with_fences_cannot_break_out_of_its_block() -> None:
+    evil = BrtEvidence(**{**BRT.__dict__, "before_output": "```\n# injected heading\n```"})
+    body = render_pr_body(_ctx(brt=evil))
+    assert "````\n```\n# injected heading\n```\n````" in body
+
+
+def test_ansi_codes_are_stripped_and_long_output_clipped() -> None:
+    noisy = BrtEvidence(**{**BRT.__dict__, "before_output": "\x1b[31mred\x1b[0m" + "x" * 10000})
+    body = render_pr_body(_ctx(brt=noisy))
+    assert "\x1b[" not in body
+    assert "earlier output omitted" in body
+
+
+def test_reproduction_comment_shows_test_output_and_rerun() -> None:
+    text = render_reproduction_comment(ReproductionContext("#3", BRT, "python -m pytest -q tests/test_issue.py"))
+    assert "## Reproduced" in text
+    assert "assert f(1) == 2" in text
+    assert "python -m pytest -q tests/test_issue.py" in text
+
+
+def test_abstention_lists_reasons() -> None:
+    text = render_abstention("#4", ["no reproduction steps"], 0.2, 0.5)
+    assert "no reproduction steps" in text and "0.20" in text
