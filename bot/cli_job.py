@@ -157,6 +157,8 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(result))
     else:
         _print_human(console, result, pr_body, comment)
+    if outcome.error_kind == "environment":
+        return EXIT_ENVIRONMENT
     return STATUS_EXIT.get(outcome.status, EXIT_ERROR)
 
 

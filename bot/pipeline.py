@@ -80,6 +80,8 @@ class JobOutcome:
     baseline: dict[str, int] = field(default_factory=dict)
     chosen: Chosen | None = None
     generated: list[Trajectory] = field(default_factory=list)
+    #: For status "error": what failed ("environment" maps to its own CLI exit code).
+    error_kind: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The --json document (branch is added by the publisher)."""
@@ -182,6 +184,12 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
     started = time.monotonic()
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
         run = await runner.run(sb, [])
+    if run.result.timed_out:
+        # Every later stage runs the suite again; a suite that cannot finish makes all their verdicts noise.
+        raise EnvironmentError_(
+            f"the test suite did not finish within {request.test_timeout:g} s on the base commit (timed out); "
+            "raise the timeout or fix the hanging test"
+        )
     return Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
 
 
@@ -203,6 +211,7 @@ async def run_job(
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:
         outcome.status, outcome.reasons = "error", [f"environment: {exc}"]
+        outcome.error_kind = "environment"
     finally:
         outcome.seconds = time.monotonic() - started
         await asyncio.to_thread(shutil.rmtree, workdir, True)
