@@ -37,6 +37,20 @@ def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
         )
     lines += [
         "",
+        "## BRT signals (seed Table 4: how well a signal in a patch predicts a plausible fix; * needs the oracle)",
+        "",
+        "| signal | patches | of them plausible fixes | P(plausible fix given signal) | recall | F |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in summary.get("brt_signals", []):
+        lines.append(
+            f"| {row['signal']} | {row['with_signal']} | {row['plausible_with_signal']} | {row['precision']:.3f} | "
+            f"{row['recall']:.3f} | {row['f_score']:.3f} |"
+        )
+    lines += ["", "## Cogeneration (trajectories that finished on their own)", ""]
+    lines += [f"- {name}: {value:.3f}" for name, value in summary.get("cogeneration", {}).items()]
+    lines += [
+        "",
         "## Cases",
         "",
         "| case | status | seconds | plausible fixes | plausible BRTs | ranked pick: fix / BRT |",
@@ -64,17 +78,24 @@ def write_report(path: Path, summary: dict[str, Any], cases: list[dict[str, Any]
     path.write_text(render_report(summary, cases))
 
 
-def write_plot(path: Path, summary: dict[str, Any]) -> None:
-    """Plot success@k curves to a PNG (matplotlib, headless)."""
-    import matplotlib
+#: Curves often coincide (every plausible fix carrying a plausible BRT, say): distinct dashes keep each visible.
+_STYLES = [("o", "-", 9), ("s", "--", 7), ("^", ":", 6), ("x", "-.", 5)]
 
+
+def write_plot(path: Path, summary: dict[str, Any]) -> bool:
+    """Plot success@k curves for every k to a PNG; False when matplotlib (extra `eval`) is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-    for metric, row in summary["success_at_k"].items():
+    curves = summary.get("success_curves") or summary["success_at_k"]
+    for (metric, row), (marker, dash, size) in zip(curves.items(), _STYLES, strict=False):
         ks = sorted(int(k) for k in row)
-        ax.plot(ks, [row[str(k)] for k in ks], marker="o", label=f"{metric}@k")
+        ax.plot(ks, [row[str(k)] for k in ks], marker=marker, linestyle=dash, markersize=size, label=f"{metric}@k")
     ax.set_xlabel("k (trajectories sampled)")
     ax.set_ylabel("fraction of cases")
     ax.set_ylim(0, 1.02)
@@ -84,3 +105,4 @@ def write_plot(path: Path, summary: dict[str, Any]) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return True

@@ -23,7 +23,14 @@ from bot.oracle import OracleScorer
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
 from bot.store import Store
-from patch_selectors.metrics import SelectionCase, TrajectoryOutcome, selector_table, success_table
+from patch_selectors.metrics import (
+    SelectionCase,
+    TrajectoryOutcome,
+    cogeneration_success,
+    selector_table,
+    signal_table,
+    success_table,
+)
 from patch_selectors.selectors import SELECTORS
 
 log = logging.getLogger(__name__)
@@ -179,6 +186,9 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
     # Cases that stopped before generating are scored as M failed samples, so every case counts.
     samples = [r.outcomes or [TrajectoryOutcome(False, False, False, False, finished=False)] * m for r in results]
     table = success_table(samples, ks, clamp_k=True)
+    # Every k from 1 to M, for the plotted curves (the table keeps only the asked-for k).
+    curves = success_table(samples, list(range(1, m + 1)), clamp_k=True)
+    every_patch = [o for r in results for o in r.outcomes]
     selectors = {}
     for name in SELECTORS:
         cases = [SelectionCase(r.outcomes, r.selections.get(name)) for r in results]
@@ -194,6 +204,9 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
         "cases": len(results),
         "trajectories": m,
         "success_at_k": {metric: {str(k): v for k, v in row.items()} for metric, row in table.items()},
+        "success_curves": {metric: {str(k): v for k, v in row.items()} for metric, row in curves.items()},
+        "brt_signals": [vars(row) for row in signal_table(every_patch)],
+        "cogeneration": cogeneration_success(every_patch),
         "selectors": selectors,
         "selected_counts": chosen,
         "statuses": {s: sum(1 for r in results if r.status == s) for s in {r.status for r in results}},
@@ -245,7 +258,8 @@ async def run_eval(
     document = {"summary": summary, "cases": [r.to_json() for r in results]}
     (out / "results.json").write_text(json.dumps(document, indent=2) + "\n")
     write_report(out / "report.md", summary, [r.to_json() for r in results])
-    write_plot(out / "success_at_k.png", summary)
+    if not write_plot(out / "success_at_k.png", summary):
+        console.print("plot skipped: matplotlib is not installed (pip install 'reprobot[eval]')")
     return document
 
 
