@@ -36,19 +36,24 @@ def new_test_file(path: str, body: str) -> str:
     )
 
 
-FIX = """diff --git a/gcd.py b/gcd.py
---- a/gcd.py
-+++ b/gcd.py
-@@ -2,7 +2,7 @@ def gcd(a, b):
-     if b == 0:
-         return a
-     else:
--        return gcd(a % b, b)
-+        return gcd(b, a % b)
- 
- 
- \"\"\"
-"""
+#: Blank context lines in a diff are a single space, written out here so editors keep them.
+FIX = "\n".join(
+    [
+        "diff --git a/gcd.py b/gcd.py",
+        "--- a/gcd.py",
+        "+++ b/gcd.py",
+        "@@ -2,7 +2,7 @@ def gcd(a, b):",
+        "     if b == 0:",
+        "         return a",
+        "     else:",
+        "-        return gcd(a % b, b)",
+        "+        return gcd(b, a % b)",
+        " ",
+        " ",
+        ' """',
+        "",
+    ]
+)
 
 BREAKS_REGRESSION = """diff --git a/gcd.py b/gcd.py
 --- a/gcd.py
