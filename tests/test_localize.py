@@ -253,6 +253,21 @@ def test_rank_with_sbfl_only_is_deterministic_and_capped() -> None:
     assert [(loc.file, loc.line) for loc in ranked] == [("a.py", 2), ("a.py", 9)]
 
 
+def test_rank_ties_go_to_files_the_report_names() -> None:
+    sbfl = {("pkg/node.py", 3): 0.7, ("pkg/sort_graph.py", 5): 0.7, ("pkg/sort_graph.py", 2): 0.9}
+    files = {"pkg/node.py", "pkg/sort_graph.py"}
+    for mentioned in (["sort_graph"], ["sort_graph.py"], ["pkg/sort_graph.py"]):
+        ranked = rank_statements(sbfl, [], files, set(), top=3, mentioned=mentioned)
+        assert [(loc.file, loc.line) for loc in ranked] == [
+            ("pkg/sort_graph.py", 2),
+            ("pkg/sort_graph.py", 5),
+            ("pkg/node.py", 3),
+        ]
+    # A mention never outranks a higher score.
+    ranked = rank_statements(sbfl, [], files, set(), top=1, mentioned=["node"])
+    assert ranked[0].line == 2
+
+
 def test_rank_folds_a_traceback_line_into_its_statement() -> None:
     source = "def f(d):\n    return g(\n        d['k'],\n    )\n"
     sbfl = {("m.py", 2): 0.6}

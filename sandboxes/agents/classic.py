@@ -127,7 +127,8 @@ async def reproduce(
     locations: list[Location] = []
     if localize:
         frames = parse_traceback_frames(facts.traceback_text) + parse_traceback_frames(before.result.output)
-        locations = await localize_in_sandbox(sandbox, runner, brt.path, repo_files, frames)
+        mentioned = (*facts.mentioned_files, *facts.identifiers)
+        locations = await localize_in_sandbox(sandbox, runner, brt.path, repo_files, frames, mentioned=mentioned)
         await trajectory.step(
             "fault_localization",
             top=[{"file": loc.file, "line": loc.line, "score": round(loc.score, 4)} for loc in locations[:10]],

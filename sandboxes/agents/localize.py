@@ -263,13 +263,14 @@ def rank_statements(
     *,
     top: int,
     sources: Mapping[str, str] | None = None,
+    mentioned: Iterable[str] = (),
 ) -> list[Location]:
     """Rank suspicious statements by Ochiai plus a traceback-frame boost.
 
     Only lines in `repo_files` (all files when empty) that are not in `test_files` count. Within each
     traceback, the deepest frame in such a file gets FRAME_BOOST and the k-th one outward
-    FRAME_BOOST / (k + 1); a line keeps its best boost. Ties: higher score, then deeper frame, then
-    file and line. `sources` (file -> text), when given, folds continuation lines onto the statement's
+    FRAME_BOOST / (k + 1); a line keeps its best boost. Ties: higher score, then deeper frame, then files
+    the report names (`mentioned`: paths, file names or module names), then file and line. `sources` (file -> text), when given, folds continuation lines onto the statement's
     first line and drops def/class header lines. Works with only SBFL scores or only frames.
     """
 
@@ -307,7 +308,15 @@ def rank_statements(
         reasons.setdefault(k, []).append(f"traceback {where} (+{boost:.3f})")
     # A nested `def` line runs at call time and scores, but there is nothing in it to repair.
     scores = {k: v for k, v in scores.items() if k[1] not in headers.get(k[0], ())}
-    ordered = sorted(scores, key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), k[0], k[1]))
+    # A small suite covers every line with the same tests, so Ochiai ties are common; the file the user
+    # talks about is the better guess than the alphabetically first one.
+    named = set(mentioned)
+
+    def unnamed(file: str) -> bool:
+        base = file.rsplit("/", 1)[-1]
+        return not ({file, base, base.removesuffix(".py")} & named)
+
+    ordered = sorted(scores, key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), unnamed(k[0]), k[0], k[1]))
     return [Location(f, ln, round(scores[(f, ln)], 6), tuple(reasons[(f, ln)])) for f, ln in ordered[:top]]
 
 

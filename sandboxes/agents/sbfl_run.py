@@ -49,6 +49,7 @@ async def localize_in_sandbox(
     frames: list[Frame],
     *,
     top: int = 20,
+    mentioned: Sequence[str] = (),
 ) -> list[Location]:
     """Spectrum-based fault localization over the whole suite plus the BRT, merged with traceback frames."""
     rc_rel = f"{SCRATCH_DIR}/coveragerc"
@@ -81,4 +82,4 @@ async def localize_in_sandbox(
     python_files = {f for f in repo_files if f.endswith(".py")}
     test_files = {f for f in python_files if _is_test_file(f)} | {brt_path}
     scores = ochiai(coverage, failing, passing) if coverage and failing else {}
-    return rank_statements(scores, frames, python_files, test_files, top=top)
+    return rank_statements(scores, frames, python_files, test_files, top=top, mentioned=mentioned)
