@@ -270,8 +270,9 @@ def rank_statements(
     Only lines in `repo_files` (all files when empty) that are not in `test_files` count. Within each
     traceback, the deepest frame in such a file gets FRAME_BOOST and the k-th one outward
     FRAME_BOOST / (k + 1); a line keeps its best boost. Ties: higher score, then deeper frame, then files
-    the report names (`mentioned`: paths, file names or module names), then file and line. `sources` (file -> text), when given, folds continuation lines onto the statement's
-    first line and drops def/class header lines. Works with only SBFL scores or only frames.
+    the report names (`mentioned`: paths, file names or module names), then file and line. `sources`
+    (file -> text), when given, folds continuation lines onto the statement's first line and drops def/class
+    header lines. Works with only SBFL scores or only frames.
     """
 
     def eligible(file: str) -> bool:
