@@ -14,18 +14,16 @@ import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from bot.config import Settings
-from sandboxes.agents.chat import ModelReply, ToolCall
+from sandboxes.agents.chat import LLMError, ModelReply, ToolCall
 from sandboxes.agents.trajectory import LimitsExceeded
+
+__all__ = ["Budget", "LLMClient", "LLMError", "Ledger", "PriceTable", "check_endpoint", "client_from_settings"]
 
 log = logging.getLogger(__name__)
 
 #: Errors worth another attempt: rate limits, server errors, timeouts and dropped connections. Never a 4xx
 #: other than 429: a bad request stays bad.
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
-
-
-class LLMError(RuntimeError):
-    """The model endpoint refused the request or kept failing; the message says why, never the key."""
 
 
 def approx_tokens(text: str) -> int:
@@ -162,7 +160,9 @@ def _retry_after(exc: BaseException) -> float | None:
         return None  # an HTTP date; fall back to backoff
 
 
-def retrying(*, attempts: int = 5, base: float = 0.5, max_wait: float = 30.0, sleep: Sleep = asyncio.sleep) -> AsyncRetrying:
+def retrying(
+    *, attempts: int = 5, base: float = 0.5, max_wait: float = 30.0, sleep: Sleep = asyncio.sleep
+) -> AsyncRetrying:
     """THE retry policy for model calls: 429/5xx/timeouts, Retry-After honoured, exponential backoff otherwise."""
 
     def wait(state: RetryCallState) -> float:

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bot.abstention import AbstentionDecision, python_symbols, score_issue
+from bot.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.config import Settings
 from bot.generate import GenerateRequest, generate_patches
+from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
 from bot.review import Chosen, review_and_select
 from bot.store import Store
+from sandboxes.agents.chat import ChatModel
 from sandboxes.agents.classic import NotReproduced, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import BrtEvidence, Trajectory
@@ -56,6 +58,17 @@ class JobRequest:
     base_commit: str | None = None
     test_timeout: float = 300.0
     denied_paths: tuple[str, ...] = (".github/workflows/**",)
+    #: LLM trajectories' cogeneration strategy: freeform, tdd, tld, fix-only or brt-only.
+    strategy: str = "freeform"
+    #: Add the spec reviewer and the BRT relevance judge (needs a model).
+    llm_reviewers: bool = False
+    #: Combine the rule-based abstention score with the model's estimate (needs a model).
+    llm_abstention: bool = False
+
+    def needs_model(self, llm_configured: bool) -> bool:
+        """True when some stage of this job calls the model."""
+        uses_llm = self.agent in ("llm", "mixed") or (self.agent == "auto" and llm_configured)
+        return uses_llm or self.llm_reviewers or self.llm_abstention
 
 
 @dataclass
@@ -80,6 +93,10 @@ class JobOutcome:
     baseline: dict[str, int] = field(default_factory=dict)
     chosen: Chosen | None = None
     generated: list[Trajectory] = field(default_factory=list)
+    #: Model usage of the whole job (empty when no model was used) and the PR body's cost line.
+    llm_usage: dict[str, Any] = field(default_factory=dict)
+    cost: str = ""
+    budget_stops: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The --json document (branch is added by the publisher)."""
@@ -103,8 +120,11 @@ class JobOutcome:
                 "score": self.abstention.score,
                 "threshold": self.abstention.threshold,
                 "reasons": list(self.abstention.reasons),
+                "rule_score": self.abstention.rule_score,
+                "llm_score": self.abstention.llm_score,
             },
             "baseline": self.baseline,
+            **({"llm": {**self.llm_usage, "budget_stops": self.budget_stops}} if self.llm_usage else {}),
         }
 
 
@@ -117,6 +137,8 @@ class JobContext:
     job_id: int
     workdir: Path
     progress: ProgressSink | None = None
+    model: ChatModel | None = None
+    ledger: Ledger | None = None
 
     def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
         """Create the trajectory's store row and stream its steps into the store as they happen."""
@@ -200,11 +222,24 @@ async def run_job(
     facts = parse_issue(request.issue_text)
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
     try:
+        if request.needs_model(settings.llm_configured):
+            ctx.ledger = ledger_from_settings(settings)
+            ctx.model = client_from_settings(settings, ctx.ledger)
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:
         outcome.status, outcome.reasons = "error", [f"environment: {exc}"]
+    except LLMError as exc:
+        outcome.status, outcome.reasons = "error", [f"model: {exc}"]
     finally:
         outcome.seconds = time.monotonic() - started
+        if ctx.ledger is not None:
+            outcome.llm_usage = ctx.ledger.usage().to_json()
+            outcome.cost = ctx.ledger.describe()
+            llm_trajs = [t for t in outcome.generated if t.agent == "llm"]
+            ids = {t.id for t in llm_trajs}
+            outcome.budget_stops = [s for s in ctx.ledger.stopped if s.split(":")[0] not in ids] + [
+                f"{t.id}: {s.get('reason')}" for t in llm_trajs for s in t.steps if s.get("kind") == "stop"
+            ]
         await asyncio.to_thread(shutil.rmtree, workdir, True)
     return outcome
 
@@ -217,6 +252,8 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
 
     await ctx.stage("triage")
     decision = triage(facts, base, request.abstain_threshold)
+    if request.llm_abstention and ctx.model is not None:
+        decision = await combine_with_model(decision, ctx.model, request.issue_text)
     outcome.abstention = decision
     if not decision.act:
         outcome.status, outcome.reasons = "abstained", list(decision.reasons)
@@ -266,8 +303,10 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             repro=repro,
             shared_steps=shared.steps,
             parallel=parallel,
+            facts=facts,
         )
     )
+    outcome.generated = generated
     outcome.trajectories = [t.summary() for t in generated]
 
     await ctx.stage("review", "validating candidate patches in fresh sandboxes")

@@ -9,6 +9,10 @@ from typing import Any, Protocol
 from sandboxes.agents.trajectory import FormatError
 
 
+class LLMError(RuntimeError):
+    """The model endpoint refused a request or kept failing; the message says why, never the key."""
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call as the model sent it; `arguments` is the raw JSON text, parsed on demand."""

@@ -33,4 +33,6 @@ def clean_output(text: str, *, head: int = 20, tail: int = 30, max_errors: int =
     errors = [ln for ln in middle if _ERRORISH.search(ln)][:max_errors]
     cut = len(middle) - len(errors)
     marker = f"[… {cut} lines cut; error lines from the cut part follow …]" if errors else f"[… {cut} lines cut …]"
-    return "\n".join([*lines[:head], marker, *errors, *([f"[… end of error lines …]"] if errors else []), *lines[-tail:]])
+    return "\n".join(
+        [*lines[:head], marker, *errors, *(["[… end of error lines …]"] if errors else []), *lines[-tail:]]
+    )

@@ -178,7 +178,9 @@ class Toolbox:
                 text = self.sandbox.read_file(rel)
             except (OSError, UnicodeDecodeError):
                 continue
-            hits += [f"{rel}:{n}: {line.strip()[:200]}" for n, line in enumerate(text.splitlines(), 1) if rx.search(line)]
+            hits += [
+                f"{rel}:{n}: {line.strip()[:200]}" for n, line in enumerate(text.splitlines(), 1) if rx.search(line)
+            ]
         if not hits:
             return f"no matches for {pattern!r}"
         more = f"\n[… {len(hits) - 40} more matches]" if len(hits) > 40 else ""
@@ -224,7 +226,9 @@ class Toolbox:
             try:
                 ast.parse(updated, filename=rel)
             except SyntaxError as exc:
-                raise FormatError(f"refused: the edit breaks Python syntax in {rel} line {exc.lineno}: {exc.msg}") from None
+                raise FormatError(
+                    f"refused: the edit breaks Python syntax in {rel} line {exc.lineno}: {exc.msg}"
+                ) from None
         self.sandbox.write_file(rel, updated)
         return f"edited {rel}: {old.count(chr(10)) + 1 if old else 0} line(s) replaced by {new.count(chr(10)) + 1}"
 
