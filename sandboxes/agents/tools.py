@@ -302,7 +302,7 @@ class Toolbox:
         summary = str(args.get("summary") or "").strip()[:500]
         diff = await workspace_diff(self.sandbox.spec.workspace)
         paths = changed_paths(diff)
-        tests = [p for p in paths if p.endswith(".py") and _is_test_file(p)]
+        tests = [p for p in paths if p.endswith(".py") and _is_test_file(p) and self._defines_test(p)]
         if self.strategy in NEEDS_TEST and not tests and not self.guard_fired:
             self.guard_fired = True
             await self.trajectory.step("cleanup_guard", changed=paths)
@@ -322,6 +322,13 @@ class Toolbox:
         self.trajectory.brt = await self._evidence(tests, paths) if tests else None
         self.trajectory.status = "fixed" if self.trajectory.brt and self.trajectory.brt.passes_after else "not_fixed"
         raise Submitted(summary or "finished")
+
+    def _defines_test(self, rel: str) -> bool:
+        """An emptied or deleted test file does not count as a test in the patch."""
+        try:
+            return "def test" in self.sandbox.read_file(rel)
+        except (OSError, UnicodeDecodeError):
+            return False
 
     async def _evidence(self, tests: list[str], paths: list[str]) -> BrtEvidence:
         """Run the patch's tests with the fix files reverted (before) and restored (after)."""
