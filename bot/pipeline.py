@@ -153,7 +153,15 @@ class JobContext:
     def save_trajectory(self, traj: Trajectory) -> None:
         """Record how the trajectory ended; called from `finally`."""
         if traj.db_id is not None:
-            self.store.finish_trajectory(traj.db_id, traj.status, seconds=traj.seconds, error=traj.error or None)
+            usage = traj.usage
+            self.store.finish_trajectory(
+                traj.db_id,
+                traj.status,
+                seconds=traj.seconds,
+                tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+                cost=float(usage.get("cost_usd", 0.0)),
+                error=traj.error or None,
+            )
 
     async def stage(self, name: str, detail: str = "") -> None:
         """Announce a stage to whoever watches (terminal progress, progress comment)."""
