@@ -115,3 +115,17 @@ async def test_cleanup_guard_fires_once_then_finishes_with_test(tmp_path: Path, 
     reminder = [m for m in run.server.requests[4]["messages"] if m["role"] == "tool"][-1]["content"]
     assert reminder.startswith("Not finished: your changes contain no test")
     assert "tests/test_gcd_same_args.py" in run.outcome.test_files
+
+
+async def test_mixed_kinds_in_one_job_are_reviewed_and_selected_alike(tmp_path: Path, settings: Settings) -> None:
+    run = await run_scripted_job(tmp_path, settings, "gcd", "guard_gcd", agent="mixed", trajectories=2)
+    out = run.outcome
+    assert sorted(t["agent"] for t in out.trajectories) == ["classic", "llm"]
+    patches = run.store.list_patches(out.job_id)
+    assert len(patches) == sum(1 for t in out.generated if t.diff) >= 1
+    assert out.status == "fixed", out.reasons
+    assert out.chosen is not None
+    # Both kinds produced a candidate; selection saw them side by side as plain patch records.
+    assert {r.agent for r in out.chosen.records} == {"classic", "llm"}
+    body = _pr_body(run)
+    assert "agent: `classic, llm`" in body

@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-_PROGRESS = re.compile(r"^\s*(\d{1,3}%\s*\|.*\||[\[(]?[#=>.\- ]{10,}[\])]?\s*\d{0,3}%?|[|/\\-]\s*)$")
+_PROGRESS = re.compile(
+    r"^\s*(?:\S.{0,40}?:\s*)?\d{1,3}%\s*\|.*$"  # tqdm: " 45%|####   | 9/20 [00:01<00:02]"
+    r"|^\s*[\[(]?[#=>.\-\s]{10,}[\])]?\s*\d{0,3}%?\s*$"  # bare bars: "[#####.....] 50%"
+    r"|^\s*[|/\\-]\s*$"  # spinners
+)
 _ERRORISH = re.compile(r"Error|Exception|Traceback|FAILED|FAIL:|assert|error:|^E\s", re.IGNORECASE)
 MAX_LINE = 300
 
