@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -111,7 +112,10 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     if request.needs_model(settings.llm_configured):
         # Fail fast, before any work: no model configured, or the endpoint does not answer.
         reason = await check_endpoint(settings)
-        if reason is not None:
+        if reason is not None and request.agent == "auto" and not (request.llm_reviewers or request.llm_abstention):
+            print(f"reprobot: {reason}; --agent auto uses the classic agent", file=sys.stderr)
+            request = dataclasses.replace(request, agent="classic")
+        elif reason is not None:
             return _emit_error(args, reason, EXIT_ERROR)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(settings.store_path)

@@ -31,7 +31,7 @@ class GenerateRequest:
     base: Path
     env: BuiltEnvironment
     baseline: Baseline
-    repro: Reproduction
+    repro: Reproduction | None
     shared_steps: list[dict[str, Any]]
     parallel: int
     limits: SearchLimits = field(default_factory=SearchLimits)
@@ -65,14 +65,15 @@ async def _one_trajectory(
     async with gate:
         workspace = await copy_workspace(gen.base, ctx.workdir / f"t{index}")
         runner = TestRunner(gen.env, timeout=gen.request.test_timeout)
-        search = ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits)
         spec = sandbox_spec(workspace, gen.env, ctx.settings, gen.request.test_timeout)
         try:
             async with make_sandbox(gen.request.sandbox, spec) as sb:
                 if kind == "llm":
                     await run_llm_trajectory(gen, traj, sb, runner)
+                elif gen.repro is None:
+                    raise LimitsExceeded("the classic agent needs a synthesized BRT and none reproduced the report")
                 else:
-                    await search.run(sb, traj)
+                    await ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits).run(sb, traj)
         except Submitted as done:
             await traj.step("submit", summary=str(done))
         except LimitsExceeded as stop:

@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 from bot.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.config import Settings
-from bot.generate import GenerateRequest, generate_patches
+from bot.generate import GenerateRequest, generate_patches, trajectory_kinds
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
 from bot.review import Chosen, review_and_select
 from bot.store import Store
 from sandboxes.agents.chat import ChatModel
-from sandboxes.agents.classic import NotReproduced, reproduce, reproduction_evidence
+from sandboxes.agents.classic import NotReproduced, Reproduction, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec, host_cpu_count
@@ -277,19 +277,25 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     shared = Trajectory(id=f"{ctx.job_id}-repro", agent=request.agent, seed=0)
     ctx.open_trajectory(shared, strategy="reproduce")
     spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)
+    repro: Reproduction | None = None
     try:
         async with make_sandbox(request.sandbox, spec) as sb:
             repro = await reproduce(facts, sb, runner, tracked_files(base), shared, localize=request.mode == "fix")
     except NotReproduced as exc:
-        outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
-        outcome.trajectories = [shared.summary()]
-        return
+        # LLM trajectories write their own BRT, so a report the synthesizer cannot turn into a test is still
+        # worth their attempt; classic-only jobs (and reproduce jobs) stop here.
+        kinds = trajectory_kinds(request.agent, request.trajectories, ctx.model is not None)
+        if request.mode == "reproduce" or "llm" not in kinds:
+            outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
+            outcome.trajectories = [shared.summary()]
+            return
+        await ctx.stage("reproduce", f"no synthesized test ({exc}); llm trajectories write their own")
     finally:
         shared.finish()
         if shared.status == "not_fixed":
             shared.status = "reproduced" if request.mode == "reproduce" else shared.status
         ctx.save_trajectory(shared)
-    if request.mode == "reproduce":
+    if request.mode == "reproduce" and repro is not None:
         outcome.status = "reproduced"
         outcome.brt = reproduction_evidence(repro)
         outcome.test_files = [repro.brt.path]
@@ -297,7 +303,8 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         outcome.trajectories = [shared.summary()]
         return
     # The BRT file was written into the base workspace; trajectories start from a clean copy.
-    (base / repro.brt.path).unlink(missing_ok=True)
+    if repro is not None:
+        (base / repro.brt.path).unlink(missing_ok=True)
 
     parallel = ctx.settings.max_parallel or host_cpu_count()
     await ctx.stage("generate", f"{request.trajectories} trajectories, {parallel} at a time")
@@ -326,7 +333,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     if chosen.trajectory is None or chosen.trajectory.brt is None:
         outcome.status = "not_fixed"
         outcome.reasons = chosen.reasons or ["no trajectory produced a validated fix"]
-        outcome.brt = reproduction_evidence(repro)
+        outcome.brt = reproduction_evidence(repro) if repro is not None else None
         return
     winner = chosen.trajectory
     outcome.status = "fixed"

@@ -43,12 +43,19 @@ class LlmRun:
 
 
 async def run_scripted_job(
-    tmp_path: Path, settings: Settings, case: str, script: str, *, overrides: dict[str, Any] | None = None, **req: Any
+    tmp_path: Path,
+    settings: Settings,
+    case: str,
+    script: str,
+    *,
+    overrides: dict[str, Any] | None = None,
+    issue: Path | None = None,
+    **req: Any,
 ) -> LlmRun:
     """Run the whole pipeline on a bench case with llm trajectories driven by a script file."""
     case_dir = require_shared(QUIXBUGS / case)
     repo = _git_repo_from(case_dir / "repo", tmp_path / "repo")
-    issue_text = (case_dir / "issue.md").read_text()
+    issue_text = (issue or case_dir / "issue.md").read_text()
     async with ScriptedLLM(load_script(script)) as srv:
         s = llm_settings(settings, srv.base_url, **(overrides or {}))
         s.data_dir.mkdir(parents=True, exist_ok=True)

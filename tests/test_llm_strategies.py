@@ -129,3 +129,15 @@ async def test_mixed_kinds_in_one_job_are_reviewed_and_selected_alike(tmp_path: 
     assert {r.agent for r in out.chosen.records} == {"classic", "llm"}
     body = _pr_body(run)
     assert "agent: `classic, llm`" in body
+
+
+async def test_prose_report_model_tips_triage_and_agent_writes_its_own_brt(tmp_path: Path, settings: Settings) -> None:
+    issue = Path(__file__).parent / "samples" / "llm_issues" / "gcd_prose.md"
+    run = await run_scripted_job(tmp_path, settings, "gcd", "prose_gcd", issue=issue, llm_abstention=True)
+    ab = run.outcome.abstention
+    assert ab is not None and ab.rule_score is not None and ab.rule_score < ab.threshold <= ab.score
+    stored = run.store.list_trajectories(run.outcome.job_id)
+    repro = next(t for t in stored if t.strategy == "reproduce")
+    assert any(s.kind == "synthesize_brt" and not s.content["candidates"] for s in run.store.get_steps(repro.id))
+    _assert_fixed_with_brt(run, "gcd.py")
+    assert run.outcome.test_files == ["tests/test_gcd_equal.py"]
