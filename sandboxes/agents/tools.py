@@ -114,6 +114,16 @@ def is_denied(path: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, p.rstrip("*").rstrip("/") + "/*") for p in patterns)
 
 
+def _int(args: dict[str, Any], key: str, default: int) -> int:
+    value = args.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise FormatError(f"`{key}` must be an integer, got {value!r}") from None
+
+
 def changed_paths(diff: str) -> list[str]:
     """Paths a git diff touches (new side)."""
     return [m.group(1) for m in re.finditer(r"^diff --git a/\S+ b/(\S+)$", diff, re.MULTILINE)]
@@ -195,8 +205,8 @@ class Toolbox:
             raise FormatError(f"{rel} does not exist") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise FormatError(f"cannot read {rel}: {exc}") from None
-        start = max(1, int(args.get("start_line") or 1))
-        end = min(len(lines), int(args.get("end_line") or start + 80), start + _VIEW_MAX - 1)
+        start = max(1, _int(args, "start_line", 1))
+        end = min(len(lines), _int(args, "end_line", start + 80), start + _VIEW_MAX - 1)
         body = "\n".join(f"{n:5d}  {lines[n - 1]}" for n in range(start, end + 1))
         return f"{rel} lines {start}-{end} of {len(lines)}\n{body}"
 
@@ -210,6 +220,8 @@ class Toolbox:
             current: str | None = self.sandbox.read_file(rel)
         except FileNotFoundError:
             current = None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise FormatError(f"refused: cannot edit {rel} as text ({type(exc).__name__})") from None
         if old == "":
             if current is not None and current.strip():
                 raise FormatError(f"refused: {rel} exists; give the exact old_text to replace")
@@ -276,7 +288,7 @@ class Toolbox:
         cands = synthesize_brts(self.facts, self.workspace_files)
         if not cands:
             return "the report has no code, session or traceback a test can be built from; write one by hand"
-        idx = min(max(0, int(args.get("index") or 0)), len(cands) - 1)
+        idx = min(max(0, _int(args, "index", 0)), len(cands) - 1)
         cand = cands[idx]
         return f"proposal {idx + 1} of {len(cands)} for {cand.path} ({cand.description}):\n{cand.source}"
 
