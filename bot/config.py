@@ -63,6 +63,10 @@ class Settings:
     llm_max_tokens: int = 400_000
     #: REPROBOT_LLM_MAX_COST: USD per job across trajectories, reviewers and abstention (unset: no cap).
     llm_max_cost: float | None = None
+    #: REPROBOT_LLM_MAX_COST_ISSUE / REPROBOT_LLM_MAX_COST_DAY: USD across all jobs of one issue / per UTC day
+    #: for the whole deployment, counted from the trajectories recorded in the store (unset: no cap).
+    llm_max_cost_issue: float | None = None
+    llm_max_cost_day: float | None = None
     #: REPROBOT_LLM_TIMEOUT: seconds before one model call counts as timed out (then retried).
     llm_timeout: float = 120.0
 
@@ -116,6 +120,8 @@ class Settings:
             ("LLM_MAX_STEPS", "llm_max_steps", int),
             ("LLM_MAX_TOKENS", "llm_max_tokens", int),
             ("LLM_MAX_COST", "llm_max_cost", float),
+            ("LLM_MAX_COST_ISSUE", "llm_max_cost_issue", float),
+            ("LLM_MAX_COST_DAY", "llm_max_cost_day", float),
             ("LLM_TIMEOUT", "llm_timeout", float),
         ):
             if (v := get(name)) is not None:

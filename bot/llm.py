@@ -55,10 +55,12 @@ class Budget:
     max_steps: int = 40
     max_tokens: int = 400_000
     max_cost: float | None = None
+    #: Which cap max_cost is ("job", or "issue"/"day" when what is left of those is tighter).
+    cost_scope: str = "job"
 
     def describe(self) -> str:
         """One line for the PR body."""
-        cost = "no cost cap" if self.max_cost is None else f"${self.max_cost:.2f} per job"
+        cost = "no cost cap" if self.max_cost is None else f"${self.max_cost:.2f} ({self.cost_scope} budget)"
         return f"{self.max_steps} steps and {self.max_tokens:,} tokens per trajectory, {cost}"
 
 
@@ -129,7 +131,7 @@ class Ledger:
         reason = ""
         job = self.usage()
         if self.budget.max_cost is not None and job.cost >= self.budget.max_cost:
-            reason = f"job cost budget spent: ${job.cost:.4f} of ${self.budget.max_cost:.4f}"
+            reason = f"{self.budget.cost_scope} cost budget spent: ${job.cost:.4f} of ${self.budget.max_cost:.4f}"
         elif (used := self.usage(trajectory).tokens) >= self.budget.max_tokens:
             reason = f"token budget spent: {used:,} of {self.budget.max_tokens:,} tokens"
         if reason:
@@ -258,11 +260,18 @@ class LLMClient:
         return ModelReply(choice.content or "", calls, prompt, completion, cost)
 
 
-def ledger_from_settings(settings: Settings) -> Ledger:
-    """A fresh job ledger with the configured prices and budgets."""
+def ledger_from_settings(settings: Settings, spent_issue: float = 0.0, spent_day: float = 0.0) -> Ledger:
+    """A fresh job ledger: configured prices, and the tightest of the job cap and what the issue/day caps leave."""
+    caps = [("job", settings.llm_max_cost)]
+    if settings.llm_max_cost_issue is not None:
+        caps.append(("issue", max(0.0, settings.llm_max_cost_issue - spent_issue)))
+    if settings.llm_max_cost_day is not None:
+        caps.append(("day", max(0.0, settings.llm_max_cost_day - spent_day)))
+    set_caps = [(scope, cap) for scope, cap in caps if cap is not None]
+    scope, cap = min(set_caps, key=lambda c: c[1]) if set_caps else ("job", None)
     return Ledger(
         prices=PriceTable(settings.llm_price_input, settings.llm_price_output),
-        budget=Budget(settings.llm_max_steps, settings.llm_max_tokens, settings.llm_max_cost),
+        budget=Budget(settings.llm_max_steps, settings.llm_max_tokens, cap, scope),
     )
 
 

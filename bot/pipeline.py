@@ -231,7 +231,7 @@ async def run_job(
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
     try:
         if request.needs_model(settings.llm_configured):
-            ctx.ledger = ledger_from_settings(settings)
+            ctx.ledger = ledger_from_settings(settings, *_spent(store, job_id))
             ctx.model = client_from_settings(settings, ctx.ledger)
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:
@@ -250,6 +250,14 @@ async def run_job(
             ]
         await asyncio.to_thread(shutil.rmtree, workdir, True)
     return outcome
+
+
+def _spent(store: Store, job_id: int) -> tuple[float, float]:
+    """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps."""
+    job = store.get_job(job_id)
+    today = time.strftime("%Y-%m-%dT00:00:00", time.gmtime())
+    spent_issue = store.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
+    return spent_issue, store.llm_cost_since(today)
 
 
 async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, outcome: JobOutcome) -> None:
