@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
+from sandboxes.agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
 from sandboxes.agents.issue_facts import IssueFacts
 from sandboxes.agents.issue_phrases import is_expression
 from sandboxes.agents.issue_text import quiet_parse
+from sandboxes.agents.trajectory import FormatError, LimitsExceeded
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -41,6 +43,9 @@ class AbstentionDecision:
     threshold: float
     reasons: list[str] = field(default_factory=list)
     features: dict[str, bool | float] = field(default_factory=dict)
+    #: Set when a model estimate was combined in: the rule-based score alone and the model's probability.
+    rule_score: float | None = None
+    llm_score: float | None = None
 
 
 def python_symbols(sources: Mapping[str, str]) -> set[str]:
@@ -217,3 +222,52 @@ def _foreign_files(facts: IssueFacts, repo_files: Sequence[str]) -> list[str]:
     mentioned = _candidate_files(facts)
     present = [f for f in mentioned if _exists(f, repo_files)]
     return [] if present else mentioned
+
+
+#: Weight of the model's estimate in the combined score (the rule-based score gets the rest).
+LLM_WEIGHT = 0.5
+_ESTIMATE_TOOL = tool_schema(
+    "estimate",
+    "Report how likely an automated repair agent is to reproduce and fix this bug from the report alone.",
+    {
+        "probability": {"type": "number", "description": "Probability of success, from 0 to 1."},
+        "reason": {"type": "string", "description": "The main evidence for the estimate, one sentence."},
+    },
+    ["probability", "reason"],
+)
+_ESTIMATE_PROMPT = (
+    "You triage bug reports for an automated repair agent that works only from the report and the repository. "
+    "Judge from the report alone: does it say how to trigger the problem, what happens and what should happen "
+    "instead, and does it point at code? Reports that are questions, feature requests, vague or about another "
+    "project are unlikely to succeed. Answer by calling `estimate`."
+)
+
+
+async def combine_with_model(decision: AbstentionDecision, model: ChatModel, issue_text: str) -> AbstentionDecision:
+    """Blend the rule-based score with the model's success estimate; both are kept, with the model's reason.
+
+    A model that cannot answer (error, budget, unusable reply) leaves the rule-based decision unchanged and
+    says so in the reasons.
+    """
+    messages = [
+        {"role": "system", "content": _ESTIMATE_PROMPT},
+        {"role": "user", "content": f"Bug report:\n\n{issue_text.strip()[:8000]}"},
+    ]
+    try:
+        reply = await model.complete(messages, [_ESTIMATE_TOOL], trajectory="triage", purpose="abstention")
+        answer = verdict_from_reply(reply, "estimate")
+        prob = float(answer["probability"])
+        if not 0.0 <= prob <= 1.0:
+            raise ValueError(f"probability {prob} is outside [0, 1]")
+        why = str(answer.get("reason") or "").strip()[:300]
+    except (LLMError, FormatError, LimitsExceeded, KeyError, TypeError, ValueError) as exc:
+        note = f"model estimate unavailable ({type(exc).__name__}: {str(exc)[:120]}); rule-based score used"
+        return replace(decision, reasons=[*decision.reasons, note], rule_score=decision.score)
+    score = round((1 - LLM_WEIGHT) * decision.score + LLM_WEIGHT * prob, 3)
+    act = score >= decision.threshold
+    verdict = (
+        f"{'acting' if act else 'abstaining'}: combined score {score:.2f} {'≥' if act else '<'} threshold "
+        f"{decision.threshold:.2f} (rules {decision.score:.2f}, model {prob:.2f})"
+    )
+    reasons = [verdict, *decision.reasons[1:], f"model: {why or 'no reason given'} (p={prob:.2f})"]
+    return replace(decision, act=act, score=score, reasons=reasons, rule_score=decision.score, llm_score=prob)

@@ -52,7 +52,20 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="fix a bug report: a branch with fix + bug reproduction test")
     job_args(fix)
     fix.add_argument("--trajectories", "-M", type=int, help="parallel searches (default 4)")
-    fix.add_argument("--agent", choices=["classic", "llm", "auto"], default="classic")
+    fix.add_argument(
+        "--agent",
+        choices=["classic", "llm", "auto", "mixed"],
+        default="classic",
+        help="classic (no model), llm, auto (llm when a model is configured) or mixed (alternate both)",
+    )
+    fix.add_argument(
+        "--strategy",
+        choices=["freeform", "tdd", "tld", "fix-only", "brt-only"],
+        default="freeform",
+        help="cogeneration strategy of llm trajectories (default freeform)",
+    )
+    fix.add_argument("--llm-reviewers", action="store_true", help="add the spec and BRT-relevance model reviewers")
+    fix.add_argument("--llm-abstention", action="store_true", help="combine the model's estimate with the rules")
     fix.add_argument("--selector", default="ranked", help="patch selector (default ranked)")
     fix.add_argument("--no-branch", action="store_true", help="do not create the branch, only write files")
 

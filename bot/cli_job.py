@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from rich.console import Console
 from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.config import Settings
 from bot.forges.local import ForgeError, LocalForge, LocalIssue, read_issue_file
+from bot.llm import check_endpoint
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
 from bot.report import PrContext, ReproductionContext, ReviewLine, render_pr_body, render_reproduction_comment
@@ -51,6 +53,9 @@ def pr_context(outcome: JobOutcome, issue: LocalIssue, rerun: str) -> PrContext:
         fix_summary=outcome.fix_summary,
         rerun_command=rerun,
         closes_issue=True,
+        agent=", ".join(sorted({str(t.get("agent")) for t in outcome.trajectories})) or "classic",
+        cost=outcome.cost or "no model used (classic agent): $0.00",
+        budget_stops=outcome.budget_stops,
     )
 
 
@@ -95,14 +100,23 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
         mode="fix" if args.command == "fix" else "reproduce",
         trajectories=getattr(args, "trajectories", None) or settings.trajectories,
         agent=getattr(args, "agent", "classic"),
+        strategy=getattr(args, "strategy", None) or "freeform",
+        llm_reviewers=bool(getattr(args, "llm_reviewers", False)),
+        llm_abstention=bool(getattr(args, "llm_abstention", False)),
         sandbox=args.sandbox or settings.sandbox,
         selector=getattr(args, "selector", "ranked"),
         abstain_threshold=settings.abstain_threshold,
         base_commit=base_commit,
         test_timeout=args.timeout or settings.test_timeout,
     )
-    if request.agent == "llm" and not settings.llm_configured:
-        return _emit_error(args, "--agent llm needs REPROBOT_LLM_BASE_URL and REPROBOT_LLM_MODEL", EXIT_ERROR)
+    if request.needs_model(settings.llm_configured):
+        # Fail fast, before any work: no model configured, or the endpoint does not answer.
+        reason = await check_endpoint(settings)
+        if reason is not None and request.agent == "auto" and not (request.llm_reviewers or request.llm_abstention):
+            print(f"reprobot: {reason}; --agent auto uses the classic agent", file=sys.stderr)
+            request = dataclasses.replace(request, agent="classic")
+        elif reason is not None:
+            return _emit_error(args, reason, EXIT_ERROR)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(settings.store_path)
     queue = Queue(store)

@@ -54,6 +54,21 @@ class Settings:
     llm_base_url: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
     llm_model: str | None = None
+    #: REPROBOT_LLM_PRICE_INPUT / REPROBOT_LLM_PRICE_OUTPUT: USD per million prompt / completion tokens.
+    llm_price_input: float = 0.0
+    llm_price_output: float = 0.0
+    #: REPROBOT_LLM_MAX_STEPS: tool-using steps per LLM trajectory (RepairAgent's default budget is 40 cycles).
+    llm_max_steps: int = 40
+    #: REPROBOT_LLM_MAX_TOKENS: prompt + completion tokens per LLM trajectory.
+    llm_max_tokens: int = 400_000
+    #: REPROBOT_LLM_MAX_COST: USD per job across trajectories, reviewers and abstention (unset: no cap).
+    llm_max_cost: float | None = None
+    #: REPROBOT_LLM_MAX_COST_ISSUE / REPROBOT_LLM_MAX_COST_DAY: USD across all jobs of one issue / per UTC day
+    #: for the whole deployment, counted from the trajectories recorded in the store (unset: no cap).
+    llm_max_cost_issue: float | None = None
+    llm_max_cost_day: float | None = None
+    #: REPROBOT_LLM_TIMEOUT: seconds before one model call counts as timed out (then retried).
+    llm_timeout: float = 120.0
 
     @property
     def store_path(self) -> Path:
@@ -100,6 +115,14 @@ class Settings:
             ("TRAJECTORIES", "trajectories", int),
             ("MAX_PARALLEL", "max_parallel", int),
             ("ABSTAIN_THRESHOLD", "abstain_threshold", float),
+            ("LLM_PRICE_INPUT", "llm_price_input", float),
+            ("LLM_PRICE_OUTPUT", "llm_price_output", float),
+            ("LLM_MAX_STEPS", "llm_max_steps", int),
+            ("LLM_MAX_TOKENS", "llm_max_tokens", int),
+            ("LLM_MAX_COST", "llm_max_cost", float),
+            ("LLM_MAX_COST_ISSUE", "llm_max_cost_issue", float),
+            ("LLM_MAX_COST_DAY", "llm_max_cost_day", float),
+            ("LLM_TIMEOUT", "llm_timeout", float),
         ):
             if (v := get(name)) is not None:
                 try:

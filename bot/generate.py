@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.llm_agent import run_llm_trajectory
 from sandboxes.agents.classic import CandidateCache, ClassicSearch, Reproduction, SearchLimits
+from sandboxes.agents.issue_facts import IssueFacts
 from sandboxes.agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
 from sandboxes.factory import make_sandbox
@@ -29,10 +31,22 @@ class GenerateRequest:
     base: Path
     env: BuiltEnvironment
     baseline: Baseline
-    repro: Reproduction
+    repro: Reproduction | None
     shared_steps: list[dict[str, Any]]
     parallel: int
     limits: SearchLimits = field(default_factory=SearchLimits)
+    facts: IssueFacts | None = None
+
+
+def trajectory_kinds(agent: str, count: int, llm_configured: bool) -> list[str]:
+    """The agent kind of each trajectory: classic, llm, auto (llm when a model is configured) or mixed."""
+    if agent == "mixed":
+        return ["llm" if i % 2 == 0 else "classic" for i in range(count)]
+    if agent == "auto":
+        agent = "llm" if llm_configured else "classic"
+    if agent not in ("llm", "classic"):
+        raise ValueError(f"unknown agent kind {agent!r}; expected classic, llm, auto or mixed")
+    return [agent] * count
 
 
 async def _one_trajectory(
@@ -41,18 +55,25 @@ async def _one_trajectory(
     from bot.pipeline import sandbox_spec
 
     ctx = gen.ctx
-    traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=gen.request.agent, seed=index)
-    ctx.open_trajectory(traj)
-    for step in gen.shared_steps:
-        await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
+    kind = trajectory_kinds(gen.request.agent, gen.request.trajectories, ctx.model is not None)[index]
+    strategy = gen.request.strategy if kind == "llm" else "freeform"
+    traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=kind, seed=index, strategy=strategy)
+    ctx.open_trajectory(traj, strategy=strategy)
+    if kind == "classic":
+        for step in gen.shared_steps:
+            await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
     async with gate:
         workspace = await copy_workspace(gen.base, ctx.workdir / f"t{index}")
         runner = TestRunner(gen.env, timeout=gen.request.test_timeout)
-        search = ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits)
         spec = sandbox_spec(workspace, gen.env, ctx.settings, gen.request.test_timeout)
         try:
             async with make_sandbox(gen.request.sandbox, spec) as sb:
-                await search.run(sb, traj)
+                if kind == "llm":
+                    await run_llm_trajectory(gen, traj, sb, runner)
+                elif gen.repro is None:
+                    raise LimitsExceeded("the classic agent needs a synthesized BRT and none reproduced the report")
+                else:
+                    await ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits).run(sb, traj)
         except Submitted as done:
             await traj.step("submit", summary=str(done))
         except LimitsExceeded as stop:

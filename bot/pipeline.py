@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bot.abstention import AbstentionDecision, python_symbols, score_issue
+from bot.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.config import Settings
-from bot.generate import GenerateRequest, generate_patches
+from bot.generate import GenerateRequest, generate_patches, trajectory_kinds
+from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
 from bot.review import Chosen, review_and_select
 from bot.store import Store
-from sandboxes.agents.classic import NotReproduced, reproduce, reproduction_evidence
+from sandboxes.agents.chat import ChatModel
+from sandboxes.agents.classic import NotReproduced, Reproduction, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec, host_cpu_count
@@ -56,6 +58,17 @@ class JobRequest:
     base_commit: str | None = None
     test_timeout: float = 300.0
     denied_paths: tuple[str, ...] = (".github/workflows/**",)
+    #: LLM trajectories' cogeneration strategy: freeform, tdd, tld, fix-only or brt-only.
+    strategy: str = "freeform"
+    #: Add the spec reviewer and the BRT relevance judge (needs a model).
+    llm_reviewers: bool = False
+    #: Combine the rule-based abstention score with the model's estimate (needs a model).
+    llm_abstention: bool = False
+
+    def needs_model(self, llm_configured: bool) -> bool:
+        """True when some stage of this job calls the model."""
+        uses_llm = self.agent in ("llm", "mixed") or (self.agent == "auto" and llm_configured)
+        return uses_llm or self.llm_reviewers or self.llm_abstention
 
 
 @dataclass
@@ -82,6 +95,10 @@ class JobOutcome:
     generated: list[Trajectory] = field(default_factory=list)
     #: For status "error": what failed ("environment" maps to its own CLI exit code).
     error_kind: str = ""
+    #: Model usage of the whole job (empty when no model was used) and the PR body's cost line.
+    llm_usage: dict[str, Any] = field(default_factory=dict)
+    cost: str = ""
+    budget_stops: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The --json document (branch is added by the publisher)."""
@@ -105,8 +122,11 @@ class JobOutcome:
                 "score": self.abstention.score,
                 "threshold": self.abstention.threshold,
                 "reasons": list(self.abstention.reasons),
+                "rule_score": self.abstention.rule_score,
+                "llm_score": self.abstention.llm_score,
             },
             "baseline": self.baseline,
+            **({"llm": {**self.llm_usage, "budget_stops": self.budget_stops}} if self.llm_usage else {}),
         }
 
 
@@ -119,6 +139,8 @@ class JobContext:
     job_id: int
     workdir: Path
     progress: ProgressSink | None = None
+    model: ChatModel | None = None
+    ledger: Ledger | None = None
 
     def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
         """Create the trajectory's store row and stream its steps into the store as they happen."""
@@ -133,7 +155,15 @@ class JobContext:
     def save_trajectory(self, traj: Trajectory) -> None:
         """Record how the trajectory ended; called from `finally`."""
         if traj.db_id is not None:
-            self.store.finish_trajectory(traj.db_id, traj.status, seconds=traj.seconds, error=traj.error or None)
+            usage = traj.usage
+            self.store.finish_trajectory(
+                traj.db_id,
+                traj.status,
+                seconds=traj.seconds,
+                tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+                cost=float(usage.get("cost_usd", 0.0)),
+                error=traj.error or None,
+            )
 
     async def stage(self, name: str, detail: str = "") -> None:
         """Announce a stage to whoever watches (terminal progress, progress comment)."""
@@ -208,14 +238,35 @@ async def run_job(
     facts = parse_issue(request.issue_text)
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
     try:
+        if request.needs_model(settings.llm_configured):
+            ctx.ledger = ledger_from_settings(settings, *_spent(store, job_id))
+            ctx.model = client_from_settings(settings, ctx.ledger)
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:
         outcome.status, outcome.reasons = "error", [f"environment: {exc}"]
         outcome.error_kind = "environment"
+    except LLMError as exc:
+        outcome.status, outcome.reasons = "error", [f"model: {exc}"]
     finally:
         outcome.seconds = time.monotonic() - started
+        if ctx.ledger is not None:
+            outcome.llm_usage = ctx.ledger.usage().to_json()
+            outcome.cost = ctx.ledger.describe()
+            llm_trajs = [t for t in outcome.generated if t.agent == "llm"]
+            ids = {t.id for t in llm_trajs}
+            outcome.budget_stops = [s for s in ctx.ledger.stopped if s.split(":")[0] not in ids] + [
+                f"{t.id}: {s.get('reason')}" for t in llm_trajs for s in t.steps if s.get("kind") == "stop"
+            ]
         await asyncio.to_thread(shutil.rmtree, workdir, True)
     return outcome
+
+
+def _spent(store: Store, job_id: int) -> tuple[float, float]:
+    """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps."""
+    job = store.get_job(job_id)
+    today = time.strftime("%Y-%m-%dT00:00:00", time.gmtime())
+    spent_issue = store.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
+    return spent_issue, store.llm_cost_since(today)
 
 
 async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, outcome: JobOutcome) -> None:
@@ -226,6 +277,8 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
 
     await ctx.stage("triage")
     decision = triage(facts, base, request.abstain_threshold)
+    if request.llm_abstention and ctx.model is not None:
+        decision = await combine_with_model(decision, ctx.model, request.issue_text)
     outcome.abstention = decision
     if not decision.act:
         outcome.status, outcome.reasons = "abstained", list(decision.reasons)
@@ -241,19 +294,25 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     shared = Trajectory(id=f"{ctx.job_id}-repro", agent=request.agent, seed=0)
     ctx.open_trajectory(shared, strategy="reproduce")
     spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)
+    repro: Reproduction | None = None
     try:
         async with make_sandbox(request.sandbox, spec) as sb:
             repro = await reproduce(facts, sb, runner, tracked_files(base), shared, localize=request.mode == "fix")
     except NotReproduced as exc:
-        outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
-        outcome.trajectories = [shared.summary()]
-        return
+        # LLM trajectories write their own BRT, so a report the synthesizer cannot turn into a test is still
+        # worth their attempt; classic-only jobs (and reproduce jobs) stop here.
+        kinds = trajectory_kinds(request.agent, request.trajectories, ctx.model is not None)
+        if request.mode == "reproduce" or "llm" not in kinds:
+            outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
+            outcome.trajectories = [shared.summary()]
+            return
+        await ctx.stage("reproduce", f"no synthesized test ({exc}); llm trajectories write their own")
     finally:
         shared.finish()
         if shared.status == "not_fixed":
             shared.status = "reproduced" if request.mode == "reproduce" else shared.status
         ctx.save_trajectory(shared)
-    if request.mode == "reproduce":
+    if request.mode == "reproduce" and repro is not None:
         outcome.status = "reproduced"
         outcome.brt = reproduction_evidence(repro)
         outcome.test_files = [repro.brt.path]
@@ -261,7 +320,8 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         outcome.trajectories = [shared.summary()]
         return
     # The BRT file was written into the base workspace; trajectories start from a clean copy.
-    (base / repro.brt.path).unlink(missing_ok=True)
+    if repro is not None:
+        (base / repro.brt.path).unlink(missing_ok=True)
 
     parallel = ctx.settings.max_parallel or host_cpu_count()
     await ctx.stage("generate", f"{request.trajectories} trajectories, {parallel} at a time")
@@ -275,8 +335,10 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             repro=repro,
             shared_steps=shared.steps,
             parallel=parallel,
+            facts=facts,
         )
     )
+    outcome.generated = generated
     outcome.trajectories = [t.summary() for t in generated]
 
     await ctx.stage("review", "validating candidate patches in fresh sandboxes")
@@ -288,7 +350,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     if chosen.trajectory is None or chosen.trajectory.brt is None:
         outcome.status = "not_fixed"
         outcome.reasons = chosen.reasons or ["no trajectory produced a validated fix"]
-        outcome.brt = reproduction_evidence(repro)
+        outcome.brt = reproduction_evidence(repro) if repro is not None else None
         return
     winner = chosen.trajectory
     outcome.status = "fixed"

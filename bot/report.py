@@ -38,6 +38,8 @@ class PrContext:
     trajectories: Sequence[dict[str, Any]] = ()
     agent: str = "classic"
     cost: str = "no model used (classic agent): $0.00"
+    #: Budgets that stopped a trajectory or a model call, one line each.
+    budget_stops: Sequence[str] = ()
     closes_issue: bool = True
     seconds: float = 0.0
     fix_summary: str = ""
@@ -118,8 +120,17 @@ def render_pr_body(ctx: PrContext) -> str:
             f"- agent: `{ctx.agent}`; trajectories: {len(ctx.trajectories)} ({done} found a validated fix)",
             f"- steps: {steps}; wall time: {ctx.seconds:.1f} s",
             f"- {ctx.cost}",
-            "",
         ]
+        for t in ctx.trajectories:
+            usage = t.get("usage")
+            if usage:
+                lines.append(
+                    f"- `{t.get('id')}` ({t.get('strategy', '')}): {t.get('status')}, {usage.get('steps', 0)} steps, "
+                    f"{usage.get('prompt_tokens', 0):,}+{usage.get('completion_tokens', 0):,} tokens, "
+                    f"${usage.get('cost_usd', 0.0):.4f}"
+                )
+        lines += [f"- stopped by budget: {_cell(s)}" for s in ctx.budget_stops]
+        lines.append("")
     if ctx.rerun_command:
         lines += ["### Run the BRT yourself", _fence(ctx.rerun_command, "sh"), ""]
     for title, text in ctx.extra.items():

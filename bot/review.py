@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patch_selectors.records import PatchRecord, make_record
-from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, ReviewSubject, review_patch
+from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
 from patch_selectors.selectors import SELECTORS, Selection, select
 from sandboxes.agents.trajectory import Trajectory
 from sandboxes.base import Sandbox
@@ -67,6 +67,9 @@ async def review_and_select(
         open_sandbox=open_sandbox,
         denied_paths=request.denied_paths,
     )
+    reviewers: tuple[Reviewer, ...] = DEFAULT_REVIEWERS
+    if request.llm_reviewers and ctx.model is not None:
+        reviewers += llm_reviewers(ctx.model, request.issue_text)
     verdicts: dict[str, list[Any]] = {}
     records: list[PatchRecord] = []
     by_record: dict[str, Trajectory] = {}
@@ -78,9 +81,7 @@ async def review_and_select(
         # Same diff, same verdict: review each distinct patch once.
         key = f"{record.patch_hash}:{traj.last_test_passed}"
         if key not in verdicts:
-            verdicts[key] = await review_patch(
-                ReviewSubject(record, traj.last_test_passed), review_env, DEFAULT_REVIEWERS
-            )
+            verdicts[key] = await review_patch(ReviewSubject(record, traj.last_test_passed), review_env, reviewers)
         record = record.with_reviews(*verdicts[key])
         records.append(record)
         by_record[record.id] = traj

@@ -226,6 +226,12 @@ class Store(StoreCore):
             db.execute("UPDATE trajectories SET steps = ? WHERE id = ?", (idx + 1, trajectory_id))
             return idx
 
+    def llm_cost_since(self, since: str, *, issue_id: int | None = None) -> float:
+        """USD spent by finished trajectories created at or after `since` (ISO), optionally for one issue."""
+        sql = """SELECT COALESCE(SUM(t.cost), 0) AS spent FROM trajectories t LEFT JOIN jobs j ON j.id = t.job_id
+            WHERE t.created_at >= :since AND (:issue_id IS NULL OR j.issue_id = :issue_id)"""
+        return float(self._rows(sql, {"since": since, "issue_id": issue_id})[0]["spent"])
+
     def get_steps(self, trajectory_id: int) -> list[Step]:
         """Every step of the trajectory, in the order it was recorded."""
         return self._all(Step, "SELECT * FROM steps WHERE trajectory_id = ? ORDER BY idx", (trajectory_id,))

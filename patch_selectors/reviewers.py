@@ -6,12 +6,14 @@ import fnmatch
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from patch_selectors.llm_reviewers import BrtRelevanceReviewer, SpecReviewer
 from patch_selectors.patch import Patch
 from patch_selectors.records import PatchRecord, Review
+from sandboxes.agents.chat import ChatModel
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRunner
 from sandboxes.workspace import GitError, apply_patch, copy_workspace
@@ -27,6 +29,8 @@ class ReviewSubject:
 
     record: PatchRecord
     last_test_passed: bool | None = None
+    #: Verdicts of the reviewers that ran before this one (the BRT relevance judge reads the BRT's output).
+    prior: tuple[Review, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,8 +196,13 @@ async def review_patch(subject: ReviewSubject, env: ReviewEnv, reviewers: Sequen
     """Run reviewers in order; a smell rejection stops the costly sandboxed ones."""
     reviews: list[Review] = []
     for reviewer in reviewers:
-        verdict = await reviewer.review(subject, env)
+        verdict = await reviewer.review(replace(subject, prior=tuple(reviews)), env)
         reviews.append(verdict)
         if not verdict.accepted and reviewer.name == "smell":
             break
     return reviews
+
+
+def llm_reviewers(model: ChatModel, issue_text: str) -> tuple[Reviewer, ...]:
+    """The model-backed reviewers, appended after the default ones when the policy enables them."""
+    return (SpecReviewer(model, issue_text), BrtRelevanceReviewer(model, issue_text))

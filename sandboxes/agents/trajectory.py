@@ -67,6 +67,8 @@ class Trajectory:
     db_id: int | None = None
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
+    strategy: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
 
     async def step(self, kind: str, **content: Any) -> None:
         """Record one step (action, observation, decision) in order."""
@@ -95,4 +97,6 @@ class Trajectory:
             "steps": len(self.steps),
             "seconds": round(self.seconds, 3),
             "error": self.error or None,
+            **({"strategy": self.strategy} if self.strategy else {}),
+            **({"usage": self.usage} if self.usage else {}),
         }

@@ -1,0 +1,75 @@
+"""Helpers for LLM tests: a bench case as a git repo, settings pointing at the scripted server, a job run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from bot.evaluate import _git_repo_from
+from bot.pipeline import JobOutcome, JobRequest, run_job
+from bot.queue import Queue
+from bot.store import Store
+from tests.conftest import QUIXBUGS, require_shared
+from tests.fakes.llm_server import ScriptedLLM, load_script
+
+#: Illustrative prices (USD per million tokens) so cost lines carry real numbers.
+PRICE_IN, PRICE_OUT = 2.5, 10.0
+
+
+def llm_settings(settings: Settings, base_url: str, **overrides: Any) -> Settings:
+    """Settings aimed at the scripted server, with prices."""
+    return dataclasses.replace(
+        settings,
+        llm_base_url=base_url,
+        llm_model="scripted-model",
+        llm_api_key="sk-test-secret",
+        llm_price_input=PRICE_IN,
+        llm_price_output=PRICE_OUT,
+        **overrides,
+    )
+
+
+@dataclass
+class LlmRun:
+    """What a scripted job run leaves behind."""
+
+    outcome: JobOutcome
+    server: ScriptedLLM
+    settings: Settings
+    store: Store
+
+
+async def run_scripted_job(
+    tmp_path: Path,
+    settings: Settings,
+    case: str,
+    script: str,
+    *,
+    overrides: dict[str, Any] | None = None,
+    issue: Path | None = None,
+    **req: Any,
+) -> LlmRun:
+    """Run the whole pipeline on a bench case with llm trajectories driven by a script file."""
+    case_dir = require_shared(QUIXBUGS / case)
+    repo = _git_repo_from(case_dir / "repo", tmp_path / "repo")
+    issue_text = (issue or case_dir / "issue.md").read_text()
+    async with ScriptedLLM(load_script(script)) as srv:
+        s = llm_settings(settings, srv.base_url, **(overrides or {}))
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        store = Store.open(s.store_path)
+        issue = store.upsert_issue("local", str(repo), case, title=issue_text.splitlines()[0])
+        job_id = Queue(store).enqueue("fix", issue.id, {"case": case}, concurrency_key=f"t:{case}")
+        request = JobRequest(
+            repo=repo,
+            issue_text=issue_text,
+            issue_ref=f"#{case}",
+            trajectories=req.pop("trajectories", 1),
+            agent=req.pop("agent", "llm"),
+            test_timeout=60.0,
+            **req,
+        )
+        outcome = await run_job(request, s, store, job_id)
+    return LlmRun(outcome, srv, s, store)
