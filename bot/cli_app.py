@@ -1,0 +1,46 @@
+"""`reprobot serve`, `reprobot worker` and `reprobot app manifest`: the GitHub App's processes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from importlib import resources
+from pathlib import Path
+
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "app-manifest.yml"
+
+
+def manifest_text() -> str:
+    """The App manifest: deploy/app-manifest.yml in a checkout, else the copy packaged with bot."""
+    if MANIFEST.is_file():
+        return MANIFEST.read_text()
+    return resources.files("bot").joinpath("app-manifest.yml").read_text()
+
+
+def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Run serve, worker or `app manifest`; returns the exit code."""
+    logging.getLogger().setLevel(settings.log_level.upper())
+    if args.command == "app":
+        print(manifest_text(), end="")
+        return 0
+    if args.command == "worker":
+        from bot.worker import run_worker
+
+        try:
+            asyncio.run(run_worker(settings, args.concurrency))
+        except KeyboardInterrupt:
+            return 0
+        return 0
+    from aiohttp import web
+
+    from bot.server import make_app
+
+    if not settings.github_webhook_secret:
+        log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every signed delivery will be refused (401)")
+    web.run_app(make_app(settings, workers=args.workers), host=args.host, port=args.port, print=None)
+    return 0

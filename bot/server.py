@@ -1,0 +1,134 @@
+"""aiohttp app factory: GitHub webhooks (verify, dedupe, store, enqueue), health and readiness."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from gidgethub import BadRequest, ValidationFailure
+from gidgethub.sansio import Event
+
+from bot.config import Settings
+from bot.queue import Queue
+from bot.store import Store
+from handlers.github import Intake, PermissionLookup, router
+
+log = logging.getLogger(__name__)
+
+STORE: web.AppKey[Store] = web.AppKey("store", Store)
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
+PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
+
+
+def _reply(status: int, message: str, **extra: Any) -> web.Response:
+    return web.json_response({"message": message, **extra}, status=status)
+
+
+async def webhook(request: web.Request) -> web.Response:
+    """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
+    settings = request.app[SETTINGS]
+    limit = settings.webhook_max_bytes
+    if request.content_length is not None and request.content_length > limit:
+        return _reply(413, f"body larger than {limit} bytes")
+    body = await request.content.read(limit + 1)
+    if len(body) > limit:
+        return _reply(413, f"body larger than {limit} bytes")
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    if not headers.get("x-github-event") or not headers.get("x-github-delivery"):
+        return _reply(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
+    try:
+        event = Event.from_http(headers, body, secret=settings.github_webhook_secret)
+    except ValidationFailure as exc:
+        log.warning("delivery %s: rejected: %s", headers.get("x-github-delivery"), exc)
+        return _reply(401, f"signature check failed: {exc}")
+    except BadRequest as exc:
+        return _reply(400, f"unsupported body: {exc}")
+    except ValueError as exc:  # json.JSONDecodeError: a truncated or malformed body
+        return _reply(400, f"malformed JSON: {exc}")
+    if not isinstance(event.data, dict):
+        return _reply(400, "the JSON body must be an object")
+    if event.event == "ping":
+        return _reply(200, "pong", zen=event.data.get("zen"))
+    store = request.app[STORE]
+    seen = store.get_delivery(event.delivery_id)
+    if seen is not None:
+        return _reply(200, "redelivery: already handled", job_id=seen.job_id)
+    intake = Intake(store, Queue(store), permission=request.app[PERMISSION])
+    try:
+        await router.dispatch(event, None, intake=intake)
+    except (KeyError, TypeError) as exc:
+        log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
+        return _reply(400, f"payload of {event.event} lacks a field: {exc}")
+    job_id = intake.queued[0] if intake.queued else None
+    store.record_delivery(event.delivery_id, "github", event.event, job_id)
+    if job_id is None:
+        return _reply(200, "accepted; nothing to do")
+    return _reply(202, "queued", job_ids=intake.queued)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """GET /healthz: the process is up."""
+    return _reply(200, "ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """GET /readyz: the store answers and accepts writes."""
+    try:
+        await asyncio.to_thread(request.app[STORE].ping_write)
+    except Exception as exc:  # any store failure means not ready; report it rather than crash the probe
+        return _reply(503, f"store not writable: {exc}")
+    return _reply(200, "ready")
+
+
+def _permission_lookup(settings: Settings) -> PermissionLookup | None:
+    if not (settings.github_app_id and settings.github_private_key):
+        return None
+    from bot.forges.github import collaborator_permission
+    from bot.github_client import InstallationTokens, client
+
+    tokens = InstallationTokens(settings)
+
+    async def lookup(installation_id: int, repo: str, user: str) -> str:
+        async with aiohttp.ClientSession() as session:
+            token = await tokens.token(session, installation_id)
+            return await collaborator_permission(client(session, settings, token), repo, user)
+
+    return lookup
+
+
+def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0) -> web.Application:
+    """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`)."""
+    app = web.Application(client_max_size=settings.webhook_max_bytes + 1)
+    own_store = store is None
+
+    async def lifecycle(app: web.Application) -> Any:
+        if own_store:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            app[STORE] = Store.open(settings.store_path)
+        else:
+            assert store is not None
+            app[STORE] = store
+        task = None
+        if workers > 0:
+            from bot.worker import Worker
+
+            worker = Worker(settings, app[STORE], concurrency=workers)
+            task = asyncio.create_task(worker.run())
+        yield
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if own_store:
+            app[STORE].close()
+
+    app[SETTINGS] = settings
+    app[PERMISSION] = _permission_lookup(settings)
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_post("/webhooks/github", webhook)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app
+

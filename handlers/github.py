@@ -1,0 +1,170 @@
+"""GitHub webhooks → jobs: one gidgethub Router per concern, composed into `router` at the bottom."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.queue import Queue
+from bot.store import Store
+from handlers.commands import CommandError, association_allows, clean_text, parse_command, permission_allows
+
+log = logging.getLogger(__name__)
+
+#: Looks up a user's collaborator permission: (installation_id, "owner/repo", login) → "admin" | "write" | ...
+PermissionLookup = Callable[[int, str, str], Awaitable[str]]
+
+
+@dataclass
+class Intake:
+    """What handlers need: the store and queue, an optional permission lookup, and the jobs they queued."""
+
+    store: Store
+    queue: Queue
+    permission: PermissionLookup | None = None
+    queued: list[int] = field(default_factory=list)
+
+    def enqueue(self, event: Event, kind: str, payload: dict[str, Any], *, dedupe: str | None = None) -> int | None:
+        """Record the issue and queue a job for it (one per delivery and kind); None without an installation."""
+        data = event.data
+        installation = (data.get("installation") or {}).get("id")
+        if installation is None:
+            log.info("delivery %s: no installation in the payload; nothing to do", event.delivery_id)
+            return None
+        repo = data["repository"]["full_name"]
+        issue = data["issue"]
+        stored = self.store.upsert_issue(
+            "github",
+            repo,
+            str(issue["number"]),
+            title=clean_text(issue.get("title") or ""),
+            body=clean_text(issue.get("body") or ""),
+            url=issue.get("html_url"),
+        )
+        payload = {
+            "installation_id": int(installation),
+            "repo": repo,
+            "number": int(issue["number"]),
+            "default_branch": data["repository"].get("default_branch", "main"),
+            "delivery_id": event.delivery_id,
+            **payload,
+        }
+        job_id = self.queue.enqueue(
+            kind,
+            stored.id,
+            payload,
+            concurrency_key=f"github:{repo}#{issue['number']}",
+            dedupe_key=dedupe or f"github-delivery:{event.delivery_id}:{kind}",
+        )
+        self.queued.append(job_id)
+        log.info("delivery %s: queued %s job %s for %s#%s", event.delivery_id, kind, job_id, repo, issue["number"])
+        return job_id
+
+
+def _from_bot(event: Event) -> bool:
+    sender = event.data.get("sender") or {}
+    return sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]")
+
+
+# -- issues: opened and labeled run what the policy says (the job reads the policy) --------------------------
+issues_router = Router()
+
+
+@issues_router.register("issues", action="opened")
+@issues_router.register("issues", action="labeled")
+async def on_issue_event(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Queue a policy check for an opened or labeled issue; the job decides none / reproduce / fix."""
+    if _from_bot(event) or "pull_request" in event.data["issue"]:
+        return
+    label = (event.data.get("label") or {}).get("name")
+    intake.enqueue(event, "github.issue", {"trigger": event.data["action"], "label": label})
+
+
+# -- comments: slash commands --------------------------------------------------------------------------------
+comments_router = Router()
+
+
+@comments_router.register("issue_comment", action="created")
+async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Parse a command, check who sent it, and queue the job (or a reply)."""
+    comment = event.data["comment"]
+    if _from_bot(event) or comment.get("user", {}).get("type") == "Bot":
+        return
+    try:
+        command = parse_command(comment.get("body") or "")
+    except CommandError as exc:
+        intake.enqueue(event, "github.reply", {"text": f"⚠️ {exc}", "comment_id": comment["id"]})
+        return
+    if command is None:
+        return
+    user = comment["user"]["login"]
+    if not await _may_command(event, intake, user, comment.get("author_association", "NONE")):
+        repo, number = event.data["repository"]["full_name"], event.data["issue"]["number"]
+        text = f"@{user} thanks! Only people with write access can run reprobot commands on this repository."
+        intake.enqueue(event, "github.reply", {"text": text, "polite": True}, dedupe=f"polite:{repo}#{number}")
+        return
+    base = {"comment_id": comment["id"], "actor": user, "association": comment.get("author_association", "NONE")}
+    if command.starts_job:
+        intake.enqueue(event, f"github.{command.name}", base | {"options": command.options})
+    elif command.name == "cancel":
+        issue = intake.store.find_issue("github", event.data["repository"]["full_name"], str(event.data["issue"]["number"]))
+        cancelled = 0
+        for job in intake.store.list_jobs(issue_id=issue.id if issue else -1):
+            if job.kind in ("github.fix", "github.reproduce", "github.issue") and intake.queue.cancel(job.id):
+                cancelled += 1
+        intake.enqueue(event, "github.reply", base | {"text": f"Cancelled {cancelled} job(s)."})
+    else:
+        intake.enqueue(event, "github.reply", base | {"command": command.name})
+
+
+async def _may_command(event: Event, intake: Intake, user: str, association: str) -> bool:
+    if association_allows(association):
+        return True
+    if intake.permission is None or not (event.data.get("installation") or {}).get("id"):
+        return False
+    try:
+        perm = await intake.permission(
+            int(event.data["installation"]["id"]), event.data["repository"]["full_name"], user
+        )
+    except Exception:  # an API failure must not turn into a granted command or a 500 for GitHub
+        log.warning("delivery %s: permission lookup for %s failed", event.delivery_id, user, exc_info=True)
+        return False
+    return permission_allows(perm)
+
+
+# -- installations ------------------------------------------------------------------------------------------
+installation_router = Router()
+
+
+@installation_router.register("installation")
+async def on_installation(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Record installs and uninstalls."""
+    inst = event.data["installation"]
+    if event.data["action"] == "deleted":
+        intake.store.remove_installation(int(inst["id"]))
+        return
+    repos = [r["full_name"] for r in event.data.get("repositories") or []]
+    intake.store.upsert_installation(int(inst["id"]), inst["account"]["login"], repos)
+
+
+# -- pull requests: feedback on our own PRs ----------------------------------------------------------------
+pulls_router = Router()
+
+
+@pulls_router.register("pull_request", action="closed")
+async def on_pr_closed(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Record whether a reprobot PR was merged."""
+    pr = event.data["pull_request"]
+    if not str(pr.get("head", {}).get("ref", "")).startswith("reprobot/"):
+        return
+    repo = event.data["repository"]["full_name"]
+    intake.store.record_pr_outcome(repo, int(pr["number"]), bool(pr.get("merged")), pr.get("closed_at"))
+
+
+#: Every concern, composed in one place.
+router = Router(issues_router, comments_router, installation_router, pulls_router)
