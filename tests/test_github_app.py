@@ -1,0 +1,116 @@
+"""End to end on the GitHub double with real git and the classic agent: labels, commands, policy, faults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.config import Settings
+from tests.conftest import QUIXBUGS, require_shared
+from tests.gh_env import GitHubEnv, bot_comments
+
+REPO = "octo/gcd"
+pytestmark = [pytest.mark.slow, pytest.mark.shared]
+
+
+def _host_case(env: GitHubEnv, case: str = "gcd") -> dict[str, Any]:
+    src = require_shared(QUIXBUGS) / case
+    env.double.add_repo(REPO, src / "repo")
+    env.double.repos[REPO].collaborators["maintainer"] = "write"
+    text = (src / "issue.md").read_text()
+    title, _, body = text.partition("\n")
+    return env.double.add_issue(REPO, title.lstrip("# ").strip(), body.strip())
+
+
+def _comment(env: GitHubEnv, issue: dict[str, Any], body: str, user: str, association: str) -> dict[str, Any]:
+    comment = {"id": 555000 + len(body), "body": body, "author_association": association}
+    comment["user"] = {"login": user, "id": 77, "type": "User"}
+    return env.payload("issue_comment", "created", REPO, issue, comment=comment, sender=comment["user"])
+
+
+async def test_labeled_issue_opens_exactly_one_pr(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
+        status, answer = await env.send("issues", payload)
+        assert status == 202, answer
+        await env.drain()
+        pulls = env.double.repos[REPO].pulls
+        assert len(pulls) == 1, [j.last_error for j in env.store.list_jobs()]
+        pr = pulls[0]
+        assert pr["head"]["ref"] == f"reprobot/issue-{issue['number']}" and pr["draft"] is True
+        assert f"Fixes #{issue['number']}" in pr["body"] and "BRT output before the fix" in pr["body"]
+        fixed = env.double.branch_file(REPO, pr["head"]["ref"], "gcd.py")
+        assert fixed is not None and "gcd(b, a % b)" in fixed
+        assert env.double.branch_file(REPO, pr["head"]["ref"], "tests/test_reprobot_issue.py") is not None
+        comments = bot_comments(env.double, REPO, issue["number"])
+        assert len(comments) == 1 and f"#{pr['number']}" in comments[0]["body"]
+        assert env.double.violations == []
+        # Nothing secret in the pushed branch, the PR or the comment.
+        for token in env.double.tokens:
+            assert token not in pr["body"] and token not in comments[0]["body"]
+
+
+async def test_reproduce_command_from_collaborator_and_stranger(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        stranger = _comment(env, issue, "/reproduce", "passerby", "NONE")
+        status, _ = await env.send("issue_comment", stranger)
+        assert status == 202  # only the one polite reply is queued
+        kinds = [j.kind for j in env.store.list_jobs()]
+        assert kinds == ["github.reply"]
+        status, _ = await env.send("issue_comment", _comment(env, issue, "/reproduce", "passerby", "NONE"))
+        assert [j.kind for j in env.store.list_jobs()] == ["github.reply"]
+        await env.drain()
+        assert len(bot_comments(env.double, REPO, issue["number"])) == 1
+
+        command = _comment(env, issue, "please\n/reproduce\n", "owner", "OWNER")
+        status, answer = await env.send("issue_comment", command)
+        assert status == 202, answer
+        await env.drain()
+        repo = env.double.repos[REPO]
+        reactions = [r["content"] for r in repo.reactions if r["target"] == ("comment", command["comment"]["id"])]
+        assert reactions == ["eyes", "rocket"]
+        comments = bot_comments(env.double, REPO, issue["number"])
+        assert len(comments) == 2  # the polite reply, then the one reproduction comment
+        assert "Reproduced" in comments[1]["body"] and "python -m pytest" in comments[1]["body"]
+        assert repo.pulls == [] and env.double.violations == []
+
+
+async def test_invalid_policy_gets_one_comment_naming_the_key(tmp_path: Path, settings: Settings) -> None:
+    from tests.fakes.github_git import commit_file
+
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        commit_file(env.double.root / "git", REPO, ".github/reprobot.yml", "agent:\n  trajectories: many\n")
+        for _ in range(2):
+            payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
+            assert (await env.send("issues", payload))[0] == 202
+            await env.drain()
+        comments = bot_comments(env.double, REPO, issue["number"])
+        assert len(comments) == 1
+        assert "`agent.trajectories`" in comments[0]["body"] and "many" in comments[0]["body"]
+        assert {j.status for j in env.store.list_jobs()} == {"done"}
+        assert env.double.repos[REPO].pulls == []
+
+
+async def test_502_and_secondary_rate_limit_are_retried(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        env.double.fail("issues/create-comment", 502, times=2)
+        env.double.fail("pulls/create", 403, headers={"Retry-After": "1"})
+        env.double.fail("issues/get", 404)  # a plain 4xx is never retried: the job fails and is retried later
+        payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
+        assert (await env.send("issues", payload))[0] == 202
+        await env.drain()
+        job = env.store.list_jobs()[0]
+        assert job.status == "queued" and "404" in (job.last_error or "")
+        env.store.db.execute("UPDATE jobs SET run_after = created_at")
+        env.store.db.conn.commit()
+        await env.drain()
+        assert len(env.double.repos[REPO].pulls) == 1
+        assert len(bot_comments(env.double, REPO, issue["number"])) == 1
+        calls = [c[0] for c in env.double.calls]
+        assert calls.count("pulls/create") == 2 and calls.count("issues/get") == 2
