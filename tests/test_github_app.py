@@ -101,16 +101,23 @@ async def test_502_and_secondary_rate_limit_are_retried(tmp_path: Path, settings
         issue = _host_case(env)
         env.double.fail("issues/create-comment", 502, times=2)
         env.double.fail("pulls/create", 403, headers={"Retry-After": "1"})
-        env.double.fail("issues/get", 404)  # a plain 4xx is never retried: the job fails and is retried later
+        payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
+        assert (await env.send("issues", payload))[0] == 202
+        await env.drain()
+        assert [j.status for j in env.store.list_jobs()] == ["done"]
+        assert len(env.double.repos[REPO].pulls) == 1
+        assert len(bot_comments(env.double, REPO, issue["number"])) == 1
+        calls = [c[0] for c in env.double.calls]
+        assert calls.count("pulls/create") == 2 and calls.count("issues/create-comment") == 3
+
+
+async def test_plain_4xx_is_not_retried_and_dead_letters_the_job(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        env.double.fail("issues/get", 404)
         payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
         assert (await env.send("issues", payload))[0] == 202
         await env.drain()
         job = env.store.list_jobs()[0]
-        assert job.status == "queued" and "404" in (job.last_error or "")
-        env.store.db.execute("UPDATE jobs SET run_after = created_at")
-        env.store.db.conn.commit()
-        await env.drain()
-        assert len(env.double.repos[REPO].pulls) == 1
-        assert len(bot_comments(env.double, REPO, issue["number"])) == 1
-        calls = [c[0] for c in env.double.calls]
-        assert calls.count("pulls/create") == 2 and calls.count("issues/get") == 2
+        assert job.status == "dead" and "Not Found" in (job.last_error or "")
+        assert [c[0] for c in env.double.calls].count("issues/get") == 1

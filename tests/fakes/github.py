@@ -128,7 +128,8 @@ class GitHubDouble:
 
     def fail(self, op_id: str, status: int, *, headers: dict[str, str] | None = None, times: int = 1) -> None:
         """Make the next `times` calls of `op_id` answer `status` (e.g. 502, or 403 secondary rate limit)."""
-        message = "You have exceeded a secondary rate limit." if status == 403 else "Server Error"
+        messages = {403: "You have exceeded a secondary rate limit.", 404: "Not Found", 429: "Too Many Requests"}
+        message = messages.get(status, "Server Error")
         self.faults.append(Fault(op_id, status, headers or {}, {"message": message}, times))
 
     def branch_file(self, full_name: str, branch: str, path: str) -> str | None:
