@@ -30,9 +30,14 @@ class RetryingGitHubAPI(GitHubAPI):
     """gidgethub's aiohttp client whose every request goes through the retry policy in bot.retry."""
 
     def __init__(
-        self, session: aiohttp.ClientSession, *args: object, retry_attempts: int = 5, retry_base: float = 1.0, **kw: object
+        self,
+        session: aiohttp.ClientSession,
+        *args: object,
+        retry_attempts: int = 5,
+        retry_base: float = 1.0,
+        **kw: object,
     ) -> None:
-        super().__init__(session, *args, **kw)  # type: ignore[arg-type]
+        super().__init__(session, *args, **kw)
         self.retry_attempts = retry_attempts
         self.retry_base = retry_base
 

@@ -102,7 +102,7 @@ def _mode_for_issue_event(payload: dict[str, Any], policy: dict[str, Any]) -> Mo
     triggers = policy["triggers"]
     if payload.get("trigger") == "opened":
         on_open = triggers["on_open"]
-        return None if on_open == "none" else on_open  # type: ignore[no-any-return]
+        return None if on_open == "none" else on_open
     label = payload.get("label")
     if label and label == triggers["labels"]["fix"]:
         return "fix"

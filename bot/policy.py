@@ -41,14 +41,10 @@ KEYS: dict[str, Key] = {
     "triggers.commands.reply_to_others": Key(True, "bool", "one polite reply per issue to anyone else"),
     "abstention.threshold": Key(0.5, "float", "act only when the triage score reaches this", minimum=0, maximum=1),
     "agent.kind": Key("classic", "str", "agent: classic (no LLM), llm, auto", ("classic", "llm", "auto")),
-    "agent.strategy": Key(
-        "freeform", "str", "generation strategy", ("freeform", "tdd", "tld", "fix-only", "brt-only")
-    ),
+    "agent.strategy": Key("freeform", "str", "generation strategy", ("freeform", "tdd", "tld", "fix-only", "brt-only")),
     "agent.trajectories": Key(4, "int", "parallel trajectories per fix job", minimum=1, maximum=32),
     "agent.max_steps": Key(30, "int", "step limit per trajectory", minimum=1, maximum=500),
-    "selection.selector": Key(
-        "ranked", "str", "patch selector", ("default", "dual-level", "ranked", "reject-no-test")
-    ),
+    "selection.selector": Key("ranked", "str", "patch selector", ("default", "dual-level", "ranked", "reject-no-test")),
     "environment.setup": Key(None, "str?", "install command (null: detect from the repo)"),
     "environment.test": Key(None, "str?", "test command (null: detect from the repo)"),
     "environment.timeout": Key(300, "float", "seconds for one test-suite run", minimum=1, maximum=7200),

@@ -199,18 +199,21 @@ def render_progress(issue_ref: str, stage: str, done: Sequence[str]) -> str:
 
 def render_policy_error(issue_ref: str, source: str, key: str, problem: str) -> str:
     """The one comment explaining why the repo's policy file stops reprobot, naming the bad key."""
-    return "\n".join(
-        [
-            MARKER.format(kind="policy", ref=issue_ref),
-            "⚠️ reprobot cannot act: its policy file is invalid.",
-            "",
-            f"- file: `{source}`",
-            f"- key: `{key}`",
-            f"- problem: {problem}",
-            "",
-            "Fix the file on the default branch and ask again. The README lists every key and its default.",
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                MARKER.format(kind="policy", ref=issue_ref),
+                "⚠️ reprobot cannot act: its policy file is invalid.",
+                "",
+                f"- file: `{source}`",
+                f"- key: `{key}`",
+                f"- problem: {problem}",
+                "",
+                "Fix the file on the default branch and ask again. The README lists every key and its default.",
+            ]
+        )
+        + "\n"
+    )
 
 
 def render_final_status(issue_ref: str, summary: str, url: str = "", reasons: Sequence[str] = ()) -> str:

@@ -131,4 +131,3 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app
-

@@ -44,9 +44,7 @@ HELP_TEXT = """reprobot commands (on their own line in a comment):
 def clean_text(text: str) -> str:
     """Remove HTML comments and invisible characters (zero-width, bidi controls) before any agent reads it."""
     text = re.sub(r"<!--.*?(-->|$)", "", text, flags=re.DOTALL)
-    return "".join(
-        ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) not in ("Cf", "Cc", "Co", "Cs"))
-    )
+    return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) not in ("Cf", "Cc", "Co", "Cs")))
 
 
 def _parse_fix_options(words: Sequence[str]) -> dict[str, str | int]:

@@ -112,7 +112,9 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     if command.starts_job:
         intake.enqueue(event, f"github.{command.name}", base | {"options": command.options})
     elif command.name == "cancel":
-        issue = intake.store.find_issue("github", event.data["repository"]["full_name"], str(event.data["issue"]["number"]))
+        issue = intake.store.find_issue(
+            "github", event.data["repository"]["full_name"], str(event.data["issue"]["number"])
+        )
         cancelled = 0
         for job in intake.store.list_jobs(issue_id=issue.id if issue else -1):
             if job.kind in ("github.fix", "github.reproduce", "github.issue") and intake.queue.cancel(job.id):

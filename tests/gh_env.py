@@ -27,7 +27,8 @@ INSTALLATION = 1
 
 def load_payload(event: str, name: str) -> dict[str, Any]:
     """A recorded webhook payload from ../shared/fixtures/github/webhooks."""
-    path = require_shared(FIXTURES / "github" / "webhooks") / event / (f"{name}.payload.json" if name != "payload" else "payload.json")
+    file = "payload.json" if name == "payload" else f"{name}.payload.json"
+    path = require_shared(FIXTURES / "github" / "webhooks") / event / file
     return dict(json.loads(path.read_text()))
 
 

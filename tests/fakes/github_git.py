@@ -58,7 +58,7 @@ def git_handler(root: Path, token_ok: Callable[[str], bool], seen: list[str]) ->
         auth = request.headers.get("Authorization", "")
         token = ""
         if auth.startswith("Basic "):
-            user, _, token = base64.b64decode(auth[6:]).decode().partition(":")
+            _user, _, token = base64.b64decode(auth[6:]).decode().partition(":")
         if not token or not token_ok(token):
             seen.append(f"git {request.method} {request.path}: unauthorized")
             return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="GitHub"'})

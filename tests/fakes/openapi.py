@@ -34,11 +34,7 @@ class OpenAPISpec:
                     continue
                 params = [self.resolve(p) for p in item.get("parameters", []) + op.get("parameters", [])]
                 multi = {p["name"] for p in params if p["in"] == "path" and p.get("x-multi-segment")}
-                pattern = re.sub(
-                    r"\{([^}]+)\}",
-                    lambda m: f"(?P<{m.group(1)}>.+)" if m.group(1) in multi else f"(?P<{m.group(1)}>[^/]+)",
-                    template,
-                )
+                pattern = re.sub(r"\{([^}]+)\}", lambda m, multi=multi: _group(m.group(1), multi), template)
                 body = op.get("requestBody")
                 schema = None
                 if body:
@@ -149,3 +145,8 @@ def _coerce(text: str) -> Any:
     if re.fullmatch(r"-?\d+", text):
         return int(text)
     return {"true": True, "false": False}.get(text, text)
+
+
+def _group(name: str, multi: set[str]) -> str:
+    """The regex group for a path parameter; x-multi-segment ones may span slashes."""
+    return f"(?P<{name}>.+)" if name in multi else f"(?P<{name}>[^/]+)"
