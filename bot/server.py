@@ -54,7 +54,7 @@ async def webhook(request: web.Request) -> web.Response:
         return _reply(200, "pong", zen=event.data.get("zen"))
     store = request.app[STORE]
     seen = store.get_delivery(event.delivery_id)
-    if seen is not None:
+    if seen is not None:  # checked first so a redelivered command never repeats its side effects
         return _reply(200, "redelivery: already handled", job_id=seen.job_id)
     intake = Intake(store, Queue(store), permission=request.app[PERMISSION])
     try:
@@ -62,11 +62,13 @@ async def webhook(request: web.Request) -> web.Response:
     except (KeyError, TypeError) as exc:
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
         return _reply(400, f"payload of {event.event} lacks a field: {exc}")
-    job_id = intake.queued[0] if intake.queued else None
-    store.record_delivery(event.delivery_id, "github", event.event, job_id)
-    if job_id is None:
+    job_ids = store.accept_delivery(event.delivery_id, "github", event.event, intake.planned)
+    if job_ids is None:  # a concurrent redelivery won the race
+        return _reply(200, "redelivery: already handled")
+    if not job_ids:
         return _reply(200, "accepted; nothing to do")
-    return _reply(202, "queued", job_ids=intake.queued)
+    log.info("delivery %s: %s queued job(s) %s", event.delivery_id, event.event, job_ids)
+    return _reply(202, "queued", job_ids=job_ids)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -11,7 +11,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.queue import Queue
-from bot.store import Store
+from bot.store import PlannedJob, Store
 from handlers.commands import CommandError, association_allows, clean_text, parse_command, permission_allows
 
 log = logging.getLogger(__name__)
@@ -22,30 +22,25 @@ PermissionLookup = Callable[[int, str, str], Awaitable[str]]
 
 @dataclass
 class Intake:
-    """What handlers need: the store and queue, an optional permission lookup, and the jobs they queued."""
+    """What handlers need: the store and queue, an optional permission lookup, and the jobs they plan.
+
+    Handlers only plan jobs; the server writes the delivery and its jobs in one transaction afterwards.
+    """
 
     store: Store
     queue: Queue
     permission: PermissionLookup | None = None
-    queued: list[int] = field(default_factory=list)
+    planned: list[PlannedJob] = field(default_factory=list)
 
-    def enqueue(self, event: Event, kind: str, payload: dict[str, Any], *, dedupe: str | None = None) -> int | None:
-        """Record the issue and queue a job for it (one per delivery and kind); None without an installation."""
+    def enqueue(self, event: Event, kind: str, payload: dict[str, Any], *, dedupe: str | None = None) -> None:
+        """Plan a job for the event's issue (one per delivery and kind); nothing without an installation."""
         data = event.data
         installation = (data.get("installation") or {}).get("id")
         if installation is None:
             log.info("delivery %s: no installation in the payload; nothing to do", event.delivery_id)
-            return None
+            return
         repo = data["repository"]["full_name"]
         issue = data["issue"]
-        stored = self.store.upsert_issue(
-            "github",
-            repo,
-            str(issue["number"]),
-            title=clean_text(issue.get("title") or ""),
-            body=clean_text(issue.get("body") or ""),
-            url=issue.get("html_url"),
-        )
         payload = {
             "installation_id": int(installation),
             "repo": repo,
@@ -54,16 +49,20 @@ class Intake:
             "delivery_id": event.delivery_id,
             **payload,
         }
-        job_id = self.queue.enqueue(
-            kind,
-            stored.id,
-            payload,
-            concurrency_key=f"github:{repo}#{issue['number']}",
-            dedupe_key=dedupe or f"github-delivery:{event.delivery_id}:{kind}",
+        self.planned.append(
+            PlannedJob(
+                kind=kind,
+                forge="github",
+                repo=repo,
+                number_or_key=str(issue["number"]),
+                payload=payload,
+                concurrency_key=f"github:{repo}#{issue['number']}",
+                dedupe_key=dedupe or f"github-delivery:{event.delivery_id}:{kind}",
+                title=clean_text(issue.get("title") or ""),
+                body=clean_text(issue.get("body") or ""),
+                url=issue.get("html_url"),
+            )
         )
-        self.queued.append(job_id)
-        log.info("delivery %s: queued %s job %s for %s#%s", event.delivery_id, kind, job_id, repo, issue["number"])
-        return job_id
 
 
 def _from_bot(event: Event) -> bool:
