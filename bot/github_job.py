@@ -15,6 +15,7 @@ from bot.forges.github import GitHubForge
 from bot.github_client import InstallationTokens, client
 from bot.pipeline import JobOutcome, JobRequest, Mode, run_job
 from bot.policy import PolicyError, load_policy
+from bot.queue import Queue
 from bot.report import (
     PrContext,
     ReproductionContext,
@@ -132,6 +133,13 @@ async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
     text = str(p.get("text", ""))
     if p.get("command") == "help":
         text = HELP_TEXT
+    elif p.get("command") == "cancel":
+        cancelled = [
+            j.id
+            for j in deps.store.list_jobs(issue_id=job.issue_id)
+            if j.kind in ("github.fix", "github.reproduce", "github.issue") and Queue(deps.store).cancel(j.id)
+        ]
+        text = f"Cancelled {len(cancelled)} job(s)." if cancelled else "Nothing to cancel."
     elif p.get("command") == "status":
         jobs = deps.store.list_jobs(issue_id=job.issue_id, limit=10)
         lines = [f"- job {j.id} `{j.kind}`: {j.status}" for j in jobs if j.id != job.id]

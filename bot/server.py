@@ -53,9 +53,6 @@ async def webhook(request: web.Request) -> web.Response:
     if event.event == "ping":
         return _reply(200, "pong", zen=event.data.get("zen"))
     store = request.app[STORE]
-    seen = store.get_delivery(event.delivery_id)
-    if seen is not None:  # checked first so a redelivered command never repeats its side effects
-        return _reply(200, "redelivery: already handled", job_id=seen.job_id)
     intake = Intake(store, Queue(store), permission=request.app[PERMISSION])
     try:
         await router.dispatch(event, None, intake=intake)
@@ -63,8 +60,9 @@ async def webhook(request: web.Request) -> web.Response:
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
         return _reply(400, f"payload of {event.event} lacks a field: {exc}")
     job_ids = store.accept_delivery(event.delivery_id, "github", event.event, intake.planned)
-    if job_ids is None:  # a concurrent redelivery won the race
-        return _reply(200, "redelivery: already handled")
+    if job_ids is None:  # handlers only plan, so running them again for a redelivery changed nothing
+        seen = store.get_delivery(event.delivery_id)
+        return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
     if not job_ids:
         return _reply(200, "accepted; nothing to do")
     log.info("delivery %s: %s queued job(s) %s", event.delivery_id, event.event, job_ids)

@@ -41,9 +41,15 @@ HELP_TEXT = """reprobot commands (on their own line in a comment):
 """
 
 
+_HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def clean_text(text: str) -> str:
     """Remove HTML comments and invisible characters (zero-width, bidi controls) before any agent reads it."""
-    text = re.sub(r"<!--.*?(-->|$)", "", text, flags=re.DOTALL)
+    text = _HTML_COMMENT.sub("", text)
+    if text.isascii():  # the common case: only ASCII control characters can hide here
+        return _ASCII_CONTROL.sub("", text)
     return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) not in ("Cf", "Cc", "Co", "Cs")))
 
 

@@ -56,7 +56,8 @@ class Intake:
                 repo=repo,
                 number_or_key=str(issue["number"]),
                 payload=payload,
-                concurrency_key=f"github:{repo}#{issue['number']}",
+                # Replies (help, status, cancel) must not wait behind the issue's running job.
+                concurrency_key=None if kind == "github.reply" else f"github:{repo}#{issue['number']}",
                 dedupe_key=dedupe or f"github-delivery:{event.delivery_id}:{kind}",
                 title=clean_text(issue.get("title") or ""),
                 body=clean_text(issue.get("body") or ""),
@@ -110,15 +111,6 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     base = {"comment_id": comment["id"], "actor": user, "association": comment.get("author_association", "NONE")}
     if command.starts_job:
         intake.enqueue(event, f"github.{command.name}", base | {"options": command.options})
-    elif command.name == "cancel":
-        issue = intake.store.find_issue(
-            "github", event.data["repository"]["full_name"], str(event.data["issue"]["number"])
-        )
-        cancelled = 0
-        for job in intake.store.list_jobs(issue_id=issue.id if issue else -1):
-            if job.kind in ("github.fix", "github.reproduce", "github.issue") and intake.queue.cancel(job.id):
-                cancelled += 1
-        intake.enqueue(event, "github.reply", base | {"text": f"Cancelled {cancelled} job(s)."})
     else:
         intake.enqueue(event, "github.reply", base | {"command": command.name})
 
