@@ -186,7 +186,15 @@ async def _run_and_publish(
             test_timeout=float(policy["environment"]["timeout"]),
             denied_paths=tuple(policy["paths"]["deny"]),
         )
-        outcome = await run_job(request, settings, deps.store, job.id, progress=progress)
+        minutes = float(policy["budget"]["max_minutes"])
+        try:
+            outcome = await asyncio.wait_for(
+                run_job(request, settings, deps.store, job.id, progress=progress), minutes * 60
+            )
+        except TimeoutError:
+            reason = f"the job ran past its budget of {minutes:g} minutes (policy `budget.max_minutes`)"
+            await forge.upsert_comment(render_final_status(forge.ref, "stopped", "", [reason]))
+            return {"status": "budget_exceeded", "reasons": [reason]}
         return await _publish(job, forge, policy, outcome, src, base_branch, base_commit, issue)
     finally:
         await asyncio.to_thread(shutil.rmtree, workdir, True)

@@ -41,12 +41,17 @@ KEYS: dict[str, Key] = {
     "triggers.commands.reply_to_others": Key(True, "bool", "one polite reply per issue to anyone else"),
     "abstention.threshold": Key(0.5, "float", "act only when the triage score reaches this", minimum=0, maximum=1),
     "agent.kind": Key("classic", "str", "agent: classic (no LLM), llm, auto", ("classic", "llm", "auto")),
-    "agent.strategy": Key("freeform", "str", "generation strategy", ("freeform", "tdd", "tld", "fix-only", "brt-only")),
+    "agent.strategy": Key(
+        "freeform",
+        "str",
+        "generation strategy (validated; not yet applied by the pipeline)",
+        ("freeform", "tdd", "tld", "fix-only", "brt-only"),
+    ),
     "agent.trajectories": Key(4, "int", "parallel trajectories per fix job", minimum=1, maximum=32),
-    "agent.max_steps": Key(30, "int", "step limit per trajectory", minimum=1, maximum=500),
+    "agent.max_steps": Key(30, "int", "step limit per trajectory (validated; not yet applied)", minimum=1, maximum=500),
     "selection.selector": Key("ranked", "str", "patch selector", ("default", "dual-level", "ranked", "reject-no-test")),
-    "environment.setup": Key(None, "str?", "install command (null: detect from the repo)"),
-    "environment.test": Key(None, "str?", "test command (null: detect from the repo)"),
+    "environment.setup": Key(None, "str?", "install command (null: detect; validated, not yet applied)"),
+    "environment.test": Key(None, "str?", "test command (null: detect; validated, not yet applied)"),
     "environment.timeout": Key(300, "float", "seconds for one test-suite run", minimum=1, maximum=7200),
     "environment.sandbox": Key("bwrap", "str", "sandbox backend", ("bwrap", "docker")),
     "publish.draft": Key(True, "bool", "open pull requests as drafts"),
@@ -54,8 +59,10 @@ KEYS: dict[str, Key] = {
     "publish.labels": Key([], "list", "labels added to the pull request"),
     "publish.closes_issue": Key(True, "bool", "put `Fixes #N` in the PR body"),
     "paths.deny": Key([".github/workflows/**"], "list", "globs a patch may not touch"),
-    "budget.max_cost_usd": Key(1.0, "float", "model spend cap per job", minimum=0),
-    "budget.max_minutes": Key(30, "float", "wall-clock cap per job", minimum=1),
+    "budget.max_cost_usd": Key(
+        1.0, "float", "model spend cap per job (validated; applies to the llm agent)", minimum=0
+    ),
+    "budget.max_minutes": Key(30, "float", "wall-clock cap per job: the job stops with an error after it", minimum=1),
 }
 
 

@@ -78,3 +78,10 @@ def test_deep_merge_replaces_lists_and_keeps_inputs() -> None:
 def test_table_lists_every_key() -> None:
     table = policy_table()
     assert all(f"`{key}`" in table for key in KEYS)
+
+
+def test_readme_carries_the_current_policy_table() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert policy_table() in readme
