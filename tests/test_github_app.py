@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,15 @@ async def test_labeled_issue_opens_exactly_one_pr(tmp_path: Path, settings: Sett
         comments = bot_comments(env.double, REPO, issue["number"])
         assert len(comments) == 1 and f"#{pr['number']}" in comments[0]["body"]
         assert env.double.violations == []
-        # Nothing secret in the pushed branch, the PR or the comment.
+        calls = [c[0] for c in env.double.calls]
+        assert calls.count("issues/create-comment") == 1 and calls.count("issues/update-comment") >= 3
+        # The token is nowhere on disk: not in a .git/config, the store, a trajectory or the PR.
+        assert env.double.tokens
         for token in env.double.tokens:
             assert token not in pr["body"] and token not in comments[0]["body"]
+            for path in env.settings.data_dir.rglob("*"):
+                if path.is_file() and not path.is_symlink() and "cache" not in path.parts:
+                    assert token.encode() not in path.read_bytes(), path
 
 
 async def test_reproduce_command_from_collaborator_and_stranger(tmp_path: Path, settings: Settings) -> None:
@@ -121,3 +128,43 @@ async def test_plain_4xx_is_not_retried_and_dead_letters_the_job(tmp_path: Path,
         job = env.store.list_jobs()[0]
         assert job.status == "dead" and "Not Found" in (job.last_error or "")
         assert [c[0] for c in env.double.calls].count("issues/get") == 1
+
+
+async def test_command_on_an_unactionable_report_answers_with_reasons(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        _host_case(env)
+        issue = env.double.add_issue(REPO, "Please add dark mode", "It would be nice to have a dark theme.")
+        assert (await env.send("issue_comment", _comment(env, issue, "/fix", "owner", "OWNER")))[0] == 202
+        await env.drain()
+        comments = bot_comments(env.double, REPO, issue["number"])
+        assert len(comments) == 1 and "not acting" in comments[0]["body"] and "Reasons" in comments[0]["body"]
+        reactions = [r["content"] for r in env.double.repos[REPO].reactions]
+        assert reactions == ["eyes", "confused"] and env.double.repos[REPO].pulls == []
+
+
+async def test_serve_with_in_process_workers_answers_help(tmp_path: Path, settings: Settings) -> None:
+    from aiohttp import web
+
+    from bot.server import make_app
+
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        runner = web.AppRunner(make_app(env.settings, workers=2), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            payload = _comment(env, issue, "/reprobot help", "maintainer", "CONTRIBUTOR")
+            status, _ = await env.double.deliver(f"http://127.0.0.1:{port}/webhooks/github", "issue_comment", payload)
+            assert status == 202
+            for _ in range(100):
+                if bot_comments(env.double, REPO, issue["number"]):
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await runner.cleanup()
+        comments = bot_comments(env.double, REPO, issue["number"])
+        assert len(comments) == 1 and "/reproduce" in comments[0]["body"]
+        # CONTRIBUTOR is not enough by association; the collaborator API said "write".
+        assert "repos/get-collaborator-permission-level" in [c[0] for c in env.double.calls]
