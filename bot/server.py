@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -13,7 +14,7 @@ from gidgethub.sansio import Event
 
 from bot.config import Settings
 from bot.queue import Queue
-from bot.store import Store
+from bot.store import PlannedJob, Store
 from handlers.github import Intake, PermissionLookup, router
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,50 @@ log = logging.getLogger(__name__)
 STORE: web.AppKey[Store] = web.AppKey("store", Store)
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
 PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
+COMMITS: web.AppKey[Any] = web.AppKey("commits", object)
+
+
+Delivery = tuple[str, str, str, Sequence[PlannedJob]]
+
+
+class GroupCommit:
+    """Writes the deliveries of concurrent requests in one store transaction, off the event loop.
+
+    Each request still gets its answer only after its own delivery is committed; under load, requests that
+    arrive while a commit runs share the next one, so the webhook path pays one commit per batch.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: list[tuple[Delivery, asyncio.Future[list[int] | None]]] = []
+        self._flushing = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def accept(self, delivery: Delivery) -> list[int] | None:
+        """Queue the delivery for the next commit and wait for its result."""
+        future: asyncio.Future[list[int] | None] = asyncio.get_running_loop().create_future()
+        self._pending.append((delivery, future))
+        if not self._flushing:
+            self._flushing = True
+            self._task = asyncio.create_task(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    results = await asyncio.to_thread(self.store.accept_deliveries, [d for d, _ in batch])
+                except Exception as exc:  # hand the store's error to every waiting request
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            self._flushing = False
 
 
 def _reply(status: int, message: str, **extra: Any) -> web.Response:
@@ -59,7 +104,7 @@ async def webhook(request: web.Request) -> web.Response:
     except (KeyError, TypeError) as exc:
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
         return _reply(400, f"payload of {event.event} lacks a field: {exc}")
-    job_ids = store.accept_delivery(event.delivery_id, "github", event.event, intake.planned)
+    job_ids = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.planned))
     if job_ids is None:  # handlers only plan, so running them again for a redelivery changed nothing
         seen = store.get_delivery(event.delivery_id)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
@@ -111,6 +156,7 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
         else:
             assert store is not None
             app[STORE] = store
+        app[COMMITS] = GroupCommit(app[STORE])
         task = None
         if workers > 0:
             from bot.worker import Worker

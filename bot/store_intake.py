@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlite_utils import Database
+
 from bot.store_core import StoreCore, check_choice, dumps, iso
 from bot.store_schema import FORGES
 
@@ -38,46 +40,57 @@ class StoreIntake(StoreCore):
 
         A job whose dedupe key exists already is not queued again; its existing id is returned instead.
         """
+        return self.accept_deliveries([(delivery_id, source, event, jobs)])[0]
+
+    def accept_deliveries(
+        self, deliveries: Sequence[tuple[str, str, str, Sequence[PlannedJob]]]
+    ) -> list[list[int] | None]:
+        """`accept_delivery` for several deliveries in one transaction (the server's group commit)."""
         now = iso(self.clock())
         with self._write() as db:
-            cursor = db.execute(
-                """INSERT INTO deliveries (delivery_id, source, event, received_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (delivery_id) DO NOTHING""",
-                (delivery_id, source, event, now),
-            )
-            if cursor.rowcount != 1:
-                return None
-            ids: list[int] = []
-            for job in jobs:
-                check_choice(job.forge, FORGES, "forge")
-                issue_id = db.execute(
-                    """INSERT INTO issues (forge, repo, number_or_key, title, body, url, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (forge, repo, number_or_key) DO UPDATE SET title = excluded.title,
-                        body = excluded.body, url = excluded.url, updated_at = excluded.updated_at
-                    RETURNING id""",
-                    (job.forge, job.repo, job.number_or_key, job.title, job.body, job.url, now, now),
-                ).fetchone()[0]
-                row = db.execute(
-                    """INSERT INTO jobs (kind, issue_id, payload, status, max_attempts, run_after, dedupe_key,
-                        concurrency_key, created_at, updated_at)
-                    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (dedupe_key) DO NOTHING RETURNING id""",
-                    (
-                        job.kind,
-                        issue_id,
-                        dumps(dict(job.payload)),
-                        job.max_attempts,
-                        now,
-                        job.dedupe_key,
-                        job.concurrency_key,
-                        now,
-                        now,
-                    ),
-                ).fetchone()
-                if row is None:
-                    row = db.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (job.dedupe_key,)).fetchone()
-                ids.append(int(row[0]))
-            if ids:
-                db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (ids[0], delivery_id))
-            return ids
+            return [self._accept(db, now, *delivery) for delivery in deliveries]
+
+    def _accept(
+        self, db: Database, now: str, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob]
+    ) -> list[int] | None:
+        cursor = db.execute(
+            """INSERT INTO deliveries (delivery_id, source, event, received_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (delivery_id) DO NOTHING""",
+            (delivery_id, source, event, now),
+        )
+        if cursor.rowcount != 1:
+            return None
+        ids: list[int] = []
+        for job in jobs:
+            check_choice(job.forge, FORGES, "forge")
+            issue_id = db.execute(
+                """INSERT INTO issues (forge, repo, number_or_key, title, body, url, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (forge, repo, number_or_key) DO UPDATE SET title = excluded.title,
+                    body = excluded.body, url = excluded.url, updated_at = excluded.updated_at
+                RETURNING id""",
+                (job.forge, job.repo, job.number_or_key, job.title, job.body, job.url, now, now),
+            ).fetchone()[0]
+            row = db.execute(
+                """INSERT INTO jobs (kind, issue_id, payload, status, max_attempts, run_after, dedupe_key,
+                    concurrency_key, created_at, updated_at)
+                VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (dedupe_key) DO NOTHING RETURNING id""",
+                (
+                    job.kind,
+                    issue_id,
+                    dumps(dict(job.payload)),
+                    job.max_attempts,
+                    now,
+                    job.dedupe_key,
+                    job.concurrency_key,
+                    now,
+                    now,
+                ),
+            ).fetchone()
+            if row is None:
+                row = db.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (job.dedupe_key,)).fetchone()
+            ids.append(int(row[0]))
+        if ids:
+            db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (ids[0], delivery_id))
+        return ids
