@@ -41,6 +41,6 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
     from bot.server import make_app
 
     if not settings.github_webhook_secret:
-        log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every signed delivery will be refused (401)")
+        log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every delivery will be refused (401)")
     web.run_app(make_app(settings, workers=args.workers), host=args.host, port=args.port, print=None)
     return 0

@@ -78,9 +78,12 @@ async def webhook(request: web.Request) -> web.Response:
     limit = settings.webhook_max_bytes
     if request.content_length is not None and request.content_length > limit:
         return _reply(413, f"body larger than {limit} bytes")
-    body = await request.content.read(limit + 1)
-    if len(body) > limit:
+    try:
+        body = await request.read()  # aiohttp stops at client_max_size (= the limit) when no length was sent
+    except web.HTTPRequestEntityTooLarge:
         return _reply(413, f"body larger than {limit} bytes")
+    if not settings.github_webhook_secret:
+        return _reply(401, "REPROBOT_GITHUB_WEBHOOK_SECRET is not set: no delivery can be verified")
     headers = {k.lower(): v for k, v in request.headers.items()}
     if not headers.get("x-github-event") or not headers.get("x-github-delivery"):
         return _reply(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
@@ -146,7 +149,7 @@ def _permission_lookup(settings: Settings) -> PermissionLookup | None:
 
 def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0) -> web.Application:
     """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`)."""
-    app = web.Application(client_max_size=settings.webhook_max_bytes + 1)
+    app = web.Application(client_max_size=settings.webhook_max_bytes)
     own_store = store is None
 
     async def lifecycle(app: web.Application) -> Any:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
 import traceback
 import uuid
@@ -102,7 +103,10 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> None
     """`reprobot worker`: open the store and run a worker until interrupted."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(settings.store_path)
+    stop = asyncio.Event()
+    # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
-        await Worker(settings, store, concurrency=concurrency).run()
+        await Worker(settings, store, concurrency=concurrency).run(stop)
     finally:
         store.close()

@@ -93,8 +93,8 @@ comments_router = Router()
 async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
     """Parse a command, check who sent it, and queue the job (or a reply)."""
     comment = event.data["comment"]
-    if _from_bot(event) or comment.get("user", {}).get("type") == "Bot":
-        return
+    if _from_bot(event) or comment.get("user", {}).get("type") == "Bot" or "pull_request" in event.data["issue"]:
+        return  # no loops on bots' comments; commands are for issues, not pull requests
     try:
         command = parse_command(comment.get("body") or "")
     except CommandError as exc:

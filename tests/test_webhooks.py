@@ -70,3 +70,30 @@ async def test_installation_and_pr_closed_are_recorded(tmp_path: Path, settings:
         assert (await env.send("pull_request", pr))[0] == 200
         outcome = env.store.get_pr_outcome(pr["repository"]["full_name"], int(pr["pull_request"]["number"]))
         assert outcome is not None and outcome.merged
+
+
+async def test_mid_sized_body_is_read_whole_and_no_secret_means_401(tmp_path: Path, settings: Settings) -> None:
+    from dataclasses import replace
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.server import make_app
+
+    async with GitHubEnv(tmp_path, settings) as env:
+        payload = load_payload("ping", "payload") | {"padding": "x" * 300_000}
+        body = json.dumps(payload).encode()
+        headers = {"Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "big"}
+        assert await _post(env.hook_url, body, headers | env.double.sign(body)) == 200
+        chunked = {"Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "chunked"}
+
+        async def chunks():  # type: ignore[no-untyped-def]
+            for i in range(0, len(body), 4096):
+                yield body[i : i + 4096]
+
+        async with aiohttp.ClientSession() as session:
+            resp = await session.post(env.hook_url, data=chunks(), headers=chunked | env.double.sign(body))
+            assert resp.status == 200
+        unsigned = replace(env.settings, github_webhook_secret=None)
+        async with TestClient(TestServer(make_app(unsigned, store=env.store))) as client:
+            resp = await client.post("/webhooks/github", data=body, headers=headers)
+            assert resp.status == 401
