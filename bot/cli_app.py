@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-from importlib import resources
 from pathlib import Path
 
 from bot.config import Settings
@@ -15,18 +14,26 @@ log = logging.getLogger(__name__)
 MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "app-manifest.yml"
 
 
+class ManifestMissing(RuntimeError):
+    """deploy/app-manifest.yml is not beside this installation (a wheel install without the checkout)."""
+
+
 def manifest_text() -> str:
-    """The App manifest: deploy/app-manifest.yml in a checkout, else the copy packaged with bot."""
-    if MANIFEST.is_file():
-        return MANIFEST.read_text()
-    return resources.files("bot").joinpath("app-manifest.yml").read_text()
+    """The App manifest from the checkout's deploy/app-manifest.yml."""
+    if not MANIFEST.is_file():
+        raise ManifestMissing(f"{MANIFEST} not found: run `reprobot app manifest` from a reprobot checkout")
+    return MANIFEST.read_text()
 
 
 def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run serve, worker or `app manifest`; returns the exit code."""
     logging.getLogger().setLevel(settings.log_level.upper())
     if args.command == "app":
-        print(manifest_text(), end="")
+        try:
+            print(manifest_text(), end="")
+        except ManifestMissing as exc:
+            log.error("%s", exc)
+            return 8
         return 0
     if args.command == "worker":
         from bot.worker import run_worker

@@ -25,7 +25,7 @@ PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
 COMMITS: web.AppKey[Any] = web.AppKey("commits", object)
 
 
-Delivery = tuple[str, str, str, Sequence[PlannedJob]]
+Delivery = tuple[str, str, str, Sequence[PlannedJob], bytes]
 
 
 class GroupCommit:
@@ -107,7 +107,7 @@ async def webhook(request: web.Request) -> web.Response:
     except (KeyError, TypeError) as exc:
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
         return _reply(400, f"payload of {event.event} lacks a field: {exc}")
-    job_ids = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.planned))
+    job_ids = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.planned, body))
     if job_ids is None:  # handlers only plan, so running them again for a redelivery changed nothing
         seen = store.get_delivery(event.delivery_id)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)

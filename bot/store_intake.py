@@ -34,16 +34,16 @@ class StoreIntake(StoreCore):
     """The intake transaction, kept apart so that the webhook path costs one commit."""
 
     def accept_delivery(
-        self, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob]
+        self, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob], payload: bytes = b""
     ) -> list[int] | None:
-        """Record a delivery and queue its jobs atomically; None if the delivery was seen before (redelivery).
+        """Record a delivery (with its body) and queue its jobs atomically; None for a redelivery.
 
         A job whose dedupe key exists already is not queued again; its existing id is returned instead.
         """
-        return self.accept_deliveries([(delivery_id, source, event, jobs)])[0]
+        return self.accept_deliveries([(delivery_id, source, event, jobs, payload)])[0]
 
     def accept_deliveries(
-        self, deliveries: Sequence[tuple[str, str, str, Sequence[PlannedJob]]]
+        self, deliveries: Sequence[tuple[str, str, str, Sequence[PlannedJob], bytes]]
     ) -> list[list[int] | None]:
         """`accept_delivery` for several deliveries in one transaction (the server's group commit)."""
         now = iso(self.clock())
@@ -51,12 +51,19 @@ class StoreIntake(StoreCore):
             return [self._accept(db, now, *delivery) for delivery in deliveries]
 
     def _accept(
-        self, db: Database, now: str, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob]
+        self,
+        db: Database,
+        now: str,
+        delivery_id: str,
+        source: str,
+        event: str,
+        jobs: Sequence[PlannedJob],
+        payload: bytes,
     ) -> list[int] | None:
         cursor = db.execute(
-            """INSERT INTO deliveries (delivery_id, source, event, received_at) VALUES (?, ?, ?, ?)
+            """INSERT INTO deliveries (delivery_id, source, event, received_at, payload) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (delivery_id) DO NOTHING""",
-            (delivery_id, source, event, now),
+            (delivery_id, source, event, now, payload.decode("utf-8", "replace")),
         )
         if cursor.rowcount != 1:
             return None

@@ -170,6 +170,12 @@ _V2_BOOKKEEPING = (
 )
 
 
+_V3_EVENTS = (
+    # The delivered event itself, so a job can be traced (or replayed) from what GitHub actually sent.
+    "ALTER TABLE deliveries ADD COLUMN payload TEXT",
+)
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -183,6 +189,7 @@ def _run(statements: Sequence[str]) -> Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     _run(_V1_CORE),  # 1: issues, jobs, deliveries, trajectories, steps, patches, reviews, selections, ...
     _run(_V2_BOOKKEEPING),  # 2: GitHub App installations, PR outcomes, environment cache
+    _run(_V3_EVENTS),  # 3: the body of each webhook delivery
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -97,3 +97,16 @@ async def test_mid_sized_body_is_read_whole_and_no_secret_means_401(tmp_path: Pa
         async with TestClient(TestServer(make_app(unsigned, store=env.store))) as client:
             resp = await client.post("/webhooks/github", data=body, headers=headers)
             assert resp.status == 401
+
+
+async def test_the_delivered_event_is_stored(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "m.py").write_text("X = 1\n")
+        env.double.add_repo("octo/app", src)
+        issue = env.double.add_issue("octo/app", "bug", "body")
+        payload = env.payload("issues", "opened", "octo/app", issue)
+        assert (await env.send("issues", payload, delivery_id="stored-1"))[0] == 202
+        seen = env.store.get_delivery("stored-1")
+        assert seen is not None and seen.job_id is not None and json.loads(seen.payload or "") == payload
