@@ -63,10 +63,13 @@ class GitHubEnv:
         self.url = f"http://127.0.0.1:{port}"
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
         await self.runner.cleanup()
         await self.double.stop()
         self.store.close()
+        # Every request the bot made must fit the OpenAPI subset; a test fails on any call that does not.
+        if exc_type is None and self.double.violations:
+            raise AssertionError(f"requests outside the GitHub OpenAPI subset: {self.double.violations}")
 
     @property
     def hook_url(self) -> str:

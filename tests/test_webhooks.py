@@ -110,3 +110,16 @@ async def test_the_delivered_event_is_stored(tmp_path: Path, settings: Settings)
         assert (await env.send("issues", payload, delivery_id="stored-1"))[0] == 202
         seen = env.store.get_delivery("stored-1")
         assert seen is not None and seen.job_id is not None and json.loads(seen.payload or "") == payload
+
+
+async def test_the_double_fails_a_test_on_a_call_outside_the_spec(tmp_path: Path, settings: Settings) -> None:
+    import pytest
+
+    with pytest.raises(AssertionError, match="outside the GitHub OpenAPI subset"):
+        async with GitHubEnv(tmp_path, settings) as env:
+            async with aiohttp.ClientSession() as session:
+                async with session.post(f"{env.double.url}/repos/o/r/issues/1/comments", json={"text": "x"}) as r:
+                    assert r.status == 422  # body lacks the required `body`
+                async with session.get(f"{env.double.url}/repos/o/r/hooks") as r:
+                    assert r.status == 404  # not an operation of the subset
+            assert len(env.double.violations) == 2
