@@ -61,6 +61,8 @@ class Settings:
     worker_poll: float = 1.0
     #: REPROBOT_WORKERS: jobs one worker process runs at once (the global concurrency limit per process).
     workers: int = 1
+    #: REPROBOT_MAX_RUNNING_JOBS: jobs running at once across every worker sharing the store (0: no limit).
+    max_running_jobs: int = 0
     #: REPROBOT_LLM_BASE_URL / REPROBOT_LLM_API_KEY / REPROBOT_LLM_MODEL: OpenAI-compatible model endpoint.
     llm_base_url: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
@@ -116,6 +118,7 @@ class Settings:
             ("WORKER_LEASE", "worker_lease", float),
             ("WORKER_POLL", "worker_poll", float),
             ("WORKERS", "workers", int),
+            ("MAX_RUNNING_JOBS", "max_running_jobs", int),
         ):
             if (v := get(name)) is not None:
                 try:

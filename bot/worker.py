@@ -43,7 +43,7 @@ class Worker:
             try:
                 while not stop.is_set():
                     job = None
-                    if len(self._running) < self.concurrency:
+                    if self._may_claim():
                         job = self.queue.claim(self.worker_id, self.settings.worker_lease)
                     if job is None:
                         with contextlib.suppress(asyncio.TimeoutError):
@@ -56,6 +56,13 @@ class Worker:
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)
+
+    def _may_claim(self) -> bool:
+        """Below this process's concurrency and the deployment-wide limit on running jobs."""
+        if len(self._running) >= self.concurrency:
+            return False
+        limit = self.settings.max_running_jobs
+        return limit <= 0 or self.queue.count_running() < limit
 
     async def _heartbeat(self, job: Job, work: asyncio.Task[dict[str, object]]) -> None:
         while True:
