@@ -6,6 +6,7 @@ import asyncio
 import logging
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -29,6 +30,7 @@ from bot.report import (
 )
 from bot.store import Job, Store
 from handlers.commands import HELP_TEXT, association_allows, clean_text, permission_allows
+from sandboxes.workspace import head_commit
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +169,6 @@ async def _run_and_publish(
     await asyncio.to_thread(shutil.rmtree, workdir, True)
     try:
         src = await forge.clone(workdir / "src", base_branch)
-        from sandboxes.workspace import head_commit
-
         base_commit = await head_commit(src)
         options = job.payload.get("options") or {}
         agent = policy["agent"]
@@ -205,7 +205,7 @@ async def _publish(
     forge: GitHubForge,
     policy: dict[str, Any],
     outcome: JobOutcome,
-    src: Any,
+    src: Path,
     base_branch: str,
     base_commit: str,
     issue: dict[str, Any],

@@ -13,7 +13,6 @@ from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
 from bot.config import Settings
-from bot.queue import Queue
 from bot.store import PlannedJob, Store
 from handlers.github import Intake, PermissionLookup, router
 
@@ -101,7 +100,7 @@ async def webhook(request: web.Request) -> web.Response:
     if event.event == "ping":
         return _reply(200, "pong", zen=event.data.get("zen"))
     store = request.app[STORE]
-    intake = Intake(store, Queue(store), permission=request.app[PERMISSION])
+    intake = Intake(store, permission=request.app[PERMISSION])
     try:
         await router.dispatch(event, None, intake=intake)
     except (KeyError, TypeError) as exc:

@@ -10,7 +10,6 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from bot.queue import Queue
 from bot.store import PlannedJob, Store
 from handlers.commands import CommandError, association_allows, clean_text, parse_command, permission_allows
 
@@ -28,7 +27,6 @@ class Intake:
     """
 
     store: Store
-    queue: Queue
     permission: PermissionLookup | None = None
     planned: list[PlannedJob] = field(default_factory=list)
 

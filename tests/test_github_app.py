@@ -168,3 +168,21 @@ async def test_serve_with_in_process_workers_answers_help(tmp_path: Path, settin
         assert len(comments) == 1 and "/reproduce" in comments[0]["body"]
         # CONTRIBUTOR is not enough by association; the collaborator API said "write".
         assert "repos/get-collaborator-permission-level" in [c[0] for c in env.double.calls]
+
+
+async def test_opened_issue_follows_the_policy_on_open(tmp_path: Path, settings: Settings) -> None:
+    from tests.fakes.github_git import commit_file
+
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        opened = env.payload("issues", "opened", REPO, issue)
+        assert (await env.send("issues", opened))[0] == 202
+        await env.drain()
+        assert bot_comments(env.double, REPO, issue["number"]) == []  # default on_open: none
+        assert env.store.list_jobs()[0].result == {"status": "nothing_to_do"}
+        commit_file(env.double.root / "git", REPO, ".github/reprobot.yml", "triggers:\n  on_open: reproduce\n")
+        assert (await env.send("issues", opened))[0] == 202  # a new delivery of the same kind of event
+        await env.drain()
+        comments = bot_comments(env.double, REPO, issue["number"])
+        assert len(comments) == 1 and "Reproduced" in comments[0]["body"]
+        assert env.double.repos[REPO].pulls == []
