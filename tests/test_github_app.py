@@ -186,3 +186,20 @@ async def test_opened_issue_follows_the_policy_on_open(tmp_path: Path, settings:
         comments = bot_comments(env.double, REPO, issue["number"])
         assert len(comments) == 1 and "Reproduced" in comments[0]["body"]
         assert env.double.repos[REPO].pulls == []
+
+
+async def test_a_rerun_that_lost_its_records_updates_instead_of_duplicating(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        for delivery in ("first", "second"):
+            payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
+            assert (await env.send("issues", payload, delivery_id=delivery))[0] == 202
+            await env.drain()
+            # As if the worker died right after posting: the store forgot what was published.
+            with env.store.db.conn:
+                env.store.db.conn.execute("DELETE FROM publications")
+        assert len(env.double.repos[REPO].pulls) == 1
+        assert len(bot_comments(env.double, REPO, issue["number"])) == 1
+        calls = [c[0] for c in env.double.calls]
+        assert calls.count("pulls/create") == 1 and calls.count("pulls/update") == 1
+        assert calls.count("issues/create-comment") == 1
