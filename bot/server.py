@@ -83,7 +83,7 @@ async def webhook(request: web.Request) -> web.Response:
         return _reply(413, f"body larger than {limit} bytes")
     if not settings.github_webhook_secret:
         return _reply(401, "REPROBOT_GITHUB_WEBHOOK_SECRET is not set: no delivery can be verified")
-    headers = {k.lower(): v for k, v in request.headers.items()}
+    headers = request.headers  # case-insensitive, as gidgethub expects of its lowercase lookups
     if not headers.get("x-github-event") or not headers.get("x-github-delivery"):
         return _reply(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
     try:
