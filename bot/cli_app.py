@@ -36,10 +36,14 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
             return 8
         return 0
     if args.command == "worker":
+        from bot.github_client import GitHubConfigError
         from bot.worker import run_worker
 
         try:
             asyncio.run(run_worker(settings, args.concurrency))
+        except GitHubConfigError as exc:
+            log.error("reprobot worker: %s", exc)
+            return 2
         except KeyboardInterrupt:
             return 0
         return 0
@@ -49,5 +53,12 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
 
     if not settings.github_webhook_secret:
         log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every delivery will be refused (401)")
-    web.run_app(make_app(settings, workers=args.workers), host=args.host, port=args.port, print=None)
+    from bot.github_client import GitHubConfigError
+
+    try:
+        app = make_app(settings, workers=args.workers)
+    except GitHubConfigError as exc:
+        log.error("reprobot serve: %s", exc)
+        return 2
+    web.run_app(app, host=args.host, port=args.port, print=None)
     return 0

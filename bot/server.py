@@ -148,6 +148,10 @@ def _permission_lookup(settings: Settings) -> PermissionLookup | None:
 
 def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0) -> web.Application:
     """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`)."""
+    if workers > 0 and not (settings.github_app_id and settings.github_private_key):
+        from bot.github_client import GitHubConfigError
+
+        raise GitHubConfigError("--workers needs REPROBOT_GITHUB_APP_ID and REPROBOT_GITHUB_PRIVATE_KEY(_PATH)")
     app = web.Application(client_max_size=settings.webhook_max_bytes)
     own_store = store is None
 
