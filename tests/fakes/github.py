@@ -21,10 +21,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.github_git import branch_exists, git_handler, git_show, seed_bare_repo
-from tests.fakes.github_ops import OPS
+from tests.fakes.github_ops import BOT, OPS
 from tests.fakes.openapi import OpenAPISpec
 
-BOT = {"login": "reprobot[bot]", "id": 9000, "type": "Bot"}
+__all__ = ["BOT", "GitHubDouble"]
 
 
 @dataclass

@@ -14,6 +14,8 @@ Reply = tuple[int, Any]
 Op = Callable[["GitHubDouble", dict[str, str], dict[str, str], Any], Reply]
 OPS: dict[str, Op] = {}
 NOT_FOUND: Reply = (404, {"message": "Not Found"})
+#: The App's bot user: the author of everything reprobot posts.
+BOT: dict[str, Any] = {"login": "reprobot[bot]", "id": 9000, "type": "Bot"}
 
 
 def op(op_id: str) -> Callable[[Op], Op]:
@@ -194,6 +196,3 @@ def get_pull(d: GitHubDouble, p: dict[str, str], q: dict[str, str], body: Any) -
         if pr["number"] == int(p["pull_number"]):
             return 200, pr
     return NOT_FOUND
-
-
-BOT: dict[str, Any] = {"login": "reprobot[bot]", "id": 9000, "type": "Bot"}
