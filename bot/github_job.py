@@ -79,6 +79,7 @@ async def run_github_job(job: Job, deps: JobDeps) -> dict[str, Any]:
         return await _reply(job, forge, deps)
     try:
         policy = await load_policy(forge.fetch_file, forge.repo)
+        deps.store.remember_policy(forge.repo, policy)
     except PolicyError as exc:
         await forge.upsert_comment(render_policy_error(forge.ref, exc.source, exc.key, exc.problem))
         if comment_id:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,3 +102,17 @@ class StoreIntake(StoreCore):
         if ids:
             db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (ids[0], delivery_id))
         return ids
+
+    def remember_policy(self, repo: str, policy: Mapping[str, Any]) -> None:
+        """Keep the effective policy a job just loaded for `repo` (the webhook path reads it)."""
+        with self._write() as db:
+            db.execute(
+                """INSERT INTO policies (repo, policy, updated_at) VALUES (?, ?, ?)
+                ON CONFLICT (repo) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at""",
+                (repo, dumps(dict(policy)), iso(self.clock())),
+            )
+
+    def cached_policy(self, repo: str) -> dict[str, Any] | None:
+        """The last policy loaded for `repo`, if any job loaded one."""
+        rows = self._rows("SELECT policy FROM policies WHERE repo = ?", (repo,))
+        return json.loads(rows[0]["policy"]) if rows else None

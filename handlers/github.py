@@ -10,6 +10,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.policy import defaults
 from bot.store import PlannedJob, Store
 from handlers.commands import CommandError, association_allows, clean_text, parse_command, permission_allows
 
@@ -101,8 +102,15 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     if command is None:
         return
     user = comment["user"]["login"]
-    if not await _may_command(event, intake, user, comment.get("author_association", "NONE")):
-        repo, number = event.data["repository"]["full_name"], event.data["issue"]["number"]
+    repo = event.data["repository"]["full_name"]
+    # The last policy a job loaded for this repo (defaults until then); the job checks again with a fresh one.
+    rules = (intake.store.cached_policy(repo) or defaults())["triggers"]["commands"]
+    if not rules["enabled"]:
+        return
+    if not await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules):
+        if not rules["reply_to_others"]:
+            return
+        number = event.data["issue"]["number"]
         text = f"@{user} thanks! Only people with write access can run reprobot commands on this repository."
         intake.enqueue(event, "github.reply", {"text": text, "polite": True}, dedupe=f"polite:{repo}#{number}")
         return
@@ -113,8 +121,8 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
         intake.enqueue(event, "github.reply", base | {"command": command.name})
 
 
-async def _may_command(event: Event, intake: Intake, user: str, association: str) -> bool:
-    if association_allows(association):
+async def _may_command(event: Event, intake: Intake, user: str, association: str, rules: dict[str, Any]) -> bool:
+    if association_allows(association, rules["allowed"]) or rules["permission"] == "none":
         return True
     if intake.permission is None or not (event.data.get("installation") or {}).get("id"):
         return False
@@ -125,7 +133,7 @@ async def _may_command(event: Event, intake: Intake, user: str, association: str
     except Exception:  # an API failure must not turn into a granted command or a 500 for GitHub
         log.warning("delivery %s: permission lookup for %s failed", event.delivery_id, user, exc_info=True)
         return False
-    return permission_allows(perm)
+    return permission_allows(perm, rules["permission"])
 
 
 # -- installations ------------------------------------------------------------------------------------------

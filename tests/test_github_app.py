@@ -203,3 +203,27 @@ async def test_a_rerun_that_lost_its_records_updates_instead_of_duplicating(tmp_
         calls = [c[0] for c in env.double.calls]
         assert calls.count("pulls/create") == 1 and calls.count("pulls/update") == 1
         assert calls.count("issues/create-comment") == 1
+
+
+async def test_policy_can_widen_who_may_command(tmp_path: Path, settings: Settings) -> None:
+    from tests.fakes.github_git import commit_file
+
+    async with GitHubEnv(tmp_path, settings) as env:
+        issue = _host_case(env)
+        policy = "triggers:\n  commands:\n    allowed: [OWNER, CONTRIBUTOR]\n"
+        commit_file(env.double.root / "git", REPO, ".github/reprobot.yml", policy)
+        # Until a job has read the repo's policy, the defaults apply: a contributor gets the polite reply.
+        assert (await env.send("issue_comment", _comment(env, issue, "/reprobot help", "alice", "CONTRIBUTOR")))[
+            0
+        ] == 202
+        # Any job reads the policy, e.g. an unrelated label (nothing to do).
+        assert (await env.send("issues", env.payload("issues", "labeled", REPO, issue, label={"name": "bug"})))[
+            0
+        ] == 202
+        await env.drain()
+        assert (await env.send("issue_comment", _comment(env, issue, "/reprobot help", "alice", "CONTRIBUTOR")))[
+            0
+        ] == 202
+        await env.drain()
+        bodies = [c["body"] for c in bot_comments(env.double, REPO, issue["number"])]
+        assert len(bodies) == 2 and "write access" in bodies[0] and "/reproduce" in bodies[1]
