@@ -123,3 +123,24 @@ async def test_the_double_fails_a_test_on_a_call_outside_the_spec(tmp_path: Path
                 async with session.get(f"{env.double.url}/repos/o/r/hooks") as r:
                     assert r.status == 404  # not an operation of the subset
             assert len(env.double.violations) == 2
+
+
+async def test_oversized_chunked_body_gets_413(tmp_path: Path, settings: Settings) -> None:
+    from dataclasses import replace
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.server import make_app
+    from bot.store import Store
+
+    small = replace(settings, github_webhook_secret="s", webhook_max_bytes=1000)
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "c"}
+
+    async def chunks():  # type: ignore[no-untyped-def]
+        for _ in range(10):
+            yield b"x" * 500
+
+    async with TestClient(TestServer(make_app(small, store=Store.memory()))) as client:
+        resp = await client.post("/webhooks/github", data=chunks(), headers=headers)
+        assert resp.status == 413
+        assert (await client.get("/healthz")).status == 200
