@@ -1,4 +1,4 @@
-"""`reprobot` command line: fix, reproduce, eval, doctor (serve/worker come with the GitHub App)."""
+"""`reprobot` command line: fix, reproduce, eval, doctor, serve, worker, app manifest."""
 
 from __future__ import annotations
 
@@ -84,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
 
     sub.add_parser("doctor", help="check the machine: sandbox backends, interpreter, data dir")
+
+    serve = sub.add_parser("serve", help="run the GitHub App web server (webhooks, health)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=0, help="job slots run inside this process (default 0)")
+    worker = sub.add_parser("worker", help="run queued jobs (GitHub App)")
+    worker.add_argument("--concurrency", type=int, help="jobs at once (default REPROBOT_WORKERS)")
+    app = sub.add_parser("app", help="GitHub App helpers")
+    app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
     return parser
 
 
@@ -112,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_eval_command(args, settings))
         if args.command == "doctor":
             return doctor(settings)
+        if args.command in ("serve", "worker", "app"):
+            from bot.cli_app import run_app_command
+
+            return run_app_command(args, settings)
     except KeyboardInterrupt:
         print("reprobot: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -132,3 +145,7 @@ def doctor(settings: Settings) -> int:
     }
     print(json.dumps(report, indent=2))
     return EXIT_OK if report["sandbox_python_exists"] else EXIT_ENVIRONMENT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -50,6 +50,19 @@ class Settings:
     github_api_url: str = "https://api.github.com"
     #: REPROBOT_GITHUB_GIT_URL: base of clone/push URLs.
     github_git_url: str = "https://github.com"
+    #: REPROBOT_GITHUB_RETRY_BASE: seconds of the first retry backoff for GitHub calls (doubles per attempt).
+    github_retry_base: float = 1.0
+    #: REPROBOT_WEBHOOK_MAX_BYTES: larger webhook bodies are refused with 413 (GitHub caps payloads at 25 MB).
+    webhook_max_bytes: int = 25 * 1024 * 1024
+    #: REPROBOT_WORKER_LEASE: seconds a worker's job lease lasts between heartbeats (a dead worker's job is
+    #: claimed again after this).
+    worker_lease: float = 60.0
+    #: REPROBOT_WORKER_POLL: seconds an idle worker waits before looking for a job again.
+    worker_poll: float = 1.0
+    #: REPROBOT_WORKERS: jobs one worker process runs at once (the global concurrency limit per process).
+    workers: int = 1
+    #: REPROBOT_MAX_RUNNING_JOBS: jobs running at once across every worker sharing the store (0: no limit).
+    max_running_jobs: int = 0
     #: REPROBOT_LLM_BASE_URL / REPROBOT_LLM_API_KEY / REPROBOT_LLM_MODEL: OpenAI-compatible model endpoint.
     llm_base_url: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
@@ -123,6 +136,12 @@ class Settings:
             ("LLM_MAX_COST_ISSUE", "llm_max_cost_issue", float),
             ("LLM_MAX_COST_DAY", "llm_max_cost_day", float),
             ("LLM_TIMEOUT", "llm_timeout", float),
+            ("GITHUB_RETRY_BASE", "github_retry_base", float),
+            ("WEBHOOK_MAX_BYTES", "webhook_max_bytes", int),
+            ("WORKER_LEASE", "worker_lease", float),
+            ("WORKER_POLL", "worker_poll", float),
+            ("WORKERS", "workers", int),
+            ("MAX_RUNNING_JOBS", "max_running_jobs", int),
         ):
             if (v := get(name)) is not None:
                 try:

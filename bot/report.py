@@ -206,3 +206,31 @@ def render_progress(issue_ref: str, stage: str, done: Sequence[str]) -> str:
     lines = [MARKER.format(kind="progress", ref=issue_ref), f"⏳ reprobot is working: **{stage}**", ""]
     lines += [f"- ✅ {d}" for d in done]
     return "\n".join(lines) + "\n"
+
+
+def render_policy_error(issue_ref: str, source: str, key: str, problem: str) -> str:
+    """The one comment explaining why the repo's policy file stops reprobot, naming the bad key."""
+    return (
+        "\n".join(
+            [
+                MARKER.format(kind="policy", ref=issue_ref),
+                "⚠️ reprobot cannot act: its policy file is invalid.",
+                "",
+                f"- file: `{source}`",
+                f"- key: `{key}`",
+                f"- problem: {problem}",
+                "",
+                "Fix the file on the default branch and ask again. The README lists every key and its default.",
+            ]
+        )
+        + "\n"
+    )
+
+
+def render_final_status(issue_ref: str, summary: str, url: str = "", reasons: Sequence[str] = ()) -> str:
+    """The progress comment's last state: what came of the job, with a link when there is one."""
+    lines = [MARKER.format(kind="progress", ref=issue_ref), f"reprobot finished: **{summary}**", ""]
+    if url:
+        lines += [url, ""]
+    lines += [f"- {r}" for r in reasons]
+    return "\n".join(lines) + "\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from bot.store_core import StoreCore, check_choice, dumps, iso, parse_iso
+from bot.store_core import check_choice, dumps, iso, parse_iso
+from bot.store_intake import PlannedJob, StoreIntake
 from bot.store_rows import (
     Delivery,
     EnvironmentRecord,
@@ -30,6 +31,7 @@ __all__ = [
     "Issue",
     "Job",
     "PatchRecord",
+    "PlannedJob",
     "PrOutcome",
     "Publication",
     "Review",
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 
-class Store(StoreCore):
+class Store(StoreIntake):
     """Typed access to the deployment's database: `Store.open(path)`, or `Store.memory()` in tests.
 
     Thread-safe. Separate processes may open the same file: every write is a BEGIN IMMEDIATE transaction.

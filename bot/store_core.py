@@ -125,6 +125,11 @@ class StoreCore:
                 raise
             self.db.conn.execute("COMMIT")
 
+    def ping_write(self) -> None:
+        """Take and release the write lock: raises when the store cannot be written (for /readyz)."""
+        with self._write() as db:
+            db.execute("SELECT 1")
+
     def _rows(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db.query(sql, params))

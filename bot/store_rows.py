@@ -57,6 +57,7 @@ class Delivery(_Row):
     event: str
     received_at: str
     job_id: int | None
+    payload: str | None = None
 
 
 @dataclass(frozen=True)

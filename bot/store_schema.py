@@ -170,6 +170,22 @@ _V2_BOOKKEEPING = (
 )
 
 
+_V3_EVENTS = (
+    # The delivered event itself, so a job can be traced (or replayed) from what GitHub actually sent.
+    "ALTER TABLE deliveries ADD COLUMN payload TEXT",
+)
+
+
+_V4_POLICIES = (
+    # The last policy a job loaded per repo, so the webhook path can apply who-may-command without an API call.
+    """CREATE TABLE policies (
+        repo TEXT PRIMARY KEY,
+        policy TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+)
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -183,6 +199,8 @@ def _run(statements: Sequence[str]) -> Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     _run(_V1_CORE),  # 1: issues, jobs, deliveries, trajectories, steps, patches, reviews, selections, ...
     _run(_V2_BOOKKEEPING),  # 2: GitHub App installations, PR outcomes, environment cache
+    _run(_V3_EVENTS),  # 3: the body of each webhook delivery
+    _run(_V4_POLICIES),  # 4: last loaded policy per repo
 )
 LATEST_VERSION = len(MIGRATIONS)
 

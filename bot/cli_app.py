@@ -1,0 +1,64 @@
+"""`reprobot serve`, `reprobot worker` and `reprobot app manifest`: the GitHub App's processes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from pathlib import Path
+
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "app-manifest.yml"
+
+
+class ManifestMissing(RuntimeError):
+    """deploy/app-manifest.yml is not beside this installation (a wheel install without the checkout)."""
+
+
+def manifest_text() -> str:
+    """The App manifest from the checkout's deploy/app-manifest.yml."""
+    if not MANIFEST.is_file():
+        raise ManifestMissing(f"{MANIFEST} not found: run `reprobot app manifest` from a reprobot checkout")
+    return MANIFEST.read_text()
+
+
+def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Run serve, worker or `app manifest`; returns the exit code."""
+    logging.getLogger().setLevel(settings.log_level.upper())
+    if args.command == "app":
+        try:
+            print(manifest_text(), end="")
+        except ManifestMissing as exc:
+            log.error("%s", exc)
+            return 8
+        return 0
+    if args.command == "worker":
+        from bot.github_client import GitHubConfigError
+        from bot.worker import run_worker
+
+        try:
+            asyncio.run(run_worker(settings, args.concurrency))
+        except GitHubConfigError as exc:
+            log.error("reprobot worker: %s", exc)
+            return 2
+        except KeyboardInterrupt:
+            return 0
+        return 0
+    from aiohttp import web
+
+    from bot.server import make_app
+
+    if not settings.github_webhook_secret:
+        log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every delivery will be refused (401)")
+    from bot.github_client import GitHubConfigError
+
+    try:
+        app = make_app(settings, workers=args.workers)
+    except GitHubConfigError as exc:
+        log.error("reprobot serve: %s", exc)
+        return 2
+    web.run_app(app, host=args.host, port=args.port, print=None)
+    return 0

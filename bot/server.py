@@ -1,0 +1,185 @@
+"""aiohttp app factory: GitHub webhooks (verify, dedupe, store, enqueue), health and readiness."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from gidgethub import BadRequest, ValidationFailure
+from gidgethub.sansio import Event
+
+from bot.config import Settings
+from bot.store import PlannedJob, Store
+from handlers.github import Intake, PermissionLookup, router
+
+log = logging.getLogger(__name__)
+
+STORE: web.AppKey[Store] = web.AppKey("store", Store)
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
+PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
+COMMITS: web.AppKey[Any] = web.AppKey("commits", object)
+
+
+Delivery = tuple[str, str, str, Sequence[PlannedJob], bytes]
+
+
+class GroupCommit:
+    """Writes the deliveries of concurrent requests in one store transaction, off the event loop.
+
+    Each request still gets its answer only after its own delivery is committed; under load, requests that
+    arrive while a commit runs share the next one, so the webhook path pays one commit per batch.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: list[tuple[Delivery, asyncio.Future[list[int] | None]]] = []
+        self._flushing = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def accept(self, delivery: Delivery) -> list[int] | None:
+        """Queue the delivery for the next commit and wait for its result."""
+        future: asyncio.Future[list[int] | None] = asyncio.get_running_loop().create_future()
+        self._pending.append((delivery, future))
+        if not self._flushing:
+            self._flushing = True
+            self._task = asyncio.create_task(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    results = await asyncio.to_thread(self.store.accept_deliveries, [d for d, _ in batch])
+                except Exception as exc:  # hand the store's error to every waiting request
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            self._flushing = False
+
+
+def _reply(status: int, message: str, **extra: Any) -> web.Response:
+    return web.json_response({"message": message, **extra}, status=status)
+
+
+async def webhook(request: web.Request) -> web.Response:
+    """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
+    settings = request.app[SETTINGS]
+    limit = settings.webhook_max_bytes
+    if request.content_length is not None and request.content_length > limit:
+        return _reply(413, f"body larger than {limit} bytes")
+    try:
+        body = await request.read()  # aiohttp stops at client_max_size (= the limit) when no length was sent
+    except web.HTTPRequestEntityTooLarge:
+        return _reply(413, f"body larger than {limit} bytes")
+    if not settings.github_webhook_secret:
+        return _reply(401, "REPROBOT_GITHUB_WEBHOOK_SECRET is not set: no delivery can be verified")
+    headers = request.headers  # case-insensitive, as gidgethub expects of its lowercase lookups
+    if not headers.get("x-github-event") or not headers.get("x-github-delivery"):
+        return _reply(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
+    try:
+        event = Event.from_http(headers, body, secret=settings.github_webhook_secret)
+    except ValidationFailure as exc:
+        log.warning("delivery %s: rejected: %s", headers.get("x-github-delivery"), exc)
+        return _reply(401, f"signature check failed: {exc}")
+    except BadRequest as exc:
+        return _reply(400, f"unsupported body: {exc}")
+    except ValueError as exc:  # json.JSONDecodeError: a truncated or malformed body
+        return _reply(400, f"malformed JSON: {exc}")
+    if not isinstance(event.data, dict):
+        return _reply(400, "the JSON body must be an object")
+    if event.event == "ping":
+        return _reply(200, "pong", zen=event.data.get("zen"))
+    store = request.app[STORE]
+    intake = Intake(store, permission=request.app[PERMISSION])
+    try:
+        await router.dispatch(event, None, intake=intake)
+    except (KeyError, TypeError) as exc:
+        log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
+        return _reply(400, f"payload of {event.event} lacks a field: {exc}")
+    job_ids = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.planned, body))
+    if job_ids is None:  # handlers only plan, so running them again for a redelivery changed nothing
+        seen = store.get_delivery(event.delivery_id)
+        return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
+    if not job_ids:
+        return _reply(200, "accepted; nothing to do")
+    log.info("delivery %s: %s queued job(s) %s", event.delivery_id, event.event, job_ids)
+    return _reply(202, "queued", job_ids=job_ids)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """GET /healthz: the process is up."""
+    return _reply(200, "ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """GET /readyz: the store answers and accepts writes."""
+    try:
+        await asyncio.to_thread(request.app[STORE].ping_write)
+    except Exception as exc:  # any store failure means not ready; report it rather than crash the probe
+        return _reply(503, f"store not writable: {exc}")
+    return _reply(200, "ready")
+
+
+def _permission_lookup(settings: Settings) -> PermissionLookup | None:
+    if not (settings.github_app_id and settings.github_private_key):
+        return None
+    from bot.forges.github import collaborator_permission
+    from bot.github_client import InstallationTokens, client
+
+    tokens = InstallationTokens(settings)
+
+    async def lookup(installation_id: int, repo: str, user: str) -> str:
+        async with aiohttp.ClientSession() as session:
+            token = await tokens.token(session, installation_id)
+            return await collaborator_permission(client(session, settings, token), repo, user)
+
+    return lookup
+
+
+def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0) -> web.Application:
+    """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`)."""
+    if workers > 0 and not (settings.github_app_id and settings.github_private_key):
+        from bot.github_client import GitHubConfigError
+
+        raise GitHubConfigError("--workers needs REPROBOT_GITHUB_APP_ID and REPROBOT_GITHUB_PRIVATE_KEY(_PATH)")
+    app = web.Application(client_max_size=settings.webhook_max_bytes)
+    own_store = store is None
+
+    async def lifecycle(app: web.Application) -> Any:
+        if own_store:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            app[STORE] = Store.open(settings.store_path)
+        else:
+            assert store is not None
+            app[STORE] = store
+        app[COMMITS] = GroupCommit(app[STORE])
+        task = None
+        if workers > 0:
+            from bot.worker import Worker
+
+            worker = Worker(settings, app[STORE], concurrency=workers)
+            task = asyncio.create_task(worker.run())
+        yield
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if own_store:
+            app[STORE].close()
+
+    app[SETTINGS] = settings
+    app[PERMISSION] = _permission_lookup(settings)
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_post("/webhooks/github", webhook)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app

@@ -1,0 +1,119 @@
+"""The worker: claims jobs with a lease, heartbeats them, runs GitHub jobs, never dies on one bad job."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import traceback
+import uuid
+
+import aiohttp
+from gidgethub import BadRequest
+
+from bot.config import Settings
+from bot.github_client import InstallationTokens
+from bot.github_job import JobDeps, PermanentJobError, run_github_job
+from bot.queue import LeaseLost, Queue
+from bot.store import Job, Store
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """Runs up to `concurrency` jobs at once from the store's queue (one per issue, by concurrency key)."""
+
+    def __init__(self, settings: Settings, store: Store, *, concurrency: int | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.queue = Queue(store, backoff_base=settings.github_retry_base * 5)
+        self.concurrency = max(1, concurrency or settings.workers)
+        self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Claim and run jobs until `stop` is set (or the task is cancelled)."""
+        stop = stop or asyncio.Event()
+        tokens = InstallationTokens(self.settings)
+        async with aiohttp.ClientSession() as session:
+            deps = JobDeps(self.settings, self.store, session, tokens)
+            try:
+                while not stop.is_set():
+                    job = None
+                    if self._may_claim():
+                        job = self.queue.claim(self.worker_id, self.settings.worker_lease)
+                    if job is None:
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await asyncio.wait_for(stop.wait(), self.settings.worker_poll)
+                        continue
+                    task = asyncio.create_task(self.run_one(job, deps))
+                    self._running.add(task)
+                    task.add_done_callback(self._running.discard)
+            finally:
+                for task in list(self._running):
+                    task.cancel()
+                await asyncio.gather(*self._running, return_exceptions=True)
+
+    def _may_claim(self) -> bool:
+        """Below this process's concurrency and the deployment-wide limit on running jobs."""
+        if len(self._running) >= self.concurrency:
+            return False
+        limit = self.settings.max_running_jobs
+        return limit <= 0 or self.queue.count_running() < limit
+
+    async def _heartbeat(self, job: Job, work: asyncio.Task[dict[str, object]]) -> None:
+        while True:
+            await asyncio.sleep(self.settings.worker_lease / 3)
+            try:
+                self.queue.heartbeat(job.id, self.worker_id, self.settings.worker_lease)
+            except LeaseLost:
+                log.warning("job %s: lease lost (expired or cancelled); stopping it", job.id)
+                work.cancel()
+                return
+
+    async def run_one(self, job: Job, deps: JobDeps) -> None:
+        """Run one claimed job to a recorded end: done, retry later, or dead-lettered with its error."""
+        log.info("job %s (%s, attempt %s) started by %s", job.id, job.kind, job.attempts, self.worker_id)
+        work = asyncio.create_task(run_github_job(job, deps))
+        beat = asyncio.create_task(self._heartbeat(job, work))
+        try:
+            result = await work
+        except asyncio.CancelledError:
+            if work.cancelled() and beat.done():
+                return  # lease lost: another worker owns the job now, and publishes for it
+            raise
+        except (PermanentJobError, BadRequest) as exc:  # bad payload or a final 4xx: retrying cannot help
+            self._fail(job, f"{type(exc).__name__}: {exc}", retryable=False)
+        except Exception as exc:  # the worker never dies on one bad job: record it and move on
+            self._fail(job, "".join(traceback.format_exception_only(exc)).strip() + "\n" + traceback.format_exc(-3))
+        else:
+            try:
+                self.queue.finish(job.id, self.worker_id, result)
+                log.info("job %s finished: %s", job.id, result.get("status"))
+            except LeaseLost:
+                log.warning("job %s: finished after its lease was lost; result dropped", job.id)
+        finally:
+            beat.cancel()
+
+    def _fail(self, job: Job, error: str, retryable: bool = True) -> None:
+        try:
+            after = self.queue.fail(job.id, self.worker_id, error[-4000:], retryable=retryable)
+            log.warning("job %s failed (%s): %s", job.id, after.status, error.splitlines()[0] if error else "")
+        except LeaseLost:
+            log.warning("job %s failed after its lease was lost", job.id)
+
+
+async def run_worker(settings: Settings, concurrency: int | None = None) -> None:
+    """`reprobot worker`: open the store and run a worker until interrupted."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store.open(settings.store_path)
+    stop = asyncio.Event()
+    # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        await Worker(settings, store, concurrency=concurrency).run(stop)
+    finally:
+        store.close()

@@ -1,0 +1,169 @@
+"""GitHub webhooks → jobs: one gidgethub Router per concern, composed into `router` at the bottom."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.policy import defaults
+from bot.store import PlannedJob, Store
+from handlers.commands import CommandError, association_allows, clean_text, parse_command, permission_allows
+
+log = logging.getLogger(__name__)
+
+#: Looks up a user's collaborator permission: (installation_id, "owner/repo", login) → "admin" | "write" | ...
+PermissionLookup = Callable[[int, str, str], Awaitable[str]]
+
+
+@dataclass
+class Intake:
+    """What handlers need: the store and queue, an optional permission lookup, and the jobs they plan.
+
+    Handlers only plan jobs; the server writes the delivery and its jobs in one transaction afterwards.
+    """
+
+    store: Store
+    permission: PermissionLookup | None = None
+    planned: list[PlannedJob] = field(default_factory=list)
+
+    def enqueue(self, event: Event, kind: str, payload: dict[str, Any], *, dedupe: str | None = None) -> None:
+        """Plan a job for the event's issue (one per delivery and kind); nothing without an installation."""
+        data = event.data
+        installation = (data.get("installation") or {}).get("id")
+        if installation is None:
+            log.info("delivery %s: no installation in the payload; nothing to do", event.delivery_id)
+            return
+        repo = data["repository"]["full_name"]
+        issue = data["issue"]
+        payload = {
+            "installation_id": int(installation),
+            "repo": repo,
+            "number": int(issue["number"]),
+            "default_branch": data["repository"].get("default_branch", "main"),
+            "delivery_id": event.delivery_id,
+            **payload,
+        }
+        self.planned.append(
+            PlannedJob(
+                kind=kind,
+                forge="github",
+                repo=repo,
+                number_or_key=str(issue["number"]),
+                payload=payload,
+                # Replies (help, status, cancel) must not wait behind the issue's running job.
+                concurrency_key=None if kind == "github.reply" else f"github:{repo}#{issue['number']}",
+                dedupe_key=dedupe or f"github-delivery:{event.delivery_id}:{kind}",
+                title=clean_text(issue.get("title") or ""),
+                body=clean_text(issue.get("body") or ""),
+                url=issue.get("html_url"),
+            )
+        )
+
+
+def _from_bot(event: Event) -> bool:
+    sender = event.data.get("sender") or {}
+    return sender.get("type") == "Bot" or str(sender.get("login", "")).endswith("[bot]")
+
+
+# -- issues: opened and labeled run what the policy says (the job reads the policy) --------------------------
+issues_router = Router()
+
+
+@issues_router.register("issues", action="opened")
+@issues_router.register("issues", action="labeled")
+async def on_issue_event(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Queue a policy check for an opened or labeled issue; the job decides none / reproduce / fix."""
+    if _from_bot(event) or "pull_request" in event.data["issue"]:
+        return
+    label = (event.data.get("label") or {}).get("name")
+    intake.enqueue(event, "github.issue", {"trigger": event.data["action"], "label": label})
+
+
+# -- comments: slash commands --------------------------------------------------------------------------------
+comments_router = Router()
+
+
+@comments_router.register("issue_comment", action="created")
+async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Parse a command, check who sent it, and queue the job (or a reply)."""
+    comment = event.data["comment"]
+    if _from_bot(event) or comment.get("user", {}).get("type") == "Bot" or "pull_request" in event.data["issue"]:
+        return  # no loops on bots' comments; commands are for issues, not pull requests
+    try:
+        command = parse_command(comment.get("body") or "")
+    except CommandError as exc:
+        intake.enqueue(event, "github.reply", {"text": f"⚠️ {exc}", "comment_id": comment["id"]})
+        return
+    if command is None:
+        return
+    user = comment["user"]["login"]
+    repo = event.data["repository"]["full_name"]
+    # The last policy a job loaded for this repo (defaults until then); the job checks again with a fresh one.
+    rules = (intake.store.cached_policy(repo) or defaults())["triggers"]["commands"]
+    if not rules["enabled"]:
+        return
+    if not await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules):
+        if not rules["reply_to_others"]:
+            return
+        number = event.data["issue"]["number"]
+        text = f"@{user} thanks! Only people with write access can run reprobot commands on this repository."
+        intake.enqueue(event, "github.reply", {"text": text, "polite": True}, dedupe=f"polite:{repo}#{number}")
+        return
+    base = {"comment_id": comment["id"], "actor": user, "association": comment.get("author_association", "NONE")}
+    if command.starts_job:
+        intake.enqueue(event, f"github.{command.name}", base | {"options": command.options})
+    else:
+        intake.enqueue(event, "github.reply", base | {"command": command.name})
+
+
+async def _may_command(event: Event, intake: Intake, user: str, association: str, rules: dict[str, Any]) -> bool:
+    if association_allows(association, rules["allowed"]) or rules["permission"] == "none":
+        return True
+    if intake.permission is None or not (event.data.get("installation") or {}).get("id"):
+        return False
+    try:
+        perm = await intake.permission(
+            int(event.data["installation"]["id"]), event.data["repository"]["full_name"], user
+        )
+    except Exception:  # an API failure must not turn into a granted command or a 500 for GitHub
+        log.warning("delivery %s: permission lookup for %s failed", event.delivery_id, user, exc_info=True)
+        return False
+    return permission_allows(perm, rules["permission"])
+
+
+# -- installations ------------------------------------------------------------------------------------------
+installation_router = Router()
+
+
+@installation_router.register("installation")
+async def on_installation(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Record installs and uninstalls."""
+    inst = event.data["installation"]
+    if event.data["action"] == "deleted":
+        intake.store.remove_installation(int(inst["id"]))
+        return
+    repos = [r["full_name"] for r in event.data.get("repositories") or []]
+    intake.store.upsert_installation(int(inst["id"]), inst["account"]["login"], repos)
+
+
+# -- pull requests: feedback on our own PRs ----------------------------------------------------------------
+pulls_router = Router()
+
+
+@pulls_router.register("pull_request", action="closed")
+async def on_pr_closed(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Record whether a reprobot PR was merged."""
+    pr = event.data["pull_request"]
+    if not str(pr.get("head", {}).get("ref", "")).startswith("reprobot/"):
+        return
+    repo = event.data["repository"]["full_name"]
+    intake.store.record_pr_outcome(repo, int(pr["number"]), bool(pr.get("merged")), pr.get("closed_at"))
+
+
+#: Every concern, composed in one place.
+router = Router(issues_router, comments_router, installation_router, pulls_router)

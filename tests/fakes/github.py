@@ -1,0 +1,220 @@
+"""A GitHub double on 127.0.0.1: the REST subset reprobot uses (checked against the OpenAPI subset), git smart
+HTTP through `git http-backend` with token checks, App JWT auth, fault injection, and signed webhooks."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import itertools
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import jwt
+from aiohttp import web
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.fakes.github_git import branch_exists, git_handler, git_show, seed_bare_repo
+from tests.fakes.github_ops import BOT, OPS
+from tests.fakes.openapi import OpenAPISpec
+
+__all__ = ["BOT", "GitHubDouble"]
+
+
+@dataclass
+class Fault:
+    """An injected failure: the next `times` calls of operation `op_id` get this response."""
+
+    op_id: str
+    status: int
+    headers: dict[str, str]
+    body: dict[str, Any]
+    times: int
+
+
+@dataclass
+class HostedRepo:
+    """A repository on the double: its bare git repo and its issues, comments, pulls, reactions."""
+
+    full_name: str
+    default_branch: str
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    pulls: list[dict[str, Any]] = field(default_factory=list)
+    reactions: list[dict[str, Any]] = field(default_factory=list)
+    collaborators: dict[str, str] = field(default_factory=dict)
+    labels: dict[int, list[str]] = field(default_factory=dict)
+
+
+class GitHubDouble:
+    """Start with `await double.start()`; `double.violations` lists every request that did not fit the spec."""
+
+    def __init__(self, root: Path, spec_path: Path, webhook_secret: str, app_id: str = "4242") -> None:
+        self.root = root
+        self.spec = OpenAPISpec(spec_path)
+        self.webhook_secret = webhook_secret
+        self.app_id = app_id
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.private_key_pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode()
+        self._public_key = key.public_key()
+        self.repos: dict[str, HostedRepo] = {}
+        self.installations: dict[int, list[str]] = {}
+        self.tokens: dict[str, int] = {}
+        self.faults: list[Fault] = []
+        self.violations: list[str] = []
+        self.calls: list[tuple[str, str, int]] = []
+        self.ids = itertools.count(1000)
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # -- lifecycle and setup --------------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Serve on 127.0.0.1 at a free port; returns the base URL."""
+        app = web.Application(client_max_size=50 * 1024 * 1024)
+        app.router.add_route("*", "/git/{path:.*}", git_handler(self.root / "git", self.tokens.__contains__, []))
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        """Shut the server down."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def git_url(self) -> str:
+        """Base of clone URLs (REPROBOT_GITHUB_GIT_URL)."""
+        return f"{self.url}/git"
+
+    def add_repo(self, full_name: str, source: Path, installation_id: int = 1, branch: str = "main") -> HostedRepo:
+        """Host a repo seeded from the files of `source`, installed under `installation_id`."""
+        seed_bare_repo(self.root / "git", full_name, source, branch)
+        repo = HostedRepo(full_name, branch)
+        self.repos[full_name] = repo
+        self.installations.setdefault(installation_id, []).append(full_name)
+        return repo
+
+    def add_issue(self, full_name: str, title: str, body: str, user: str = "octocat") -> dict[str, Any]:
+        """Open an issue; returns it as the REST API would."""
+        repo = self.repos[full_name]
+        number = len(repo.issues) + len(repo.pulls) + 1
+        issue = {
+            "id": next(self.ids),
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "user": {"login": user, "id": 1, "type": "User"},
+            "labels": [],
+            "html_url": f"https://github.com/{full_name}/issues/{number}",
+            "author_association": "OWNER",
+        }
+        repo.issues[number] = issue
+        return issue
+
+    def fail(self, op_id: str, status: int, *, headers: dict[str, str] | None = None, times: int = 1) -> None:
+        """Make the next `times` calls of `op_id` answer `status` (e.g. 502, or 403 secondary rate limit)."""
+        messages = {403: "You have exceeded a secondary rate limit.", 404: "Not Found", 429: "Too Many Requests"}
+        message = messages.get(status, "Server Error")
+        self.faults.append(Fault(op_id, status, headers or {}, {"message": message}, times))
+
+    def branch_file(self, full_name: str, branch: str, path: str) -> str | None:
+        """A file on a branch of a hosted repo."""
+        return git_show(self.root / "git", full_name, branch, path)
+
+    def has_branch(self, full_name: str, branch: str) -> bool:
+        """Whether a branch was pushed."""
+        return branch_exists(self.root / "git", full_name, branch)
+
+    # -- webhooks -------------------------------------------------------------------------------------------
+
+    def sign(self, body: bytes, secret: str | None = None) -> dict[str, str]:
+        """The signature headers GitHub adds: HMAC-SHA256 (and the legacy SHA-1) of the body."""
+        key = (secret or self.webhook_secret).encode()
+        return {
+            "X-Hub-Signature-256": "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest(),
+            "X-Hub-Signature": "sha1=" + hmac.new(key, body, hashlib.sha1).hexdigest(),
+        }
+
+    async def deliver(
+        self, url: str, event: str, payload: dict[str, Any], *, delivery_id: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """POST a webhook to `url` exactly as GitHub does; returns (status, JSON answer)."""
+        body = json.dumps(payload).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "GitHub-Hookshot/5d8e9c1",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+            "X-GitHub-Hook-ID": "123456",
+            "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "X-GitHub-Hook-Installation-Target-ID": self.app_id,
+            **self.sign(body),
+        }
+        async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as resp:
+            return resp.status, await resp.json(content_type=None)
+
+    # -- REST -----------------------------------------------------------------------------------------------
+
+    def _auth(self, request: web.Request, op_id: str) -> int | None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, credential = header.partition(" ")
+        if op_id == "apps/create-installation-access-token":
+            try:
+                claims = jwt.decode(credential, self._public_key, algorithms=["RS256"])
+            except jwt.PyJWTError:
+                return None
+            return 0 if scheme.lower() == "bearer" and str(claims.get("iss")) == self.app_id else None
+        return self.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        op, params, problems = self.spec.match(request.method, request.path, dict(request.query), body)
+        if op is None or problems:
+            self.violations += problems
+            return web.json_response({"message": "; ".join(problems)}, status=404 if op is None else 422)
+        self.calls.append((op.op_id, request.path, 0))
+        if self._auth(request, op.op_id) is None:
+            return web.json_response({"message": "Bad credentials"}, status=401)
+        for fault in self.faults:
+            if fault.op_id == op.op_id and fault.times > 0:
+                fault.times -= 1
+                return web.json_response(fault.body, status=fault.status, headers=fault.headers)
+        handler = OPS.get(op.op_id)
+        if handler is None:
+            self.violations.append(f"{op.op_id}: in the spec but not implemented by the double")
+            return web.json_response({"message": "Not Implemented"}, status=501)
+        data = json.loads(body) if body.strip() else None
+        status, answer = handler(self, params, dict(request.query), data)
+        return web.json_response(answer, status=status)
+
+    def repo_of(self, params: dict[str, str]) -> HostedRepo | None:
+        """The hosted repo named by the path parameters."""
+        return self.repos.get(f"{params['owner']}/{params['repo']}")
+
+    def content(self, full_name: str, path: str) -> dict[str, Any] | None:
+        """A contents-API file object from the default branch."""
+        repo = self.repos[full_name]
+        text = self.branch_file(full_name, repo.default_branch, path)
+        if text is None:
+            return None
+        encoded = base64.b64encode(text.encode()).decode()
+        return {"type": "file", "encoding": "base64", "path": path, "name": Path(path).name, "content": encoded}
+
+    def head_branch(self, full_name: str, head: str) -> str:
+        """`owner:branch` or `branch` → branch."""
+        return re.sub(r"^[^:]+:", "", head)
