@@ -186,6 +186,9 @@ async def _run_and_publish(
             base_commit=base_commit,
             test_timeout=float(policy["environment"]["timeout"]),
             denied_paths=tuple(policy["paths"]["deny"]),
+            strategy=str(options.get("strategy") or agent["strategy"]),
+            max_steps=int(agent["max_steps"]),
+            max_cost=float(policy["budget"]["max_cost_usd"]),
         )
         minutes = float(policy["budget"]["max_minutes"])
         try:

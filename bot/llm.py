@@ -260,9 +260,20 @@ class LLMClient:
         return ModelReply(choice.content or "", calls, prompt, completion, cost)
 
 
-def ledger_from_settings(settings: Settings, spent_issue: float = 0.0, spent_day: float = 0.0) -> Ledger:
-    """A fresh job ledger: configured prices, and the tightest of the job cap and what the issue/day caps leave."""
-    caps = [("job", settings.llm_max_cost)]
+def ledger_from_settings(
+    settings: Settings,
+    spent_issue: float = 0.0,
+    spent_day: float = 0.0,
+    *,
+    max_steps: int | None = None,
+    max_cost: float | None = None,
+) -> Ledger:
+    """A fresh job ledger: configured prices, and the tightest of the job cap and what the issue/day caps leave.
+
+    `max_steps` and `max_cost` (a repo's policy) can only tighten the deployment's settings, never loosen them.
+    """
+    job_caps = [c for c in (settings.llm_max_cost, max_cost) if c is not None]
+    caps = [("job", min(job_caps) if job_caps else None)]
     if settings.llm_max_cost_issue is not None:
         caps.append(("issue", max(0.0, settings.llm_max_cost_issue - spent_issue)))
     if settings.llm_max_cost_day is not None:
@@ -271,7 +282,9 @@ def ledger_from_settings(settings: Settings, spent_issue: float = 0.0, spent_day
     scope, cap = min(set_caps, key=lambda c: c[1]) if set_caps else ("job", None)
     return Ledger(
         prices=PriceTable(settings.llm_price_input, settings.llm_price_output),
-        budget=Budget(settings.llm_max_steps, settings.llm_max_tokens, cap, scope),
+        budget=Budget(
+            min(settings.llm_max_steps, max_steps or settings.llm_max_steps), settings.llm_max_tokens, cap, scope
+        ),
     )
 
 

@@ -64,6 +64,9 @@ class JobRequest:
     llm_reviewers: bool = False
     #: Combine the rule-based abstention score with the model's estimate (needs a model).
     llm_abstention: bool = False
+    #: Per-repo tightening of the deployment's model budget (policy `agent.max_steps`, `budget.max_cost_usd`).
+    max_steps: int | None = None
+    max_cost: float | None = None
 
     def needs_model(self, llm_configured: bool) -> bool:
         """True when some stage of this job calls the model."""
@@ -239,7 +242,9 @@ async def run_job(
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
     try:
         if request.needs_model(settings.llm_configured):
-            ctx.ledger = ledger_from_settings(settings, *_spent(store, job_id))
+            ctx.ledger = ledger_from_settings(
+                settings, *_spent(store, job_id), max_steps=request.max_steps, max_cost=request.max_cost
+            )
             ctx.model = client_from_settings(settings, ctx.ledger)
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:

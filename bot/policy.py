@@ -44,11 +44,13 @@ KEYS: dict[str, Key] = {
     "agent.strategy": Key(
         "freeform",
         "str",
-        "generation strategy (validated; not yet applied by the pipeline)",
+        "cogeneration strategy of llm trajectories (a `/fix strategy=` option overrides it)",
         ("freeform", "tdd", "tld", "fix-only", "brt-only"),
     ),
     "agent.trajectories": Key(4, "int", "parallel trajectories per fix job", minimum=1, maximum=32),
-    "agent.max_steps": Key(30, "int", "step limit per trajectory (validated; not yet applied)", minimum=1, maximum=500),
+    "agent.max_steps": Key(
+        30, "int", "step limit per llm trajectory (tightens REPROBOT_LLM_MAX_STEPS)", minimum=1, maximum=500
+    ),
     "selection.selector": Key("ranked", "str", "patch selector", ("default", "dual-level", "ranked", "reject-no-test")),
     "environment.setup": Key(None, "str?", "install command (null: detect; validated, not yet applied)"),
     "environment.test": Key(None, "str?", "test command (null: detect; validated, not yet applied)"),
@@ -59,9 +61,7 @@ KEYS: dict[str, Key] = {
     "publish.labels": Key([], "list", "labels added to the pull request"),
     "publish.closes_issue": Key(True, "bool", "put `Fixes #N` in the PR body"),
     "paths.deny": Key([".github/workflows/**"], "list", "globs a patch may not touch"),
-    "budget.max_cost_usd": Key(
-        1.0, "float", "model spend cap per job (validated; applies to the llm agent)", minimum=0
-    ),
+    "budget.max_cost_usd": Key(1.0, "float", "model spend cap per job (tightens REPROBOT_LLM_MAX_COST)", minimum=0),
     "budget.max_minutes": Key(30, "float", "wall-clock cap per job: the job stops with an error after it", minimum=1),
 }
 

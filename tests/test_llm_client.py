@@ -104,3 +104,13 @@ def test_issue_and_day_caps_shrink_the_job_budget(tmp_path: Path) -> None:
     assert (budget.cost_scope, budget.max_cost) == ("day", 0.25)
     assert ledger_from_settings(Settings(data_dir=tmp_path)).budget.max_cost is None
     store.close()
+
+
+def test_repo_policy_only_tightens_the_deployment_budget(tmp_path: Path) -> None:
+    s = Settings(data_dir=tmp_path, llm_max_cost=2.0, llm_max_steps=40)
+    tighter = ledger_from_settings(s, max_steps=10, max_cost=0.5).budget
+    assert (tighter.max_steps, tighter.max_cost) == (10, 0.5)
+    looser = ledger_from_settings(s, max_steps=400, max_cost=50.0).budget
+    assert (looser.max_steps, looser.max_cost) == (40, 2.0)
+    uncapped = ledger_from_settings(Settings(data_dir=tmp_path), max_cost=1.0).budget
+    assert uncapped.max_cost == 1.0
