@@ -20,7 +20,7 @@ from bot.forges.local import ForgeError, LocalForge, LocalIssue, read_issue_file
 from bot.llm import check_endpoint
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
-from bot.report import PrContext, ReproductionContext, ReviewLine, render_pr_body, render_reproduction_comment
+from bot.report import ReproductionContext, render_pr_body, render_reproduction_comment
 from bot.store import Store
 from sandboxes.factory import SandboxUnavailable
 from sandboxes.workspace import clone_workspace
@@ -34,29 +34,6 @@ def _emit_error(args: argparse.Namespace, message: str, code: int) -> int:
         print(json.dumps({"status": "error", "reasons": [message], "exit_code": code}))
     print(f"reprobot: {message}", file=sys.stderr)
     return code
-
-
-def pr_context(outcome: JobOutcome, issue: LocalIssue, rerun: str) -> PrContext:
-    """The PR body's inputs from a finished fix job."""
-    assert outcome.brt is not None
-    return PrContext(
-        issue_ref=issue.ref,
-        issue_title=issue.title,
-        brt=outcome.brt,
-        fix_files=outcome.fix_files,
-        test_files=outcome.test_files,
-        selector=outcome.selector,
-        selection_explanation=outcome.selection_explanation,
-        reviews=[ReviewLine(r["reviewer"], r["accepted"], r["reason"]) for r in outcome.reviews],
-        trajectories=outcome.trajectories,
-        seconds=outcome.seconds,
-        fix_summary=outcome.fix_summary,
-        rerun_command=rerun,
-        closes_issue=True,
-        agent=", ".join(sorted({str(t.get("agent")) for t in outcome.trajectories})) or "classic",
-        cost=outcome.cost or "no model used (classic agent): $0.00",
-        budget_stops=outcome.budget_stops,
-    )
 
 
 def rerun_command(branch: str | None, brt_path: str) -> str:
@@ -143,7 +120,13 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
                 await _publish(forge, outcome, issue, settings, base_commit, branch)
                 result["branch"] = branch
             if outcome.status == "fixed" and outcome.brt is not None:
-                pr_body = render_pr_body(pr_context(outcome, issue, rerun_command(result["branch"], outcome.brt.path)))
+                context = outcome.pr_context(
+                    issue_ref=issue.ref,
+                    issue_title=issue.title,
+                    rerun=rerun_command(result["branch"], outcome.brt.path),
+                    closes_issue=True,
+                )
+                pr_body = render_pr_body(context)
             if outcome.status == "reproduced" and outcome.brt is not None:
                 comment = render_reproduction_comment(
                     ReproductionContext(issue.ref, outcome.brt, rerun_command(None, outcome.brt.path))

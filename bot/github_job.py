@@ -18,9 +18,7 @@ from bot.pipeline import JobOutcome, JobRequest, Mode, run_job
 from bot.policy import PolicyError, load_policy
 from bot.queue import Queue
 from bot.report import (
-    PrContext,
     ReproductionContext,
-    ReviewLine,
     render_abstention,
     render_final_status,
     render_policy_error,
@@ -224,19 +222,10 @@ async def _publish(
             src, branch=branch, base_commit=base_commit, diff=outcome.patch, message=f"{title}\n\nFixes #{forge.number}"
         )
         body = render_pr_body(
-            PrContext(
+            outcome.pr_context(
                 issue_ref=forge.ref,
                 issue_title=str(issue.get("title") or ""),
-                brt=outcome.brt,
-                fix_files=outcome.fix_files,
-                test_files=outcome.test_files,
-                selector=outcome.selector,
-                selection_explanation=outcome.selection_explanation,
-                reviews=[ReviewLine(r["reviewer"], r["accepted"], r["reason"]) for r in outcome.reviews],
-                trajectories=outcome.trajectories,
-                seconds=outcome.seconds,
-                fix_summary=outcome.fix_summary,
-                rerun_command=rerun,
+                rerun=rerun,
                 closes_issue=bool(publish["closes_issue"]),
             )
         )

@@ -16,6 +16,7 @@ from bot.abstention import AbstentionDecision, combine_with_model, python_symbol
 from bot.config import Settings
 from bot.generate import GenerateRequest, generate_patches, trajectory_kinds
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
+from bot.report import PrContext, ReviewLine
 from bot.review import Chosen, review_and_select
 from bot.store import Store
 from sandboxes.agents.chat import ChatModel
@@ -102,6 +103,28 @@ class JobOutcome:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     cost: str = ""
     budget_stops: list[str] = field(default_factory=list)
+
+    def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
+        """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
+        assert self.brt is not None, "only a fixed job has a PR"
+        return PrContext(
+            issue_ref=issue_ref,
+            issue_title=issue_title,
+            brt=self.brt,
+            fix_files=self.fix_files,
+            test_files=self.test_files,
+            selector=self.selector,
+            selection_explanation=self.selection_explanation,
+            reviews=[ReviewLine(r["reviewer"], r["accepted"], r["reason"]) for r in self.reviews],
+            trajectories=self.trajectories,
+            seconds=self.seconds,
+            fix_summary=self.fix_summary,
+            rerun_command=rerun,
+            closes_issue=closes_issue,
+            agent=", ".join(sorted({str(t.get("agent")) for t in self.trajectories})) or "classic",
+            cost=self.cost or "no model used (classic agent): $0.00",
+            budget_stops=self.budget_stops,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The --json document (branch is added by the publisher)."""
