@@ -1,4 +1,4 @@
-"""`reprobot` command line: fix, reproduce, eval, doctor (serve/worker come with the GitHub App)."""
+"""`reprobot` command line: fix, reproduce, eval, env, sandbox, doctor (serve/worker come with the GitHub App)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
 
     sub.add_parser("doctor", help="check the machine: sandbox backends, interpreter, data dir")
+    from bot.cli_env import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -99,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_eval_command(args, settings))
         if args.command == "doctor":
             return doctor(settings)
+        if args.command == "env":
+            from bot.cli_env import run_env_command
+
+            return run_env_command(args, settings)
+        if args.command == "sandbox":
+            from bot.cli_env import run_sandbox_command
+
+            return run_sandbox_command(args, settings)
     except KeyboardInterrupt:
         print("reprobot: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

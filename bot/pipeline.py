@@ -17,18 +17,12 @@ from bot.config import Settings
 from bot.generate import GenerateRequest, generate_patches
 from bot.review import Chosen, review_and_select
 from bot.store import Store
+from sandboxes import environment as envlayer
 from sandboxes.agents.classic import NotReproduced, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec, host_cpu_count
-from sandboxes.environment import (
-    Baseline,
-    BuiltEnvironment,
-    EnvironmentError_,
-    TestRunner,
-    build_environment,
-    detect_python_spec,
-)
+from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
@@ -166,10 +160,9 @@ def triage(facts: IssueFacts, workspace: Path, threshold: float) -> AbstentionDe
 
 
 async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequest) -> BuiltEnvironment:
-    """Detect the repo's test setup and build (or reuse) its environment."""
-    spec = detect_python_spec(workspace)
-    return await build_environment(
-        spec,
+    """Detect the repo's test setup and build (or reuse) its environment, through the environment layer."""
+    return await envlayer.prepare_environment(
+        workspace,
         ctx.settings.cache_dir,
         python=ctx.settings.sandbox_python,
         index_url=ctx.settings.pip_index_url,
@@ -178,11 +171,9 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
     """Run the suite once on the base commit and record which tests already fail."""
-    runner = TestRunner(env, timeout=request.test_timeout)
-    started = time.monotonic()
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
-        run = await runner.run(sb, [])
-    return Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
+        baseline, _ = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
+    return baseline
 
 
 async def run_job(

@@ -88,7 +88,7 @@ def parse_go_test_json(text: str) -> dict[str, str]:
 
 
 _CARGO_RESULT = re.compile(r"^test (\S.*?) \.\.\. (ok|FAILED|ignored(?:, .*)?|bench:.*)$")
-_CARGO_RUNNING = re.compile(r"^\s*Running (?:unittests )?(\S+)")
+_CARGO_RUNNING = re.compile(r"^\s*Running (?:unittests )?(\S+)(?: \((\S+)\))?")
 _CARGO_DOCTESTS = re.compile(r"^\s*Doc-tests (\S+)")
 
 
@@ -100,7 +100,7 @@ def parse_cargo_test(text: str) -> dict[str, str]:
         line = raw.rstrip()
         running = _CARGO_RUNNING.match(line)
         if running:
-            target = _cargo_target(running.group(1))
+            target = _cargo_target(running.group(2) or running.group(1))
             continue
         doc = _CARGO_DOCTESTS.match(line)
         if doc:
@@ -117,13 +117,16 @@ def parse_cargo_test(text: str) -> dict[str, str]:
 
 
 def _cargo_target(path: str) -> str:
-    # "src/lib.rs (target/debug/deps/mycrate-1a2b3c)" or "target/debug/deps/integration-4d5e6f"
-    name = path.strip("()").rsplit("/", 1)[-1]
+    # "target/debug/deps/mycrate-1a2b3c4d5e6f7a8b" -> "mycrate"
+    name = path.rsplit("/", 1)[-1]
     return re.sub(r"-[0-9a-f]{8,}$", "", name)
 
 
-def parse_jest_json(text: str) -> dict[str, str]:
-    """jest `--json` or vitest `--reporter=json` output -> {"file > ancestors > title": status}."""
+def parse_jest_json(text: str, root: str = "/workspace/") -> dict[str, str]:
+    """jest `--json` or vitest `--reporter=json` output -> {"file > ancestors > title": status}.
+
+    Files are made relative to `root` (the workspace as seen inside the sandbox).
+    """
     start = text.find("{")
     if start < 0:
         return {}
@@ -136,7 +139,7 @@ def parse_jest_json(text: str) -> dict[str, str]:
     for suite in suites:
         if not isinstance(suite, dict):
             continue
-        file = str(suite.get("name") or suite.get("testFilePath") or "")
+        file = str(suite.get("name") or suite.get("testFilePath") or "").removeprefix(root)
         cases = suite.get("assertionResults") or suite.get("testResults") or []
         for case in cases:
             if not isinstance(case, dict):
