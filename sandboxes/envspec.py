@@ -221,7 +221,7 @@ def _node_spec(repo: Path) -> EnvironmentSpec | None:
     test = str(scripts.get("test", "")) if isinstance(scripts, dict) else ""
     all_deps = {**(pkg.get("dependencies") or {}), **(pkg.get("devDependencies") or {})}
     npm = "npm ci" if (repo / "package-lock.json").is_file() else "npm install"
-    fetch = (f"{npm} --ignore-scripts",)
+    fetch = (f"{npm} --ignore-scripts",) if all_deps else ()
     report = ".reprobot/jest.json"
     if "vitest" in test or "vitest" in all_deps:
         cmd = ("npx", "vitest", "run", "--reporter=json", f"--outputFile={report}")
