@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -115,10 +116,8 @@ async def test_leftovers_of_dead_workers_are_reaped(engine: Any, workspace: Path
             assert engine.containers.get(foreign.id)
     finally:
         for container in (orphan, foreign):
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
 
 
 async def test_strays_do_not_count_against_the_next_command(engine: Any, workspace: Path) -> None:
