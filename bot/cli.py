@@ -119,9 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def doctor(settings: Settings) -> int:
     """Print what this machine offers the bot."""
+    from sandboxes.baseimage import image_tag, rootfs_dir
     from sandboxes.factory import available_backends
 
+    rootfs = rootfs_dir(settings.cache_dir)
     report: dict[str, Any] = {
+        "base_image": image_tag(),
+        "base_rootfs": str(rootfs)
+        if (rootfs / ".reprobot-ready").exists()
+        else "not built (reprobot sandbox build-base)",
         "data_dir": str(settings.data_dir),
         "sandbox_python": str(settings.sandbox_python),
         "sandbox_python_exists": settings.sandbox_python.exists(),

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes.base import Mount, Sandbox
-from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, detect_python_spec, detect_spec
+from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
 from sandboxes.results import parse_junit_xml
+from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
 from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestRunner
 
 __all__ = [
@@ -174,13 +175,21 @@ async def prepare_environment(
     setup: list[str] | None = None,
     test: str | None = None,
     spec: EnvironmentSpec | None = None,
+    agent: SetupAgent | None = None,
 ) -> BuiltEnvironment:
-    """Detect (policy first, then repo signals), fetch and build (or reuse) the environment of a workspace."""
+    """Detect (policy, then repo signals, then the setup agent if given), fetch and build (or reuse) the env."""
     if spec is None:
         try:
             spec = detect_spec(workspace, setup=setup, test=test)
         except ValueError as exc:
-            raise EnvironmentError_(str(exc)) from exc
+            if agent is None:
+                raise EnvironmentError_(str(exc)) from exc
+            try:
+                spec = await agent.discover(
+                    workspace, None, budget=SetupBudget(), ci_commands=tuple(ci_test_commands(workspace))
+                )
+            except SetupFailed as failed:
+                raise EnvironmentError_(f"{exc}; the setup agent failed too: {failed}") from failed
     await run_fetch_steps(spec, workspace)
     return await build_environment(spec, cache_dir, python=python, index_url=index_url)
 
