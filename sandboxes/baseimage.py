@@ -154,12 +154,17 @@ def import_image(rootfs: Path, tag: str) -> None:
 
 
 def build_base(cache_dir: Path, *, with_image: bool = True) -> BaseBuild:
-    """Build (or reuse) the root filesystem and, when asked, the Docker image made from it."""
+    """Build (or reuse) the root filesystem and, when asked, the Docker image made from it.
+
+    An image already in the engine is reused as is: the root filesystem is then only built when missing
+    and not needed for the image, i.e. never (bwrap callers ask with with_image=False).
+    """
+    tag = image_tag()
+    if with_image and image_exists(tag):
+        target = rootfs_dir(cache_dir)
+        return BaseBuild(target, tag, (target / ".reprobot-ready").exists(), True)
     rootfs, rootfs_cached = build_rootfs(cache_dir)
     if not with_image:
         return BaseBuild(rootfs, None, rootfs_cached, False)
-    tag = image_tag()
-    if image_exists(tag):
-        return BaseBuild(rootfs, tag, rootfs_cached, True)
     import_image(rootfs, tag)
     return BaseBuild(rootfs, tag, rootfs_cached, False)

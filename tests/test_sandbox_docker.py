@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sandboxes.base import Limits, SandboxSpec
-from sandboxes.baseimage import LABEL, image_tag
+from sandboxes.baseimage import LABEL, PACKAGES, build_base, image_tag, package_key
 from sandboxes.docker import DockerSandbox, docker_problem, reap_leftovers
 from sandboxes.factory import available_backends
 
@@ -126,3 +126,16 @@ async def test_strays_do_not_count_against_the_next_command(engine: Any, workspa
             res = await sb.run(["sh", "-c", "for i in 1 2 3 4; do sleep 100 & done; echo ok"])
             assert res.stdout.strip() == "ok", res.output
         assert os.path.exists(workspace / "f.txt")
+
+
+def test_package_key_tracks_the_package_list() -> None:
+    assert package_key() == package_key(("git", "python3-venv", "python3"))  # order does not matter
+    assert package_key() != package_key((*PACKAGES, "curl"))
+    assert package_key() != package_key(suite="trixie")
+    assert image_tag().endswith(":" + package_key())
+
+
+def test_build_base_reuses_the_image_by_package_list(engine: Any, tmp_path: Path) -> None:
+    built = build_base(tmp_path / "cache")
+    assert built.image == image_tag() and built.image_cached
+    assert not (tmp_path / "cache" / "rootfs").exists()  # nothing rebuilt when the image exists
