@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes.base import Mount, Sandbox
+from sandboxes.base import WORKSPACE_MOUNT, Mount, Sandbox
 from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
 from sandboxes.results import parse_junit_xml
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
-from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestRunner
+from sandboxes.testrun import ENV_MOUNT, META_DIR, Baseline, TestRun, TestRunner
 
 __all__ = [
     "BASE_TEST_DEPS",
@@ -118,6 +118,7 @@ async def build_environment(
             if code != 0:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise EnvironmentError_(f"installing test dependencies failed: {out.strip()[-800:]}")
+            await _link_workspace(staging, spec, timeout)
             _relocate_scripts(staging)
             (staging / "reprobot-spec.json").write_text(json.dumps(spec.to_json(), indent=2))
             shutil.rmtree(target, ignore_errors=True)
@@ -127,6 +128,25 @@ async def build_environment(
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return BuiltEnvironment(spec, target, False, loop.time() - started)
+
+
+async def _link_workspace(venv: Path, spec: EnvironmentSpec, timeout: float) -> None:
+    """Make the workspace's code the project's only copy in the env, like an editable install would.
+
+    A dependency may have pulled the project itself from PyPI (attrs via hypothesis): that copy is removed,
+    and a .pth file puts the workspace source folders and the static metadata on sys.path, where tools that
+    read site-packages (mypy) find them too. Nothing of the repo runs on the host.
+    """
+    if spec.language != "python":
+        return
+    if spec.project is not None:
+        python = str(venv / "bin" / "python")
+        await _run_host([python, "-m", "pip", "uninstall", "-y", "-q", spec.project[0]], timeout)
+    entries = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in spec.python_path]
+    if spec.project is not None:
+        entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
+    for site in venv.glob("lib/python3*/site-packages"):
+        (site / "_reprobot_workspace.pth").write_text("".join(f"{e}\n" for e in entries))
 
 
 def _relocate_scripts(venv: Path) -> None:

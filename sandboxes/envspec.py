@@ -31,7 +31,7 @@ REQUIREMENT_FILES = (
 )
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
 #: Bumped when the on-disk layout of built environments changes, so old caches are not reused.
-ENV_LAYOUT = 2
+ENV_LAYOUT = 3
 _PY_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "pytest.ini", "conftest.py")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-\[\],]*\s*(?:[<>=!~;].*)?)$")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
@@ -73,6 +73,8 @@ class EnvironmentSpec:
                 "lang": self.language,
                 "fetch": list(self.fetch_steps),
                 "layout": ENV_LAYOUT,
+                "paths": list(self.python_path),
+                "project": self.project[0] if self.project else None,
             }
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -109,3 +109,13 @@ async def test_console_scripts_point_at_the_mount_point(env_cache: Path, tmp_pat
     env = await build_environment(detect_python_spec(tmp_path), env_cache, python=Path("/usr/bin/python3"))
     shebang = (env.path / "bin" / "pytest").read_text().splitlines()[0]
     assert shebang == f"#!{ENV_MOUNT}/bin/python"
+
+
+async def test_the_project_itself_comes_from_the_workspace_only(env_cache: Path) -> None:
+    # "six" stands for a project a dependency pulled in from PyPI (attrs via hypothesis).
+    spec = EnvironmentSpec(deps=(*BASE_TEST_DEPS, "six"), project=("six", "9.9"), python_path=(".", "src"))
+    env = await build_environment(spec, env_cache, python=Path("/usr/bin/python3"))
+    (site,) = env.path.glob("lib/python3*/site-packages")
+    assert not list(site.glob("six*"))
+    pth = (site / "_reprobot_workspace.pth").read_text().split()
+    assert pth == ["/workspace", "/workspace/src", "/workspace/.reprobot/meta"]
