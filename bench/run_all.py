@@ -11,12 +11,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 #: Long-running benchmarks go last so the quick ratios print first.
 LAST = ("quixbugs_eval",)
+#: Scripts run on their own (they take many minutes or fetch from a package index).
+STANDALONE = ("external_projects",)
 
 
 def bench_modules() -> list[Path]:
     """Every bench script with a main(), in run order."""
     scripts = [
-        p for p in sorted(HERE.glob("*.py")) if p.stem not in ("run_all", "__init__") and not p.stem.startswith("_")
+        p
+        for p in sorted(HERE.glob("*.py"))
+        if p.stem not in ("run_all", "__init__", *STANDALONE) and not p.stem.startswith("_")
     ]
     return sorted(scripts, key=lambda p: (p.stem in LAST, LAST.index(p.stem) if p.stem in LAST else 0, p.stem))
 

@@ -1,4 +1,4 @@
-"""`reprobot` command line: fix, reproduce, eval, doctor, serve, worker, app manifest."""
+"""`reprobot` command line: fix, reproduce, eval, env, sandbox, doctor, serve, worker, app manifest."""
 
 from __future__ import annotations
 
@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--concurrency", type=int, help="jobs at once (default REPROBOT_WORKERS)")
     app = sub.add_parser("app", help="GitHub App helpers")
     app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
+    from bot.cli_env import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -125,6 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bot.cli_app import run_app_command
 
             return run_app_command(args, settings)
+        if args.command == "env":
+            from bot.cli_env import run_env_command
+
+            return run_env_command(args, settings)
+        if args.command == "sandbox":
+            from bot.cli_env import run_sandbox_command
+
+            return run_sandbox_command(args, settings)
     except KeyboardInterrupt:
         print("reprobot: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -134,9 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def doctor(settings: Settings) -> int:
     """Print what this machine offers the bot."""
+    from sandboxes.baseimage import image_tag, rootfs_dir
     from sandboxes.factory import available_backends
 
+    rootfs = rootfs_dir(settings.cache_dir)
     report: dict[str, Any] = {
+        "base_image": image_tag(),
+        "base_rootfs": str(rootfs)
+        if (rootfs / ".reprobot-ready").exists()
+        else "not built (reprobot sandbox build-base)",
         "data_dir": str(settings.data_dir),
         "sandbox_python": str(settings.sandbox_python),
         "sandbox_python_exists": settings.sandbox_python.exists(),

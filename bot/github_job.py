@@ -187,6 +187,8 @@ async def _run_and_publish(
             strategy=str(options.get("strategy") or agent["strategy"]),
             max_steps=int(agent["max_steps"]),
             max_cost=float(policy["budget"]["max_cost_usd"]),
+            setup_commands=(policy["environment"]["setup"],) if policy["environment"]["setup"] else (),
+            test_command=policy["environment"]["test"],
         )
         minutes = float(policy["budget"]["max_minutes"])
         try:

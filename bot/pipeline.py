@@ -19,19 +19,13 @@ from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
 from bot.report import PrContext, ReviewLine
 from bot.review import Chosen, review_and_select
 from bot.store import Store
+from sandboxes import environment as envlayer
 from sandboxes.agents.chat import ChatModel
 from sandboxes.agents.classic import NotReproduced, Reproduction, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec, host_cpu_count
-from sandboxes.environment import (
-    Baseline,
-    BuiltEnvironment,
-    EnvironmentError_,
-    TestRunner,
-    build_environment,
-    detect_python_spec,
-)
+from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
@@ -68,6 +62,9 @@ class JobRequest:
     #: Per-repo tightening of the deployment's model budget (policy `agent.max_steps`, `budget.max_cost_usd`).
     max_steps: int | None = None
     max_cost: float | None = None
+    #: The policy's `environment.setup` / `environment.test`; they win over what the repo's files suggest.
+    setup_commands: tuple[str, ...] = ()
+    test_command: str | None = None
 
     def needs_model(self, llm_configured: bool) -> bool:
         """True when some stage of this job calls the model."""
@@ -224,29 +221,28 @@ def triage(facts: IssueFacts, workspace: Path, threshold: float) -> AbstentionDe
 
 
 async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequest) -> BuiltEnvironment:
-    """Detect the repo's test setup and build (or reuse) its environment."""
-    spec = detect_python_spec(workspace)
-    return await build_environment(
-        spec,
+    """Detect the repo's test setup and build (or reuse) its environment, through the environment layer."""
+    return await envlayer.prepare_environment(
+        workspace,
         ctx.settings.cache_dir,
         python=ctx.settings.sandbox_python,
         index_url=ctx.settings.pip_index_url,
+        setup=list(request.setup_commands) or None,
+        test=request.test_command,
     )
 
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
     """Run the suite once on the base commit and record which tests already fail."""
-    runner = TestRunner(env, timeout=request.test_timeout)
-    started = time.monotonic()
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
-        run = await runner.run(sb, [])
+        baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
     if run.result.timed_out:
         # Every later stage runs the suite again; a suite that cannot finish makes all their verdicts noise.
         raise EnvironmentError_(
             f"the test suite did not finish within {request.test_timeout:g} s on the base commit (timed out); "
             "raise the timeout or fix the hanging test"
         )
-    return Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
+    return baseline
 
 
 async def run_job(

@@ -52,8 +52,10 @@ KEYS: dict[str, Key] = {
         30, "int", "step limit per llm trajectory (tightens REPROBOT_LLM_MAX_STEPS)", minimum=1, maximum=500
     ),
     "selection.selector": Key("ranked", "str", "patch selector", ("default", "dual-level", "ranked", "reject-no-test")),
-    "environment.setup": Key(None, "str?", "install command (null: detect; validated, not yet applied)"),
-    "environment.test": Key(None, "str?", "test command (null: detect; validated, not yet applied)"),
+    "environment.setup": Key(
+        None, "str?", "setup command run in the sandbox (no network) before the tests (null: detect)"
+    ),
+    "environment.test": Key(None, "str?", "test command (null: detect from the repo's files)"),
     "environment.timeout": Key(300, "float", "seconds for one test-suite run", minimum=1, maximum=7200),
     "environment.sandbox": Key("bwrap", "str", "sandbox backend", ("bwrap", "docker")),
     "publish.draft": Key(True, "bool", "open pull requests as drafts"),

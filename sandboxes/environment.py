@@ -4,119 +4,43 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import sys
-import tomllib
-import xml.etree.ElementTree as ET
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes.base import ExecResult, Mount, Sandbox
-from sandboxes.workspace import SCRATCH_DIR
+from sandboxes.base import WORKSPACE_MOUNT, Mount, Sandbox
+from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
+from sandboxes.results import parse_junit_xml
+from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
+from sandboxes.testrun import ENV_MOUNT, META_DIR, Baseline, TestRun, TestRunner
+
+__all__ = [
+    "BASE_TEST_DEPS",
+    "ENV_MOUNT",
+    "Baseline",
+    "BuiltEnvironment",
+    "EnvironmentError_",
+    "EnvironmentSpec",
+    "TestRun",
+    "TestRunner",
+    "build_environment",
+    "detect_python_spec",
+    "detect_spec",
+    "parse_junit_xml",
+    "prepare_environment",
+    "run_baseline",
+]
 
 log = logging.getLogger(__name__)
-
-#: Where a per-repo virtualenv is mounted inside the sandbox (read-only).
-ENV_MOUNT = "/opt/reprobot-env"
-#: Always installed: the test runner, per-test timeouts and coverage for fault localization.
-BASE_TEST_DEPS = ("pytest", "pytest-timeout", "coverage")
-_REQUIREMENT_FILES = (
-    "requirements.txt",
-    "requirements-dev.txt",
-    "requirements-test.txt",
-    "requirements_test.txt",
-    "requirements-tests.txt",
-    "test-requirements.txt",
-    "dev-requirements.txt",
-    "requirements/test.txt",
-    "requirements/tests.txt",
-    "requirements/dev.txt",
-)
-_TEST_EXTRAS = ("test", "tests", "testing", "dev")
 
 
 class EnvironmentError_(RuntimeError):
     """The environment could not be built; the message says which step failed and why."""
-
-
-@dataclass(frozen=True)
-class EnvironmentSpec:
-    """How to install and test a repo: what a later setup agent refines, and what the cache keys on."""
-
-    language: str = "python"
-    deps: tuple[str, ...] = BASE_TEST_DEPS
-    install_steps: tuple[str, ...] = ()
-    test_command: tuple[str, ...] = ("python", "-m", "pytest")
-    per_test_template: str = "python -m pytest {test_id}"
-    report_format: str = "junit-xml"
-    python_path: tuple[str, ...] = (".",)
-    sources: tuple[str, ...] = ()
-
-    def cache_key(self, python: str) -> str:
-        """Hash of everything that determines the built environment."""
-        blob = json.dumps({"deps": sorted(self.deps), "python": python, "lang": self.language})
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    def to_json(self) -> dict[str, object]:
-        """A JSON-ready view of the spec."""
-        return asdict(self)
-
-
-_REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-\[\],]*\s*(?:[<>=!~;].*)?)$")
-
-
-def _requirements_from_file(path: Path) -> list[str]:
-    deps: list[str] = []
-    for raw in path.read_text(errors="replace").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        # Skip pip options, includes, editable installs and local paths: they need more than a name.
-        if not line or line.startswith(("-", ".", "/")) or "://" in line:
-            continue
-        if _REQ_LINE.match(line):
-            deps.append(line)
-    return deps
-
-
-def detect_python_spec(repo: Path) -> EnvironmentSpec:
-    """Read the repo's declared test dependencies from pyproject and requirements files."""
-    deps: list[str] = list(BASE_TEST_DEPS)
-    sources: list[str] = []
-    pyproject = repo / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(errors="replace"))
-        except tomllib.TOMLDecodeError as exc:
-            log.warning("ignoring unparsable pyproject.toml: %s", exc)
-            data = {}
-        project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
-        declared = project.get("dependencies", [])
-        if isinstance(declared, list):
-            deps.extend(str(d) for d in declared)
-        extras = project.get("optional-dependencies", {})
-        if isinstance(extras, dict):
-            for name in _TEST_EXTRAS:
-                if isinstance(extras.get(name), list):
-                    deps.extend(str(d) for d in extras[name])
-        groups = data.get("dependency-groups", {})
-        if isinstance(groups, dict):
-            for name in _TEST_EXTRAS:
-                if isinstance(groups.get(name), list):
-                    deps.extend(str(d) for d in groups[name] if isinstance(d, str))
-        sources.append("pyproject.toml")
-    for rel in _REQUIREMENT_FILES:
-        path = repo / rel
-        if path.is_file():
-            deps.extend(_requirements_from_file(path))
-            sources.append(rel)
-    python_path = [".", "src"] if (repo / "src").is_dir() else ["."]
-    unique = tuple(dict.fromkeys(d.strip() for d in deps if d.strip()))
-    return EnvironmentSpec(deps=unique, python_path=tuple(python_path), sources=tuple(sources))
 
 
 @dataclass(frozen=True)
@@ -190,10 +114,12 @@ async def build_environment(
             ]
             if index_url:
                 pip += ["--index-url", index_url]
-            code, out = await _run_host([*pip, *spec.deps], timeout)
+            code, out = await _run_host([*pip, *spec.deps], timeout) if spec.deps else (0, "")
             if code != 0:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise EnvironmentError_(f"installing test dependencies failed: {out.strip()[-800:]}")
+            await _link_workspace(staging, spec, timeout)
+            _relocate_scripts(staging)
             (staging / "reprobot-spec.json").write_text(json.dumps(spec.to_json(), indent=2))
             shutil.rmtree(target, ignore_errors=True)
             # venvs started via `python -m` survive a rename: pyvenv.cfg is found next to bin/python.
@@ -204,152 +130,98 @@ async def build_environment(
     return BuiltEnvironment(spec, target, False, loop.time() - started)
 
 
-# --------------------------------------------------------------------------- test runs
+async def _link_workspace(venv: Path, spec: EnvironmentSpec, timeout: float) -> None:
+    """Make the workspace's code the project's only copy in the env, like an editable install would.
+
+    A dependency may have pulled the project itself from PyPI (attrs via hypothesis): that copy is removed,
+    and a .pth file puts the workspace source folders and the static metadata on sys.path, where tools that
+    read site-packages (mypy) find them too. Nothing of the repo runs on the host.
+    """
+    if spec.language != "python":
+        return
+    if spec.project is not None:
+        python = str(venv / "bin" / "python")
+        await _run_host([python, "-m", "pip", "uninstall", "-y", "-q", spec.project[0]], timeout)
+    entries = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in spec.python_path]
+    if spec.project is not None:
+        entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
+    for site in venv.glob("lib/python3*/site-packages"):
+        (site / "_reprobot_workspace.pth").write_text("".join(f"{e}\n" for e in entries))
 
 
-@dataclass(frozen=True)
-class TestRun:
-    """One pytest run inside the sandbox: per-test statuses plus the raw result."""
-
-    __test__ = False  # not a pytest class
-
-    tests: dict[str, str]
-    result: ExecResult
-    collected: bool = True
-
-    def count(self, status: str) -> int:
-        """How many tests ended with `status` (passed, failed, error, skipped)."""
-        return sum(1 for s in self.tests.values() if s == status)
-
-    @property
-    def failed_ids(self) -> set[str]:
-        """Tests that failed or errored."""
-        return {t for t, s in self.tests.items() if s in ("failed", "error")}
-
-    @property
-    def passed_ids(self) -> set[str]:
-        """Tests that passed."""
-        return {t for t, s in self.tests.items() if s == "passed"}
-
-    @property
-    def all_passed(self) -> bool:
-        """True when something ran and nothing failed, errored or timed out."""
-        return bool(self.tests) and not self.failed_ids and not self.result.timed_out
-
-    def summary(self) -> dict[str, int]:
-        """Counts per status."""
-        return {s: self.count(s) for s in ("passed", "failed", "error", "skipped")}
+def _relocate_scripts(venv: Path) -> None:
+    """Point console-script shebangs at the mount point: the env is only ever used as ENV_MOUNT."""
+    old = str(venv).encode()
+    for script in (venv / "bin").iterdir():
+        if script.is_symlink() or not script.is_file():
+            continue
+        data = script.read_bytes()
+        if old in data[:4096]:
+            script.write_bytes(data.replace(old, ENV_MOUNT.encode()))
 
 
-def parse_junit_xml(text: str) -> dict[str, str]:
-    """Map pytest node-ish ids (file::name) to passed/failed/error/skipped from JUnit XML."""
-    tests: dict[str, str] = {}
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError:
-        return tests
-    for case in root.iter("testcase"):
-        classname = case.get("classname", "")
-        name = case.get("name", "")
-        file_attr = case.get("file")
-        test_id = _junit_test_id(classname, name, file_attr)
-        status = "passed"
-        for child in case:
-            if child.tag == "failure":
-                status = "failed"
-            elif child.tag == "error":
-                status = "error"
-            elif child.tag == "skipped":
-                status = "skipped"
-        tests[test_id] = status
-    return tests
+async def run_fetch_steps(spec: EnvironmentSpec, workspace: Path, timeout: float = 900.0) -> None:
+    """Run the spec's download-only steps on the host, in the workspace, with network (no repo code runs)."""
+    for step in spec.fetch_steps:
+        tool = shutil.which(step.split()[0])
+        if tool is None:
+            raise EnvironmentError_(f"{spec.language} toolchain missing on this host: {step.split()[0]!r} not found")
+        proc = await asyncio.create_subprocess_exec(
+            "sh",
+            "-c",
+            step,
+            cwd=workspace,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise EnvironmentError_(f"fetch step {step!r} timed out after {timeout:.0f}s") from None
+        if proc.returncode != 0:
+            tail = out.decode("utf-8", "replace").strip()[-800:]
+            raise EnvironmentError_(f"fetch step {step!r} failed ({proc.returncode}): {tail}")
 
 
-def _junit_test_id(classname: str, name: str, file_attr: str | None) -> str:
-    # pytest writes classname "tests.test_x" or "tests.test_x.TestCls"; rebuild "tests/test_x.py::[Cls::]name".
-    parts = classname.split(".") if classname else []
-    cls: list[str] = []
-    while parts and parts[-1][:1].isupper():
-        cls.insert(0, parts.pop())
-    module = "/".join(parts) + ".py" if parts else (file_attr or "")
-    return "::".join([module, *cls, name])
+async def prepare_environment(
+    workspace: Path,
+    cache_dir: Path,
+    *,
+    python: Path,
+    index_url: str | None = None,
+    setup: list[str] | None = None,
+    test: str | None = None,
+    spec: EnvironmentSpec | None = None,
+    agent: SetupAgent | None = None,
+) -> BuiltEnvironment:
+    """Detect (policy, then repo signals, then the setup agent if given), fetch and build (or reuse) the env."""
+    if spec is None:
+        try:
+            spec = detect_spec(workspace, setup=setup, test=test)
+        except ValueError as exc:
+            if agent is None:
+                raise EnvironmentError_(str(exc)) from exc
+            try:
+                spec = await agent.discover(
+                    workspace, None, budget=SetupBudget(), ci_commands=tuple(ci_test_commands(workspace))
+                )
+            except SetupFailed as failed:
+                raise EnvironmentError_(f"{exc}; the setup agent failed too: {failed}") from failed
+    await run_fetch_steps(spec, workspace)
+    return await build_environment(spec, cache_dir, python=python, index_url=index_url)
 
 
-class TestRunner:
-    """Runs pytest for one repo inside a sandbox with a mounted environment."""
-
-    __test__ = False
-
-    def __init__(self, env: BuiltEnvironment, *, timeout: float = 300.0, per_test_timeout: int = 60) -> None:
-        self.env = env
-        self.timeout = timeout
-        self.per_test_timeout = per_test_timeout
-        self._counter = 0
-
-    def _env_vars(self) -> dict[str, str]:
-        paths = [f"/workspace/{p}".rstrip("/.") or "/workspace" for p in self.env.spec.python_path]
-        return {"PYTHONPATH": ":".join(paths), "VIRTUAL_ENV": "/opt/reprobot-env"}
-
-    async def run(
-        self,
-        sandbox: Sandbox,
-        selection: Iterable[str] = (),
-        *,
-        timeout: float | None = None,
-        per_test_timeout: int | None = None,
-        coverage_rc: str | None = None,
-        extra_args: Iterable[str] = (),
-    ) -> TestRun:
-        """Run the selected tests (all when empty) and parse per-test results from JUnit XML."""
-        self._counter += 1
-        report = f"{SCRATCH_DIR}/junit-{os.getpid()}-{self._counter}.xml"
-        pytest_args = [
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--tb=short",
-            "-rN",
-            f"--junitxml=/workspace/{report}",
-            "-o",
-            "junit_family=xunit1",
-            f"--timeout={per_test_timeout or self.per_test_timeout}",
-            *extra_args,
-            *selection,
-        ]
-        if coverage_rc:
-            argv = [self.env.python, "-m", "coverage", "run", f"--rcfile={coverage_rc}", "-m", "pytest"]
-        else:
-            argv = [self.env.python, "-m", "pytest"]
-        result = await sandbox.run([*argv, *pytest_args], timeout=timeout or self.timeout, env=self._env_vars())
-        tests: dict[str, str] = {}
-        report_path = sandbox.spec.workspace / report
-        if report_path.is_file():
-            tests = parse_junit_xml(report_path.read_text(errors="replace"))
-            report_path.unlink(missing_ok=True)
-        # Exit code 5 means nothing was collected; 2/3/4 mean pytest itself could not run the selection.
-        collected = result.exit_code not in (2, 3, 4, 5) or bool(tests)
-        return TestRun(tests=tests, result=result, collected=collected)
+async def run_baseline(sandbox: Sandbox, env: BuiltEnvironment, *, timeout: float = 900.0) -> tuple[Baseline, TestRun]:
+    """Run the whole suite on the unmodified workspace; the baseline statuses and the raw run."""
+    started = time.monotonic()
+    run = await TestRunner(env, timeout=timeout).run(sandbox, [])
+    baseline = Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
+    return baseline, run
 
 
 def host_python_version() -> str:
     """The bot's own interpreter version, for diagnostics."""
     return ".".join(map(str, sys.version_info[:3]))
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """Test statuses on the unmodified base commit."""
-
-    tests: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
-    output_tail: str = ""
-
-    @property
-    def passing(self) -> set[str]:
-        """Tests that passed at baseline and so must still pass after a patch."""
-        return {t for t, s in self.tests.items() if s == "passed"}
-
-    @property
-    def failing(self) -> set[str]:
-        """Tests that already failed at baseline (ignored by regression checks)."""
-        return {t for t, s in self.tests.items() if s in ("failed", "error")}

@@ -46,11 +46,17 @@ def _bwrap_problem() -> str | None:
     return None
 
 
+def _docker_problem() -> str | None:
+    from sandboxes.docker import docker_problem
+
+    return docker_problem()
+
+
 def available_backends() -> dict[str, str | None]:
     """Backend name -> None when usable here, else the reason it is not."""
     return {
         "bwrap": _bwrap_problem(),
-        "docker": "docker backend not implemented yet",
+        "docker": _docker_problem(),
         # Always possible, never chosen implicitly: make_sandbox("none", ...) must be asked for by name.
         "none": None,
     }
@@ -68,5 +74,9 @@ def make_sandbox(kind: str, spec: SandboxSpec) -> Sandbox:
         raise SandboxUnavailable(f"sandbox backend {kind!r} is not available: {problem}")
     if kind == "bwrap":
         return BwrapSandbox(spec)
+    if kind == "docker":
+        from sandboxes.docker import DockerSandbox
+
+        return DockerSandbox(spec)
     log.warning("running untrusted code WITHOUT isolation (sandbox backend 'none', explicitly requested)")
     return NoneSandbox(spec)

@@ -1,0 +1,171 @@
+"""`reprobot env detect|test` and `reprobot sandbox build-base`: the environment layer from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BAD_REPO = 4
+EXIT_ENVIRONMENT = 7
+
+
+def add_parsers(sub: Any) -> None:
+    """Register the `env` and `sandbox` subcommands on the top-level subparsers."""
+    env = sub.add_parser("env", help="find how to install and test a repo, and run its tests in a sandbox")
+    env_sub = env.add_subparsers(dest="env_command", required=True)
+    detect = env_sub.add_parser("detect", help="print the EnvironmentSpec found for a repo")
+    detect.add_argument("--repo", required=True, type=Path)
+    detect.add_argument("--setup", action="append", help="policy environment.setup step (repeatable)")
+    detect.add_argument("--test", help="policy environment.test command")
+    detect.add_argument("--json", action="store_true", help="print the spec as one JSON document")
+    test = env_sub.add_parser("test", help="build the environment and run the whole suite in a sandbox")
+    test.add_argument("--repo", required=True, type=Path)
+    test.add_argument("--sandbox", choices=["bwrap", "docker", "none"], default="bwrap")
+    test.add_argument("--setup", action="append", help="policy environment.setup step (repeatable)")
+    test.add_argument("--test", help="policy environment.test command")
+    test.add_argument("--timeout", type=float, default=1800.0, help="wall seconds for the suite")
+    test.add_argument("--memory-gb", type=float, default=4.0, help="memory limit of the sandbox")
+    test.add_argument("--json", action="store_true", help="print the result as one JSON document")
+
+    sandbox = sub.add_parser("sandbox", help="sandbox maintenance")
+    sb_sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    base = sb_sub.add_parser("build-base", help="debootstrap the root filesystem and import the Docker base image")
+    base.add_argument("--no-image", action="store_true", help="only the root filesystem (bwrap), no Docker")
+    base.add_argument("--json", action="store_true")
+
+
+def run_env_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch `reprobot env ...`."""
+    repo: Path = args.repo.resolve()
+    if not repo.is_dir():
+        print(f"reprobot: {repo} is not a directory", file=sys.stderr)
+        return EXIT_BAD_REPO
+    if args.env_command == "detect":
+        return _detect(repo, args)
+    return asyncio.run(_test(repo, args, settings))
+
+
+def _detect(repo: Path, args: argparse.Namespace) -> int:
+    from sandboxes.envspec import detect_spec
+
+    try:
+        spec = detect_spec(repo, setup=args.setup, test=args.test)
+    except ValueError as exc:
+        print(f"reprobot: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if args.json:
+        print(json.dumps(spec.to_json(), indent=2))
+    else:
+        print(f"language:     {spec.language}")
+        print(f"sources:      {', '.join(spec.sources)}")
+        print(f"test command: {' '.join(spec.test_command)}")
+        print(f"report:       {spec.report_format}")
+        print(f"deps:         {len(spec.deps)}  install steps: {len(spec.install_steps)}")
+    return EXIT_OK
+
+
+async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
+    from sandboxes.base import Limits, SandboxSpec
+    from sandboxes.environment import EnvironmentError_, prepare_environment, run_baseline
+    from sandboxes.factory import SandboxUnavailable, make_sandbox
+    from sandboxes.results import summarize
+    from sandboxes.workspace import GitError, clone_workspace
+
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="reprobot-envtest-", dir=_tmp_root(settings)))
+    try:
+        try:
+            workspace = await clone_workspace(repo, scratch / "ws")
+        except GitError as exc:
+            print(f"reprobot: {repo} is not a usable git repository: {exc}", file=sys.stderr)
+            return EXIT_BAD_REPO
+        try:
+            env = await prepare_environment(
+                workspace,
+                settings.cache_dir,
+                python=settings.sandbox_python,
+                index_url=settings.pip_index_url,
+                setup=args.setup,
+                test=args.test,
+            )
+        except EnvironmentError_ as exc:
+            print(f"reprobot: environment: {exc}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        limits = Limits(wall_seconds=args.timeout, memory_bytes=int(args.memory_gb * 1024**3), max_processes=1024)
+        spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=limits, rootfs=settings.rootfs)
+        try:
+            async with make_sandbox(args.sandbox, spec) as sb:
+                baseline, run = await run_baseline(sb, env, timeout=args.timeout)
+        except SandboxUnavailable as exc:
+            print(f"reprobot: {exc}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+    finally:
+        await asyncio.to_thread(shutil.rmtree, scratch, True)
+    counts = summarize(baseline.tests)
+    report = {
+        "passed": counts["passed"],
+        "failed": counts["failed"],
+        "skipped": counts["skipped"],
+        "errors": counts["error"],
+        "seconds": round(time.monotonic() - started, 2),
+        "build_seconds": round(env.seconds, 2),
+        "cache_hit": env.cache_hit,
+        "sandbox": args.sandbox,
+        "language": env.spec.language,
+        "timed_out": run.result.timed_out,
+        "tests": baseline.tests,
+    }
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(
+            f"{report['passed']} passed, {report['failed']} failed, {report['skipped']} skipped, "
+            f"{report['errors']} errors in {report['seconds']}s ({args.sandbox})"
+        )
+    if not baseline.tests:
+        print(f"reprobot: no test results; output tail:\n{run.result.output[-2000:]}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
+
+
+def _tmp_root(settings: Settings) -> Path:
+    root = settings.data_dir / "work"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def run_sandbox_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch `reprobot sandbox ...`."""
+    from sandboxes.baseimage import BaseImageError, build_base
+
+    started = time.monotonic()
+    try:
+        built = build_base(settings.cache_dir, with_image=not args.no_image)
+    except BaseImageError as exc:
+        print(f"reprobot: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    except Exception as exc:  # docker.errors.DockerException without importing docker here
+        if type(exc).__module__.startswith("docker"):
+            print(f"reprobot: Docker engine: {exc}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        raise
+    report = {
+        "rootfs": str(built.rootfs),
+        "rootfs_cached": built.rootfs_cached,
+        "image": built.image,
+        "image_cached": built.image_cached,
+        "seconds": round(time.monotonic() - started, 2),
+    }
+    print(json.dumps(report, indent=None if args.json else 2))
+    return EXIT_OK

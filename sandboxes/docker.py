@@ -1,0 +1,384 @@
+"""Docker backend (docker SDK): one warm, locked-down container per sandbox; commands run via exec."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from pathlib import PurePosixPath
+from types import TracebackType
+from typing import Any, Self
+
+from sandboxes import hostfs
+from sandboxes.base import (
+    WORKSPACE_MOUNT,
+    ExecResult,
+    SandboxError,
+    SandboxSpec,
+    host_cpu_count,
+    resolve_in_workspace,
+)
+from sandboxes.baseimage import LABEL, image_tag
+from sandboxes.bwrap import SANDBOX_GID, SANDBOX_UID
+from sandboxes.dockerexec import cgroup_file, pid_alive, pump, raw_socket, read_counter
+from sandboxes.hostfs import WorkspaceGrant
+from sandboxes.hostsandbox import merged_env
+from sandboxes.process import CappedBuffer
+
+log = logging.getLogger(__name__)
+
+#: Timeout of every Docker API call (create, exec, inspect, remove); command runs have their own.
+API_TIMEOUT = 60
+#: The container's own keep-alive process runs as a different unprivileged uid than commands, so a
+#: command's `kill -9 -1` (our stray reaper, or the code under test) cannot stop the container.
+KEEPER_UID = SANDBOX_UID + 1
+#: Processes the container itself needs besides commands: docker-init and its sleeping child.
+PIDS_OVERHEAD = 2
+#: How long a killed command may take to end its stream before the socket is closed under it.
+DRAIN_SECONDS = 10.0
+
+
+def docker_problem(image: str | None = None) -> str | None:
+    """Why the docker backend cannot run here (engine unreachable, base image missing), or None."""
+    try:
+        import docker
+        import docker.errors
+    except ImportError:
+        return "the docker Python package is not installed"
+    try:
+        client = docker.from_env(timeout=10)
+    except docker.errors.DockerException as exc:
+        return f"no Docker engine reachable: {exc}"
+    tag = image or image_tag()
+    try:
+        client.ping()
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return f"base image {tag} not built (run `reprobot sandbox build-base`)"
+    except docker.errors.DockerException as exc:
+        return f"no Docker engine reachable: {exc}"
+    finally:
+        client.close()
+    return None
+
+
+def reap_leftovers(client: Any | None = None) -> int:
+    """Remove sandbox containers of this host whose owning worker process is gone; returns how many."""
+    import docker
+    import docker.errors
+
+    own = client is None
+    client = client or docker.from_env(timeout=API_TIMEOUT)
+    removed = 0
+    try:
+        for container in client.containers.list(all=True, filters={"label": f"{LABEL}=sandbox"}):
+            labels = container.labels or {}
+            if labels.get(f"{LABEL}.host") != socket.gethostname():
+                continue  # another machine's worker on a shared engine
+            owner = labels.get(f"{LABEL}.pid", "")
+            if owner.isdigit() and pid_alive(int(owner)):
+                continue
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+                removed += 1
+                log.info("reaped leftover sandbox container %s (owner pid %s gone)", container.short_id, owner)
+    finally:
+        if own:
+            client.close()
+    return removed
+
+
+_reaped = False
+
+
+class DockerSandbox:
+    """Runs commands in a container: no network, read-only root, tmpfs, limits, no capabilities, non-root.
+
+    The container starts at the first command (or on entering the context) and is removed by close().
+    The workspace is a bind mount (its .git read-only on top); extra mounts as the spec says.
+    """
+
+    def __init__(self, spec: SandboxSpec, *, image: str | None = None, api_timeout: int = API_TIMEOUT) -> None:
+        self.spec = spec
+        self.image = image or image_tag()
+        self.api_timeout = api_timeout
+        self.privileged = os.geteuid() == 0
+        self.uid, self.gid = (SANDBOX_UID, SANDBOX_GID) if self.privileged else (os.getuid(), os.getgid())
+        self._client: Any = None
+        self._container: Any = None
+        self._grants: list[WorkspaceGrant] = []
+        self._inflight = 0
+        self._started = False
+        self._closed = False
+        self._lock = asyncio.Lock()
+        for mount in spec.mounts:
+            inside = PurePosixPath(mount.inside)
+            if not inside.is_absolute() or ".." in inside.parts or str(inside) in ("/", WORKSPACE_MOUNT):
+                raise SandboxError(f"invalid mount target {mount.inside!r}")
+
+    async def __aenter__(self) -> Self:
+        await self._ensure_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def _ensure_open(self) -> None:
+        async with self._lock:
+            if self._closed:
+                raise SandboxError("sandbox is closed")
+            if self._started:
+                return
+            if not self.spec.workspace.is_dir():
+                raise SandboxError(f"workspace {self.spec.workspace} is not a directory")
+            try:
+                await self._open()
+            except BaseException:
+                await self._teardown()
+                raise
+            self._started = True
+
+    async def _open(self) -> None:
+        import docker
+        import docker.errors
+
+        global _reaped
+        for mount in self.spec.mounts:
+            if not mount.host.exists():
+                raise SandboxError(f"mount source {mount.host} does not exist")
+        try:
+            self._client = docker.from_env(timeout=self.api_timeout)
+            if not _reaped:
+                _reaped = True
+                await asyncio.to_thread(reap_leftovers, self._client)
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"Docker engine unavailable: {exc}") from exc
+        if self.privileged:
+            for path in [self.spec.workspace, *(m.host for m in self.spec.mounts if not m.read_only)]:
+                grant = WorkspaceGrant(path, self.uid, self.gid)
+                await asyncio.to_thread(grant.acquire)
+                self._grants.append(grant)
+        try:
+            self._container = await asyncio.to_thread(self._create)
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"could not start the sandbox container from {self.image}: {exc}") from exc
+
+    def _create(self) -> Any:
+        from docker.types import Mount as DockerMount
+        from docker.types import Ulimit
+
+        limits = self.spec.limits
+        workspace = self.spec.workspace.resolve()
+        mounts = [DockerMount(WORKSPACE_MOUNT, str(workspace), type="bind", read_only=False)]
+        if os.path.lexists(workspace / ".git"):
+            # Host git later reads this repository; code in the sandbox must not plant config or hooks.
+            mounts.append(DockerMount(f"{WORKSPACE_MOUNT}/.git", str(workspace / ".git"), type="bind", read_only=True))
+        for mount in self.spec.mounts:
+            mounts.append(DockerMount(mount.inside, str(mount.host.resolve()), type="bind", read_only=mount.read_only))
+        # Half the memory limit: filling /tmp (charged as memory) hits ENOSPC before the OOM killer.
+        tmp_size = max(limits.memory_bytes // 2, 16 * 1024 * 1024)
+        cpus = limits.cpus or host_cpu_count()
+        return self._client.containers.run(
+            self.image,
+            command=["sleep", "infinity"],
+            detach=True,
+            init=True,
+            user=f"{KEEPER_UID}:{self.gid}",
+            working_dir=WORKSPACE_MOUNT,
+            hostname="sandbox",
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={tmp_size},mode=1777"},
+            shm_size=tmp_size,
+            mem_limit=limits.memory_bytes,
+            memswap_limit=limits.memory_bytes,
+            pids_limit=limits.max_processes + PIDS_OVERHEAD,
+            nano_cpus=int(cpus * 1e9),
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            ulimits=[
+                Ulimit(name="fsize", soft=limits.max_file_bytes, hard=limits.max_file_bytes),
+                Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds),
+                Ulimit(name="core", soft=0, hard=0),
+            ],
+            mounts=mounts,
+            labels={LABEL: "sandbox", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
+            environment={},
+            stdin_open=False,
+            tty=False,
+        )
+
+    async def close(self) -> None:
+        """Remove the container (killing whatever runs) and give the workspace back; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._lock:
+            await self._teardown()
+
+    async def _teardown(self) -> None:
+        import docker.errors
+
+        container, self._container = self._container, None
+        if container is not None:
+            try:
+                await asyncio.to_thread(container.remove, force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.DockerException as exc:
+                log.warning("could not remove sandbox container %s: %s", container.short_id, exc)
+        # Killed runs end their streams now; let them finish before the workspace is given back.
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while self._inflight and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        while self._grants:
+            await asyncio.to_thread(self._grants.pop().release)
+        if self._client is not None:
+            client, self._client = self._client, None
+            await asyncio.to_thread(client.close)
+
+    # ------------------------------------------------------------------ commands
+
+    def _counter(self, controller: str, name: str, key: str | None = None) -> int | None:
+        container = self._container
+        return None if container is None else read_counter(cgroup_file(container.id, controller, name), key)
+
+    def _oom_kills(self) -> int:
+        return (
+            self._counter("memory", "memory.oom_control", "oom_kill")
+            or self._counter("memory", "memory.events", "oom_kill")
+            or self._counter("", "memory.events", "oom_kill")
+            or 0
+        )
+
+    async def _kill_commands(self) -> None:
+        """Kill every process of the commands (not the container's own keeper), as the command uid."""
+        import docker.errors
+
+        container = self._container
+        if container is None:
+            return
+        with contextlib.suppress(docker.errors.DockerException):
+            await asyncio.to_thread(
+                container.exec_run, ["/bin/sh", "-c", "kill -9 -1"], user=f"{self.uid}:{self.gid}", environment={}
+            )
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
+        """Run argv in the container. cwd is relative to the workspace; env adds to spec.env."""
+        import docker.errors
+
+        if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
+            raise SandboxError(f"invalid argv {argv!r}")
+        wall = self.spec.limits.wall_seconds if timeout is None else timeout
+        if wall <= 0:
+            raise SandboxError(f"invalid timeout {wall}")
+        await self._ensure_open()
+        workspace = self.spec.workspace.resolve()
+        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else workspace
+        if not host_cwd.is_dir():
+            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
+        rel = host_cwd.relative_to(workspace).as_posix()
+        inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
+        # `env -i`: the container's own variables (HOSTNAME, Docker's PATH) are dropped too.
+        env_args = [f"{k}={v}" for k, v in merged_env(self.spec.env, env).items()]
+        command = ["/usr/bin/env", "-i", *env_args, *argv]
+        container = self._container
+        if container is None:
+            raise SandboxError("sandbox is closed")
+        api = self._client.api
+        limit = self.spec.limits.output_bytes
+        out, err = CappedBuffer(limit), CappedBuffer(limit)
+        oom_before = self._oom_kills()
+        self._inflight += 1
+        started = time.monotonic()
+        timed_out = False
+        try:
+            try:
+                exec_id = (
+                    await asyncio.to_thread(
+                        api.exec_create,
+                        container.id,
+                        command,
+                        stdin=stdin is not None,
+                        user=f"{self.uid}:{self.gid}",
+                        workdir=inside_cwd,
+                    )
+                )["Id"]
+                sock = raw_socket(await asyncio.to_thread(api.exec_start, exec_id, socket=True))
+            except docker.errors.NotFound as exc:
+                raise SandboxError("sandbox container is gone (closed meanwhile)") from exc
+            except docker.errors.DockerException as exc:
+                raise SandboxError(f"docker exec failed: {exc}") from exc
+            reader = asyncio.ensure_future(asyncio.to_thread(pump, sock, stdin, out, err))
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), wall)
+            except TimeoutError:
+                timed_out = True
+                await self._kill_commands()
+                try:
+                    await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
+                except TimeoutError:
+                    sock.close()
+                    await reader
+            finally:
+                sock.close()
+            duration = time.monotonic() - started
+            try:
+                info = await asyncio.to_thread(api.exec_inspect, exec_id)
+                code = info.get("ExitCode")
+                code = 128 + 9 if code is None or info.get("Running") else int(code)
+            except docker.errors.DockerException:
+                code = 128 + 9  # the container went away under the command: close() killed it
+            if self._inflight == 1 and self._counter("pids", "pids.current") != PIDS_OVERHEAD:
+                # Nothing a command started may outlive it (background jobs, daemons).
+                await self._kill_commands()
+        finally:
+            self._inflight -= 1
+        stdout, out_cut = out.text()
+        stderr, err_cut = err.text()
+        oom = code == 128 + 9 and not timed_out and self._oom_kills() > oom_before
+        return ExecResult(
+            exit_code=code,
+            stdout=stdout,
+            stderr=stderr,
+            duration=duration,
+            timed_out=timed_out,
+            oom_killed=oom,
+            stdout_truncated=out_cut,
+            stderr_truncated=err_cut,
+        )
+
+    # ------------------------------------------------------------------ files
+
+    def _file_owner(self) -> tuple[int, int] | None:
+        return (self.uid, self.gid) if self.privileged else None
+
+    def read_file(self, relpath: str) -> str:
+        """Read a workspace file as text."""
+        return hostfs.read_text(self.spec.workspace, relpath)
+
+    def write_file(self, relpath: str, content: str) -> None:
+        """Write a workspace file, creating parent folders."""
+        hostfs.write_text(self.spec.workspace, relpath, content, owner=self._file_owner())
+
+    async def diff(self) -> str:
+        """The git diff of the workspace against HEAD, new files included."""
+        return await hostfs.git_diff(self.spec.workspace)
