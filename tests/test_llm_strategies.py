@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli_job import pr_context, rerun_command
+from bot.cli_job import rerun_command
 from bot.config import Settings
-from bot.forges.local import LocalIssue
 from bot.report import render_pr_body
 from patch_selectors.records import make_record
 from sandboxes.agents.tools import TOOL_NAMES
@@ -19,9 +18,9 @@ pytestmark = [pytest.mark.shared, pytest.mark.slow]
 
 
 def _pr_body(run: LlmRun) -> str:
-    issue = LocalIssue(slug="s", title="t", body="b", text="# t\n\nb", path=Path("issue.md"))
     assert run.outcome.brt is not None
-    return render_pr_body(pr_context(run.outcome, issue, rerun_command(None, run.outcome.brt.path)))
+    rerun = rerun_command(None, run.outcome.brt.path)
+    return render_pr_body(run.outcome.pr_context(issue_ref="issue s", issue_title="t", rerun=rerun, closes_issue=True))
 
 
 def _assert_fixed_with_brt(run: LlmRun, fix_file: str) -> str:
