@@ -29,6 +29,12 @@ def add_parsers(sub: Any) -> None:
     detect.add_argument("--setup", action="append", help="policy environment.setup step (repeatable)")
     detect.add_argument("--test", help="policy environment.test command")
     detect.add_argument("--json", action="store_true", help="print the spec as one JSON document")
+    detect.add_argument(
+        "--sandbox",
+        choices=["bwrap", "docker", "none"],
+        default="bwrap",
+        help="where the setup agent runs its commands (only used when a model is configured)",
+    )
     test = env_sub.add_parser("test", help="build the environment and run the whole suite in a sandbox")
     test.add_argument("--repo", required=True, type=Path)
     test.add_argument("--sandbox", choices=["bwrap", "docker", "none"], default="bwrap")
@@ -52,18 +58,24 @@ def run_env_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"reprobot: {repo} is not a directory", file=sys.stderr)
         return EXIT_BAD_REPO
     if args.env_command == "detect":
-        return _detect(repo, args)
+        return _detect(repo, args, settings)
     return asyncio.run(_test(repo, args, settings))
 
 
-def _detect(repo: Path, args: argparse.Namespace) -> int:
+def _detect(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
     from sandboxes.envspec import detect_spec
 
     try:
         spec = detect_spec(repo, setup=args.setup, test=args.test)
     except ValueError as exc:
-        print(f"reprobot: {exc}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
+        if not settings.llm_configured:
+            print(f"reprobot: {exc}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        found = asyncio.run(_discover(repo, args.sandbox, settings))
+        if isinstance(found, str):
+            print(f"reprobot: {exc}; the setup agent failed too: {found}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        spec = found
     if args.json:
         print(json.dumps(spec.to_json(), indent=2))
     else:
@@ -75,7 +87,30 @@ def _detect(repo: Path, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _discover(repo: Path, backend: str, settings: Settings) -> Any:
+    """Run the setup agent on a scratch clone (the checkout is never written to); the spec or why it failed."""
+    from bot.llm import LLMError
+    from bot.setup_model import setup_agent_for
+    from sandboxes.envspec import ci_test_commands
+    from sandboxes.setup_agent import SetupBudget, SetupFailed
+    from sandboxes.workspace import GitError, clone_workspace
+
+    agent = setup_agent_for(settings, backend)
+    assert agent is not None  # the caller checked that a model is configured
+    scratch = Path(tempfile.mkdtemp(prefix="reprobot-envdetect-", dir=_tmp_root(settings)))
+    try:
+        workspace = await clone_workspace(repo, scratch / "ws")
+        return await agent.discover(
+            workspace, None, budget=SetupBudget(), ci_commands=tuple(ci_test_commands(workspace))
+        )
+    except (GitError, SetupFailed, LLMError) as exc:
+        return str(exc)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
 async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
+    from bot.setup_model import setup_agent_for
     from sandboxes.base import Limits, SandboxSpec
     from sandboxes.environment import EnvironmentError_, prepare_environment, run_baseline
     from sandboxes.factory import SandboxUnavailable, make_sandbox
@@ -98,6 +133,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
                 index_url=settings.pip_index_url,
                 setup=args.setup,
                 test=args.test,
+                agent=setup_agent_for(settings, args.sandbox),
             )
         except EnvironmentError_ as exc:
             print(f"reprobot: environment: {exc}", file=sys.stderr)

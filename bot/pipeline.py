@@ -18,6 +18,7 @@ from bot.generate import GenerateRequest, generate_patches, trajectory_kinds
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
 from bot.report import PrContext, ReviewLine
 from bot.review import Chosen, review_and_select
+from bot.setup_model import setup_agent_for
 from bot.store import Store
 from sandboxes import environment as envlayer
 from sandboxes.agents.chat import ChatModel
@@ -221,15 +222,25 @@ def triage(facts: IssueFacts, workspace: Path, threshold: float) -> AbstentionDe
 
 
 async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequest) -> BuiltEnvironment:
-    """Detect the repo's test setup and build (or reuse) its environment, through the environment layer."""
-    return await envlayer.prepare_environment(
-        workspace,
-        ctx.settings.cache_dir,
-        python=ctx.settings.sandbox_python,
-        index_url=ctx.settings.pip_index_url,
-        setup=list(request.setup_commands) or None,
-        test=request.test_command,
-    )
+    """Detect the repo's test setup and build (or reuse) its environment, through the environment layer.
+
+    With a model configured, the setup agent steps in when neither policy nor repo signals say how to test.
+    """
+    ledger = ctx.ledger or ledger_from_settings(ctx.settings)
+    agent = setup_agent_for(ctx.settings, request.sandbox, model=ctx.model, ledger=ledger)
+    try:
+        return await envlayer.prepare_environment(
+            workspace,
+            ctx.settings.cache_dir,
+            python=ctx.settings.sandbox_python,
+            index_url=ctx.settings.pip_index_url,
+            setup=list(request.setup_commands) or None,
+            test=request.test_command,
+            agent=agent,
+        )
+    finally:
+        if ctx.ledger is None and ledger.calls:
+            ctx.ledger = ledger  # the setup agent's model spend shows in the job's cost line
 
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,3 +77,20 @@ async def run_scripted_job(
         )
         outcome = await run_job(request, s, store, job_id)
     return LlmRun(outcome, srv, s, store)
+
+
+@contextmanager
+def scripted_server_thread(steps: list[dict[str, Any]]) -> Iterator[ScriptedLLM]:
+    """The scripted server on its own event loop in a thread, for code under test that runs asyncio.run itself."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = ScriptedLLM(steps)
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(timeout=30)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+        loop.close()
