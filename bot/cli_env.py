@@ -96,7 +96,8 @@ async def _discover(repo: Path, backend: str, settings: Settings) -> Any:
     from sandboxes.workspace import GitError, clone_workspace
 
     agent = setup_agent_for(settings, backend)
-    assert agent is not None  # the caller checked that a model is configured
+    if agent is None:
+        return "no model configured"
     scratch = Path(tempfile.mkdtemp(prefix="reprobot-envdetect-", dir=_tmp_root(settings)))
     try:
         workspace = await clone_workspace(repo, scratch / "ws")

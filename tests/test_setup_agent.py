@@ -195,3 +195,21 @@ async def test_agent_failure_reaches_the_environment_layer(settings: Settings, t
         request = JobRequest(repo=repo, issue_text="x", issue_ref="#1", sandbox="bwrap")
         with pytest.raises(EnvironmentError_, match="setup agent failed too: model error during setup"):
             await prepare_environment(ctx, repo, request)
+
+
+def test_env_detect_cli_asks_the_agent_when_a_model_is_configured(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_git_repo(tmp_path / "repo", CHECKS_REPO)
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(settings.data_dir))
+    code = main(["env", "detect", "--repo", str(repo), "--json"])
+    assert code == 7 and "no test setup found" in capsys.readouterr().err  # no model: the plain error
+    with scripted_server_thread(load_script("setup_checks_folder")) as srv:
+        monkeypatch.setenv("REPROBOT_LLM_BASE_URL", srv.base_url)
+        monkeypatch.setenv("REPROBOT_LLM_MODEL", "scripted-model")
+        code = main(["env", "detect", "--repo", str(repo), "--sandbox", "bwrap", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    spec = json.loads(out)
+    assert spec["test_command"] == ["sh", "run_checks.sh"] and spec["sources"] == ["setup-agent"]
+    assert not (repo / ".reprobot").exists()  # the agent worked on a scratch clone
