@@ -145,7 +145,9 @@ async def _vendor_rust(toolchain: RustToolchain, workspace: Path | None, staging
         raise EnvironmentError_(str(exc)) from exc
 
 
-async def _build_venv(staging: Path, spec: EnvironmentSpec, python: Path, index_url: str | None, timeout: float) -> None:
+async def _build_venv(
+    staging: Path, spec: EnvironmentSpec, python: Path, index_url: str | None, timeout: float
+) -> None:
     """A virtualenv at `staging` with the spec's deps, linked to the workspace (see _link_workspace)."""
     code, out = await _run_host([str(python), "-m", "venv", str(staging)], timeout)
     if code != 0:

@@ -18,7 +18,9 @@ RUST_MOUNT = "/opt/reprobot-rust"
 MANIFESTS = ("Cargo.toml", "Cargo.lock")
 #: Folders never searched for manifests: build output, VCS data, reprobot's scratch.
 _SKIP_DIRS = frozenset({"target", ".git", ".reprobot", "node_modules"})
-_REPLACE_DEFAULT = '[source.crates-io]\nreplace-with = "vendored-sources"\n\n[source.vendored-sources]\ndirectory = "{dir}"\n'
+_REPLACE_DEFAULT = (
+    '[source.crates-io]\nreplace-with = "vendored-sources"\n\n[source.vendored-sources]\ndirectory = "{dir}"\n'
+)
 
 
 class RustSetupError(RuntimeError):
