@@ -276,7 +276,8 @@ def _other_spec(repo: Path) -> EnvironmentSpec | None:
             deps=(),
             manifest_digest=manifest_digest(repo),
             test_command=("cargo", "test", "--offline", "--no-fail-fast"),
-            per_test_template="cargo test --offline {test_id}",
+            # Ids are "target::path::name": the filter is the name within its binary, matched exactly.
+            per_test_template='{{ id={test_id}; cargo test --offline --no-fail-fast -- --exact "${{id#*::}}"; }}',
             report_format="cargo",
             sources=("Cargo.toml",),
         )

@@ -171,7 +171,9 @@ class TestRunner:
             for old in workspace.glob(rel):
                 old.unlink(missing_ok=True)
         if selection:
-            script = " && ".join(spec.per_test_template.format(test_id=shlex.quote(t)) for t in selection)
+            # Every selected test runs even when an earlier one fails; the exit code says whether any failed.
+            steps = (spec.per_test_template.format(test_id=shlex.quote(t)) for t in selection)
+            script = "rc=0; " + "".join(f"{{ {step}; }} || rc=1; " for step in steps) + 'exit "$rc"'
             argv = ["sh", "-c", script]
         else:
             argv = list(spec.test_command)

@@ -12,9 +12,12 @@ import pytest
 
 from bot.cli import main
 from bot.config import Settings
-from sandboxes.factory import available_backends
+from sandboxes.base import Limits, SandboxSpec
+from sandboxes.environment import TestRunner, prepare_environment
+from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.results import cargo_summary_counts
 from sandboxes.rust import find_rust_toolchain
+from sandboxes.workspace import clone_workspace
 from tests.conftest import make_git_repo
 
 pytestmark = pytest.mark.timeout(900)
@@ -84,6 +87,18 @@ def test_local_crate_statuses_in_bwrap(tmp_path: Path, capsys: pytest.CaptureFix
     assert sorted(p.name for p in repo.iterdir()) == [".git", "Cargo.toml", "src", "tests"]  # checkout untouched
     again = env_test(capsys, repo)
     assert again["cache_hit"] is True and again["tests"] == result["tests"]
+
+
+async def test_selected_rust_tests_run_by_id(tmp_path: Path, settings: Settings) -> None:
+    _require_rust_and_bwrap()
+    repo = make_git_repo(tmp_path / "calc", LOCAL_CRATE)
+    workspace = await clone_workspace(repo, tmp_path / "ws")
+    env = await prepare_environment(workspace, settings.cache_dir, python=settings.sandbox_python)
+    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=600, max_processes=1024))
+    async with make_sandbox("bwrap", spec) as sb:
+        run = await TestRunner(env, timeout=600).run(sb, ["calc::tests::wrong", "it::same"])
+    assert run.tests["calc::tests::wrong"] == "failed" and run.tests["it::same"] == "passed"
+    assert "calc::tests::later" not in run.tests and "calc::tests::no_network" not in run.tests
 
 
 def _fetch_crate(name: str, version: str, dest: Path) -> Path:
