@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -130,3 +131,18 @@ def test_the_host_toolchain_is_found_with_its_cargo() -> None:
         pytest.skip("no Rust toolchain on this host (rustc with cargo next to it)")
     out = subprocess.run([str(found.cargo), "--version"], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.startswith("cargo ")
+
+
+def test_doctor_reports_the_rust_toolchain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.cli import main
+
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
+    main(["doctor"])
+    report = json.loads(capsys.readouterr().out)
+    found = find_rust_toolchain()
+    if found is None:
+        assert report["rust_toolchain"].startswith("not found")
+    else:
+        assert str(found.sysroot) in report["rust_toolchain"] and RUST_MOUNT in report["rust_toolchain"]
