@@ -1,10 +1,12 @@
-"""Acceptance on real projects: `reprobot env detect/test` (no hints) vs the project's own pytest on the host.
+"""Acceptance on real projects: `reprobot env detect/test` (no hints) vs the project's own tests on the host.
 
 Downloads pinned sdists with pip, unpacks each as a one-commit git repo, runs `reprobot env test --json` and,
 as ground truth, a host virtualenv installed the way the project's own tox/Makefile says, running pytest
-directly. Prints a table of passed/failed/skipped per side and the relative difference. Offline: skips.
+directly. When cargo is on the host, pinned crates from crates.io are compared the same way against a plain
+`cargo test` on the host. Prints a table of passed/failed/skipped per side and the relative difference.
+Offline: skips.
 
-Usage: python bench/external_projects.py [--sandbox bwrap,docker] [--keep DIR]
+Usage: python bench/external_projects.py [--sandbox bwrap,docker] [--keep DIR] [--only python|rust]
 """
 
 from __future__ import annotations
@@ -29,9 +31,13 @@ PROJECTS = {
     "more-itertools==10.5.0": ["-e", ".", "pytest"],
     "python-dateutil==2.9.0.post0": ["-e", ".", "-r", "requirements-dev.txt"],
 }
+#: name==version of crates whose packaged .crate ships its tests (semver: none needed; either: dev-deps vendored).
+CRATES = ("semver==1.0.23", "either==1.13.0")
 #: Both sides run the whole suite even when one module fails to import (reprobot's baseline does).
 PYTEST_ARGS = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "-q"]
 TOLERANCE = 0.10
+#: project, backend, detected language, reprobot's JSON, host counts, relative difference, within tolerance.
+Row = tuple[str, str, object, dict[str, object], dict[str, float], float, bool]
 
 
 def _run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 1800) -> str:
@@ -51,11 +57,50 @@ def fetch(spec: str, dest: Path) -> Path:
     with tarfile.open(archive) as tar:
         tar.extractall(dest, filter="data")
     repo = dest / archive.name.removesuffix(".tar.gz")
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "init.defaultBranch=main"]
     # Tagged like the release it is, so setuptools-scm / hatch-vcs report the real version.
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "sdist"], ["tag", version]):
-        _run([*git, *args], cwd=repo)
+    _git_commit(repo, version)
     return repo
+
+
+def _git_commit(repo: Path, tag: str) -> None:
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "release"], ["tag", tag]):
+        _run([*git, *args], cwd=repo)
+
+
+def fetch_crate(spec: str, dest: Path) -> Path:
+    """Download a pinned crate from crates.io with cargo (a scratch package depending on it) as a git repo."""
+    name, version = spec.split("==")
+    scratch = dest / f"fetch-{name}"
+    (scratch / "src").mkdir(parents=True, exist_ok=True)
+    (scratch / "src" / "lib.rs").write_text("")
+    manifest = scratch / "Cargo.toml"
+    manifest.write_text(
+        f'[package]\nname = "fetch-{name}"\nversion = "0.0.0"\nedition = "2021"\n\n'
+        f'[dependencies]\n{name} = "={version}"\n'
+    )
+    meta = json.loads(_run(["cargo", "metadata", "--format-version", "1", "--manifest-path", str(manifest)]))
+    package = next(p for p in meta["packages"] if p["name"] == name and p["version"] == version)
+    repo = dest / f"{name}-{version}"
+    shutil.copytree(Path(package["manifest_path"]).parent, repo)
+    _git_commit(repo, version)
+    return repo
+
+
+def cargo_ground_truth(repo: Path, work: Path) -> dict[str, float]:
+    """Counts from a plain `cargo test --no-fail-fast` on the host (network allowed), in a checkout copy."""
+    from sandboxes.results import cargo_summary_counts
+
+    copy = work / f"truth-{repo.name}"
+    shutil.copytree(repo, copy, symlinks=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROBOT_", "CARGO_TARGET"))}
+    env["CARGO_TARGET_DIR"] = str(work / f"target-{repo.name}")
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["cargo", "test", "--no-fail-fast"], cwd=copy, env=env, capture_output=True, text=True, timeout=1800
+    )
+    seconds = time.monotonic() - started
+    return {**cargo_summary_counts(proc.stdout), "errors": 0, "seconds": round(seconds, 1)}
 
 
 def ground_truth(repo: Path, install: list[str], work: Path) -> dict[str, float]:
@@ -111,25 +156,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sandbox", default="bwrap", help="comma-separated backends to run reprobot with")
     parser.add_argument("--keep", type=Path, help="work folder to keep (default: a temp folder, removed)")
+    parser.add_argument("--only", choices=["python", "rust"], help="only the Python projects or only the crates")
     args = parser.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="reprobot-ext-"))
     work.mkdir(parents=True, exist_ok=True)
     data_dir = work / "data"
-    rows = []
+    rows: list[Row] = []
     try:
-        for spec, install in PROJECTS.items():
+        for spec, install in PROJECTS.items() if args.only != "rust" else ():
             try:
                 repo = fetch(spec, work)
             except (RuntimeError, StopIteration, subprocess.TimeoutExpired) as exc:
                 print(f"external_projects: skipped {spec}: cannot download ({str(exc)[:200]})")
                 continue
-            detected = reprobot(["env", "detect", "--repo", str(repo)], data_dir)
             truth = ground_truth(repo, install, work)
-            for backend in args.sandbox.split(","):
-                ours = reprobot(["env", "test", "--repo", str(repo), "--sandbox", backend], data_dir)
-                rel, ok = within(ours, truth)
-                rows.append((spec, backend, detected.get("language"), ours, truth, rel, ok))
-                print(_row(spec, backend, ours, truth, rel, ok), flush=True)
+            rows += _compare(spec, repo, truth, args.sandbox, data_dir)
+        if args.only != "python" and shutil.which("cargo") is None:
+            print("external_projects: skipped the crates: cargo is not on this host")
+        for spec in CRATES if args.only != "python" and shutil.which("cargo") else ():
+            try:
+                repo = fetch_crate(spec, work)
+            except (RuntimeError, StopIteration, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+                print(f"external_projects: skipped {spec}: cannot download ({str(exc)[:200]})")
+                continue
+            truth = cargo_ground_truth(repo, work)
+            rows += _compare(spec, repo, truth, args.sandbox, data_dir)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -137,12 +188,24 @@ def main(argv: list[str] | None = None) -> int:
         print("external_projects: nothing ran (offline?)")
         return 0
     print()
-    print(f"{'project':30} {'sandbox':7} {'reprobot p/f/s/e':>22} {'host pytest p/f/s/e':>22} {'diff':>6}  ok")
+    print(f"{'project':30} {'sandbox':7} {'reprobot p/f/s/e':>22} {'host p/f/s/e':>22} {'diff':>6}  ok")
     for spec, backend, _lang, ours, truth, rel, ok in rows:
         mine = "/".join(str(ours.get(k, "-")) for k in ("passed", "failed", "skipped", "errors"))
         theirs = "/".join(str(int(truth[k])) for k in ("passed", "failed", "skipped", "errors"))
         print(f"{spec:30} {backend:7} {mine:>22} {theirs:>22} {rel:6.1%}  {'yes' if ok else 'NO'}")
     return 0 if all(r[-1] for r in rows) else 1
+
+
+def _compare(spec: str, repo: Path, truth: dict[str, float], sandboxes: str, data_dir: Path) -> list[Row]:
+    """Detect, then run reprobot on each backend and compare with the host's counts; one row per backend."""
+    detected = reprobot(["env", "detect", "--repo", str(repo)], data_dir)
+    rows: list[Row] = []
+    for backend in sandboxes.split(","):
+        ours = reprobot(["env", "test", "--repo", str(repo), "--sandbox", backend], data_dir)
+        rel, ok = within(ours, truth)
+        rows.append((spec, backend, detected.get("language"), ours, truth, rel, ok))
+        print(_row(spec, backend, ours, truth, rel, ok), flush=True)
+    return rows
 
 
 def _row(spec: str, backend: str, ours: dict[str, object], truth: dict[str, float], rel: float, ok: bool) -> str:

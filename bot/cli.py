@@ -147,8 +147,10 @@ def doctor(settings: Settings) -> int:
     """Print what this machine offers the bot."""
     from sandboxes.baseimage import image_tag, rootfs_dir
     from sandboxes.factory import available_backends
+    from sandboxes.rust import RUST_MOUNT, find_rust_toolchain
 
     rootfs = rootfs_dir(settings.cache_dir)
+    rust = find_rust_toolchain()
     report: dict[str, Any] = {
         "base_image": image_tag(),
         "base_rootfs": str(rootfs)
@@ -159,6 +161,9 @@ def doctor(settings: Settings) -> int:
         "sandbox_python_exists": settings.sandbox_python.exists(),
         "backends": {k: ("available" if v is None else v) for k, v in available_backends().items()},
         "llm_configured": settings.llm_configured,
+        "rust_toolchain": f"{rust.version} at {rust.sysroot} (mounted read-only at {RUST_MOUNT})"
+        if rust
+        else "not found (Rust repos cannot be tested)",
     }
     print(json.dumps(report, indent=2))
     return EXIT_OK if report["sandbox_python_exists"] else EXIT_ENVIRONMENT

@@ -140,7 +140,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
             print(f"reprobot: environment: {exc}", file=sys.stderr)
             return EXIT_ENVIRONMENT
         limits = Limits(wall_seconds=args.timeout, memory_bytes=int(args.memory_gb * 1024**3), max_processes=1024)
-        spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=limits, rootfs=settings.rootfs)
+        spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=limits, rootfs=settings.rootfs)
         try:
             async with make_sandbox(args.sandbox, spec) as sb:
                 baseline, run = await run_baseline(sb, env, timeout=args.timeout)

@@ -202,7 +202,7 @@ def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: Settings, tim
     """The sandbox for a repo workspace: the environment mounted read-only, default limits."""
     return SandboxSpec(
         workspace=workspace,
-        mounts=(env.mount,),
+        mounts=env.mounts,
         limits=Limits(wall_seconds=timeout),
         rootfs=settings.rootfs,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from sandboxes.base import WORKSPACE_MOUNT, Mount, Sandbox
 from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
 from sandboxes.results import parse_junit_xml
+from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
 from sandboxes.testrun import ENV_MOUNT, META_DIR, Baseline, TestRun, TestRunner
 
@@ -51,11 +52,18 @@ class BuiltEnvironment:
     path: Path
     cache_hit: bool
     seconds: float
+    #: Further read-only host trees the environment needs inside the sandbox (a Rust toolchain).
+    extra_mounts: tuple[Mount, ...] = ()
 
     @property
     def mount(self) -> Mount:
         """The read-only mount that makes this environment visible inside a sandbox."""
         return Mount(self.path, ENV_MOUNT, read_only=True)
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """Every mount a sandbox running this environment needs: the environment first."""
+        return (self.mount, *self.extra_mounts)
 
     @property
     def python(self) -> str:
@@ -81,45 +89,42 @@ async def build_environment(
     python: Path,
     index_url: str | None = None,
     timeout: float = 900.0,
+    workspace: Path | None = None,
 ) -> BuiltEnvironment:
-    """Build (or reuse) the virtualenv for `spec` outside the sandbox, with network, cached by spec hash."""
+    """Build (or reuse) the environment for `spec` outside the sandbox, with network, cached by spec hash.
+
+    Python gets a virtualenv; Rust gets the workspace's crates vendored (needs `workspace`) and the host
+    toolchain as an extra mount.
+    """
     loop = asyncio.get_running_loop()
     started = loop.time()
+    extra: tuple[Mount, ...] = ()
+    toolchain = None
+    if spec.language == "rust":
+        toolchain = await asyncio.to_thread(find_rust_toolchain)
+        if toolchain is None:
+            raise EnvironmentError_("rust toolchain missing on this host: no rustc with a cargo next to it")
+        extra = (toolchain.mount,)
     key = spec.cache_key(str(python))
     envs = cache_dir / "envs"
     envs.mkdir(parents=True, exist_ok=True)
     target = envs / key
     ready = target / ".reprobot-ready"
     if ready.exists():
-        return BuiltEnvironment(spec, target, True, loop.time() - started)
+        return BuiltEnvironment(spec, target, True, loop.time() - started, extra)
     lock_path = envs / f"{key}.lock"
     with lock_path.open("w") as lock:
         # Two jobs on the same repo must not build the same environment at once.
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
         try:
             if ready.exists():
-                return BuiltEnvironment(spec, target, True, loop.time() - started)
+                return BuiltEnvironment(spec, target, True, loop.time() - started, extra)
             staging = envs / f"{key}.build-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
-            code, out = await _run_host([str(python), "-m", "venv", str(staging)], timeout)
-            if code != 0:
-                raise EnvironmentError_(f"creating the virtualenv with {python} failed: {out.strip()[-500:]}")
-            pip = [
-                str(staging / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-            ]
-            if index_url:
-                pip += ["--index-url", index_url]
-            code, out = await _run_host([*pip, *spec.deps], timeout) if spec.deps else (0, "")
-            if code != 0:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise EnvironmentError_(f"installing test dependencies failed: {out.strip()[-800:]}")
-            await _link_workspace(staging, spec, timeout)
-            _relocate_scripts(staging)
+            if toolchain is not None:
+                await _vendor_rust(toolchain, workspace, staging, timeout)
+            else:
+                await _build_venv(staging, spec, python, index_url, timeout)
             (staging / "reprobot-spec.json").write_text(json.dumps(spec.to_json(), indent=2))
             shutil.rmtree(target, ignore_errors=True)
             # venvs started via `python -m` survive a rename: pyvenv.cfg is found next to bin/python.
@@ -127,7 +132,42 @@ async def build_environment(
             ready.write_text("ok\n")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    return BuiltEnvironment(spec, target, False, loop.time() - started)
+    return BuiltEnvironment(spec, target, False, loop.time() - started, extra)
+
+
+async def _vendor_rust(toolchain: RustToolchain, workspace: Path | None, staging: Path, timeout: float) -> None:
+    if workspace is None:
+        raise EnvironmentError_("a Rust environment is built from a workspace: its Cargo.toml names the crates")
+    try:
+        await vendor_crates(toolchain, workspace, staging, env_mount=ENV_MOUNT, timeout=timeout)
+    except RustSetupError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise EnvironmentError_(str(exc)) from exc
+
+
+async def _build_venv(
+    staging: Path, spec: EnvironmentSpec, python: Path, index_url: str | None, timeout: float
+) -> None:
+    """A virtualenv at `staging` with the spec's deps, linked to the workspace (see _link_workspace)."""
+    code, out = await _run_host([str(python), "-m", "venv", str(staging)], timeout)
+    if code != 0:
+        raise EnvironmentError_(f"creating the virtualenv with {python} failed: {out.strip()[-500:]}")
+    pip = [
+        str(staging / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+    ]
+    if index_url:
+        pip += ["--index-url", index_url]
+    code, out = await _run_host([*pip, *spec.deps], timeout) if spec.deps else (0, "")
+    if code != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise EnvironmentError_(f"installing test dependencies failed: {out.strip()[-800:]}")
+    await _link_workspace(staging, spec, timeout)
+    _relocate_scripts(staging)
 
 
 async def _link_workspace(venv: Path, spec: EnvironmentSpec, timeout: float) -> None:
@@ -211,7 +251,7 @@ async def prepare_environment(
             except SetupFailed as failed:
                 raise EnvironmentError_(f"{exc}; the setup agent failed too: {failed}") from failed
     await run_fetch_steps(spec, workspace)
-    return await build_environment(spec, cache_dir, python=python, index_url=index_url)
+    return await build_environment(spec, cache_dir, python=python, index_url=index_url, workspace=workspace)
 
 
 async def run_baseline(sandbox: Sandbox, env: BuiltEnvironment, *, timeout: float = 900.0) -> tuple[Baseline, TestRun]:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from sandboxes.rust import manifest_digest
+
 log = logging.getLogger(__name__)
 
 #: Always installed for Python: the test runner, per-test timeouts and coverage for fault localization.
@@ -63,6 +65,8 @@ class EnvironmentSpec:
     sources: tuple[str, ...] = ()
     #: Test-looking commands found in CI workflows, for the setup agent and for a maintainer to read.
     ci_commands: tuple[str, ...] = field(default=())
+    #: Hash of dependency manifests not listed in `deps` (Cargo.toml/Cargo.lock), part of the cache key.
+    manifest_digest: str = ""
 
     def cache_key(self, python: str) -> str:
         """Hash of everything that determines the built environment."""
@@ -75,6 +79,7 @@ class EnvironmentSpec:
                 "layout": ENV_LAYOUT,
                 "paths": list(self.python_path),
                 "project": self.project[0] if self.project else None,
+                **({"manifests": self.manifest_digest} if self.manifest_digest else {}),
             }
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -265,12 +270,14 @@ def _other_spec(repo: Path) -> EnvironmentSpec | None:
             sources=("go.mod",),
         )
     if (repo / "Cargo.toml").is_file():
+        # Crates are vendored on the host while the environment is built (sandboxes/rust.py), not fetched here.
         return EnvironmentSpec(
             language="rust",
             deps=(),
-            fetch_steps=("cargo fetch",),
+            manifest_digest=manifest_digest(repo),
             test_command=("cargo", "test", "--offline", "--no-fail-fast"),
-            per_test_template="cargo test --offline {test_id}",
+            # Ids are "target::path::name": the filter is the name within its binary, matched exactly.
+            per_test_template='{{ id={test_id}; cargo test --offline --no-fail-fast -- --exact "${{id#*::}}"; }}',
             report_format="cargo",
             sources=("Cargo.toml",),
         )

@@ -116,6 +116,23 @@ def parse_cargo_test(text: str) -> dict[str, str]:
     return tests
 
 
+_CARGO_SUMMARY = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+
+
+def cargo_summary_counts(text: str) -> dict[str, int]:
+    """Totals of cargo's `test result:` lines (one per test binary and doc-test run), as a person adds them up.
+
+    Independent of the per-test lines parse_cargo_test reads, so the two can check each other.
+    """
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for line in text.splitlines():
+        match = _CARGO_SUMMARY.match(line.strip())
+        if match:
+            for key, number in zip(counts, match.groups(), strict=True):
+                counts[key] += int(number)
+    return counts
+
+
 def _cargo_target(path: str) -> str:
     # "target/debug/deps/mycrate-1a2b3c4d5e6f7a8b" -> "mycrate"
     name = path.rsplit("/", 1)[-1]

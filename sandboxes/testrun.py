@@ -12,12 +12,15 @@ from typing import Protocol
 from sandboxes.base import WORKSPACE_MOUNT, ExecResult, Sandbox
 from sandboxes.envspec import EnvironmentSpec
 from sandboxes.results import parse_junit_xml, parse_report
+from sandboxes.rust import sandbox_env as rust_sandbox_env
 from sandboxes.workspace import SCRATCH_DIR
 
 #: Where a per-repo environment is mounted inside the sandbox (read-only).
 ENV_MOUNT = "/opt/reprobot-env"
 #: Workspace folder holding static metadata of the project under test (see write_metadata_shim).
 META_DIR = f"{SCRATCH_DIR}/meta"
+#: Report formats parsed from stdout and stderr merged into one stream, in the order they were written.
+INTERLEAVED_FORMATS = frozenset({"cargo"})
 
 
 class MountedEnvironment(Protocol):
@@ -102,6 +105,9 @@ class TestRunner:
         self._counter = 0
 
     def _env_vars(self) -> dict[str, str]:
+        if self.env.spec.language == "rust":
+            # Build output stays in the workspace's scratch folder: later runs in the same workspace reuse it.
+            return rust_sandbox_env(ENV_MOUNT, f"{SCRATCH_DIR}/cargo-target")
         paths = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in self.env.spec.python_path]
         if self.env.spec.project is not None:
             paths.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
@@ -165,7 +171,9 @@ class TestRunner:
             for old in workspace.glob(rel):
                 old.unlink(missing_ok=True)
         if selection:
-            script = " && ".join(spec.per_test_template.format(test_id=shlex.quote(t)) for t in selection)
+            # Every selected test runs even when an earlier one fails; the exit code says whether any failed.
+            steps = (spec.per_test_template.format(test_id=shlex.quote(t)) for t in selection)
+            script = "rc=0; " + "".join(f"{{ {step}; }} || rc=1; " for step in steps) + 'exit "$rc"'
             argv = ["sh", "-c", script]
         else:
             argv = list(spec.test_command)
@@ -173,6 +181,9 @@ class TestRunner:
             setup = await sandbox.run(["sh", "-c", step], timeout=timeout, env=self._env_vars())
             if not setup.ok:
                 return TestRun(tests={}, result=setup, collected=False)
+        if spec.report_format in INTERLEAVED_FORMATS and not spec.report_paths:
+            # The parser needs both streams in order (cargo names each test binary on stderr, results on stdout).
+            argv = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
         result = await sandbox.run(argv, timeout=timeout, env=self._env_vars())
         if spec.report_format == "exit-code":
             name = " ".join(selection) or "suite"
