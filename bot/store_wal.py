@@ -24,9 +24,7 @@ class WalCheckpointer:
     A PASSIVE checkpoint takes no write lock, so it never blocks a writer.
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, lock: threading.RLock, path: Path, *, interval: float = 0.25
-    ) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock, path: Path, *, interval: float = 0.25) -> None:
         """Take over checkpoints of `conn` (a WAL store connection on `path`, guarded by `lock`)."""
         self._store_conn = conn
         self._store_lock = lock
