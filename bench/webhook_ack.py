@@ -13,8 +13,8 @@ import asyncio
 import hashlib
 import hmac
 import json
-import multiprocessing
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +49,9 @@ def _payload() -> bytes:
     return json.dumps(data).encode()
 
 
-def _serve(data_dir: str, ports: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _serve(data_dir: str) -> None:
+    """The server child: both apps on ephemeral ports, printed as one line "BARE_PORT BOT_PORT"."""
+
     async def bare(request: web.Request) -> web.Response:
         await request.read()
         return web.Response(status=200)
@@ -65,7 +67,7 @@ def _serve(data_dir: str, ports: multiprocessing.Queue) -> None:  # type: ignore
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()
             out.append(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-        ports.put(out)
+        print(*out, flush=True)
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -118,19 +120,19 @@ def _pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     """Run the measurement and print one line per server plus the ratios against the targets."""
-    ctx = multiprocessing.get_context("spawn")
-    ports: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]
+    # A fresh interpreter running this file (not multiprocessing): it works the same under bench/run_all.py.
     with tempfile.TemporaryDirectory() as data_dir:
-        proc = ctx.Process(target=_serve, args=(data_dir, ports), daemon=True)
-        proc.start()
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", data_dir]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         try:
-            bare_port, bot_port = ports.get(timeout=60)
+            assert proc.stdout is not None
+            bare_port, bot_port = (int(p) for p in proc.stdout.readline().split())
             res, ratios = asyncio.run(
                 _measure(f"http://127.0.0.1:{bare_port}/hook", f"http://127.0.0.1:{bot_port}/webhooks/github")
             )
         finally:
             proc.terminate()
-            proc.join()
+            proc.wait()
     print(
         f"webhook_ack: {REQUESTS} requests per server in {ROUNDS} alternating rounds, concurrency {CONCURRENCY}, "
         "loopback, side by side"
@@ -151,4 +153,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--serve"]:
+        _serve(sys.argv[2])
+    else:
+        main()
