@@ -28,43 +28,87 @@ Delivery = tuple[str, str, str, Sequence[PlannedJob], bytes]
 
 
 class GroupCommit:
-    """Writes the deliveries of concurrent requests in one store transaction, off the event loop.
+    """Writes the deliveries of concurrent requests in one store transaction, then answers each request.
 
-    Each request still gets its answer only after its own delivery is committed; under load, requests that
-    arrive while a commit runs share the next one, so the webhook path pays one commit per batch.
+    Requests that reach `accept` in the same event-loop turn share one commit, run inline on the loop when
+    the store's write lock is free (a short WAL commit with no fsync: checkpoints run on their own thread).
+    When another thread or process holds the lock, the batch waits for it on a worker thread instead, so the
+    loop never blocks on a lock; later requests then join that thread's next commit until it is idle.
+    Each request gets its answer only after its own delivery is committed.
     """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._pending: list[tuple[Delivery, asyncio.Future[list[int] | None]]] = []
-        self._flushing = False
+        self._scheduled = False
         self._task: asyncio.Task[None] | None = None
+        #: Commits made on the loop and on the worker thread (for tests and the benchmark).
+        self.inline_commits = 0
+        self.thread_commits = 0
 
     async def accept(self, delivery: Delivery) -> list[int] | None:
-        """Queue the delivery for the next commit and wait for its result."""
-        future: asyncio.Future[list[int] | None] = asyncio.get_running_loop().create_future()
+        """Queue the delivery for the next commit and wait for its result (None for a redelivery)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[int] | None] = loop.create_future()
         self._pending.append((delivery, future))
-        if not self._flushing:
-            self._flushing = True
-            self._task = asyncio.create_task(self._flush())
+        if not self._scheduled and self._task is None:
+            self._scheduled = True
+            loop.call_soon(self._flush_inline)
         return await future
 
-    async def _flush(self) -> None:
+    async def drain(self) -> None:
+        """Wait until every accepted delivery is committed or failed; call it before closing the store."""
+        while self._pending or self._scheduled or self._task is not None:
+            if self._task is not None:
+                await asyncio.wait([self._task])
+            else:
+                await asyncio.sleep(0)
+
+    def _flush_inline(self) -> None:
+        self._scheduled = False
+        if self._task is not None or not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        try:
+            results = self.store.try_accept_deliveries([d for d, _ in batch])
+        except Exception as exc:  # hand the store's error to every waiting request
+            _settle(batch, error=exc)
+            return
+        if results is None:  # the write lock is taken: wait for it on a thread, never on the loop
+            self._pending = batch + self._pending
+            self._task = asyncio.create_task(self._flush_threaded())
+            return
+        self.inline_commits += 1
+        _settle(batch, results)
+
+    async def _flush_threaded(self) -> None:
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
                     results = await asyncio.to_thread(self.store.accept_deliveries, [d for d, _ in batch])
                 except Exception as exc:  # hand the store's error to every waiting request
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
+                    _settle(batch, error=exc)
                     continue
-                for (_, future), result in zip(batch, results, strict=True):
-                    if not future.done():
-                        future.set_result(result)
+                self.thread_commits += 1
+                _settle(batch, results)
         finally:
-            self._flushing = False
+            self._task = None
+
+
+def _settle(
+    batch: list[tuple[Delivery, asyncio.Future[list[int] | None]]],
+    results: list[list[int] | None] | None = None,
+    *,
+    error: Exception | None = None,
+) -> None:
+    for i, (_, future) in enumerate(batch):
+        if future.done():  # the request went away meanwhile
+            continue
+        if error is not None or results is None:
+            future.set_exception(error or RuntimeError("no result"))
+        else:
+            future.set_result(results[i])
 
 
 def _reply(status: int, message: str, **extra: Any) -> web.Response:
@@ -162,7 +206,10 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
         else:
             assert store is not None
             app[STORE] = store
-        app[COMMITS] = GroupCommit(app[STORE])
+        app[COMMITS] = commits = GroupCommit(app[STORE])
+        checkpointer = app[STORE].wal_checkpointer()
+        if checkpointer is not None:
+            checkpointer.start()
         task = None
         if workers > 0:
             from bot.worker import Worker
@@ -173,6 +220,9 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        await commits.drain()
+        if checkpointer is not None:
+            checkpointer.stop()
         if own_store:
             app[STORE].close()
 

@@ -28,6 +28,8 @@ from bot.store_schema import FORGES, PUBLICATION_KINDS, migrate, schema_version
 
 # How long a writer waits for another connection's write lock before giving up with "database is locked".
 _BUSY_TIMEOUT_SECONDS = 30.0
+#: The same, in the unit of `PRAGMA busy_timeout`.
+BUSY_TIMEOUT_MS = int(_BUSY_TIMEOUT_SECONDS * 1000)
 
 R = TypeVar("R", bound=_Row)
 Params = dict[str, Any] | tuple[Any, ...]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from bot.store_core import StoreCore, check_choice, dumps, iso
+from bot.store_core import BUSY_TIMEOUT_MS, StoreCore, check_choice, dumps, iso
 from bot.store_schema import FORGES
+from bot.store_wal import WalCheckpointer
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,12 @@ class PlannedJob:
 class StoreIntake(StoreCore):
     """The intake transaction, kept apart so that the webhook path costs one commit."""
 
+    def wal_checkpointer(self, *, interval: float = 0.25) -> WalCheckpointer | None:
+        """A background checkpointer for this store's WAL (not started), or None for an in-memory store."""
+        if self.where == ":memory:":
+            return None
+        return WalCheckpointer(self.db.conn, self._lock, Path(self.where), interval=interval)
+
     def accept_delivery(
         self, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob], payload: bytes = b""
     ) -> list[int] | None:
@@ -50,6 +59,39 @@ class StoreIntake(StoreCore):
         now = iso(self.clock())
         with self._write() as db:
             return [self._accept(db, now, *delivery) for delivery in deliveries]
+
+    def try_accept_deliveries(
+        self, deliveries: Sequence[tuple[str, str, str, Sequence[PlannedJob], bytes]]
+    ) -> list[list[int] | None] | None:
+        """`accept_deliveries` if the write lock is free right now, else None and nothing is written.
+
+        Never waits: another thread of this process or another connection holding the lock makes it
+        return None at once, so the event loop can run it inline and hand a contended batch to a thread.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            conn = self.db.conn
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):  # or extended
+                    return None
+                raise
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            try:
+                now = iso(self.clock())
+                results = [self._accept(self.db, now, *delivery) for delivery in deliveries]
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return results
+        finally:
+            self._lock.release()
 
     def _accept(
         self,

@@ -1,0 +1,177 @@
+"""The webhook intake commit: inline when the write lock is free, on a thread when it is not; WAL checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import aiohttp
+
+from bot.config import Settings
+from bot.server import GroupCommit
+from bot.store import PlannedJob, Store
+from tests.gh_env import GitHubEnv
+
+
+def _job(delivery_id: str) -> PlannedJob:
+    return PlannedJob(
+        kind="github.issue",
+        forge="github",
+        repo="o/r",
+        number_or_key="1",
+        payload={"delivery_id": delivery_id},
+        concurrency_key="github:o/r#1",
+        dedupe_key=f"github-delivery:{delivery_id}:github.issue",
+        title="t",
+    )
+
+
+def _delivery(delivery_id: str) -> tuple[str, str, str, list[PlannedJob], bytes]:
+    return (delivery_id, "github", "issues", [_job(delivery_id)], b'{"x": 1}')
+
+
+def _hold_write_lock(path: Path) -> sqlite3.Connection:
+    """Another connection (as another process would) that holds the store's write lock until it commits."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_try_accept_writes_when_free_and_writes_nothing_when_locked(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        other = _hold_write_lock(path)
+        assert store.try_accept_deliveries([_delivery("d-1")]) is None
+        other.execute("COMMIT")
+        other.close()
+        assert store.get_delivery("d-1") is None and store.list_jobs() == []
+        first = store.try_accept_deliveries([_delivery("d-1")])
+        assert first is not None and len(first[0] or []) == 1
+        assert store.try_accept_deliveries([_delivery("d-1")]) == [None]  # a redelivery queues nothing
+        assert len(store.list_jobs()) == 1
+        # The busy timeout is back to normal after the non-waiting attempt.
+        assert store.db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+
+
+def test_try_accept_gives_way_to_another_thread_of_this_process(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        taken, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store._lock:
+                taken.set()
+                release.wait()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        taken.wait()
+        try:
+            assert store.try_accept_deliveries([_delivery("d-1")]) is None
+        finally:
+            release.set()
+            holder.join()
+        assert store.try_accept_deliveries([_delivery("d-1")]) is not None
+
+
+async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        commits = GroupCommit(store)
+        assert (await commits.accept(_delivery("d-0")) or [None])[0] is not None
+        assert (commits.inline_commits, commits.thread_commits) == (1, 0)
+
+        other = _hold_write_lock(path)
+        pending = [asyncio.create_task(commits.accept(_delivery(f"d-{i}"))) for i in (1, 2)]
+        ticks = 0
+        for _ in range(20):  # the loop keeps turning while the batch waits for the lock
+            await asyncio.sleep(0)
+            ticks += 1
+        assert ticks == 20 and not any(t.done() for t in pending)
+        other.execute("COMMIT")
+        other.close()
+        results = await asyncio.gather(*pending)
+        assert all(r is not None and len(r) == 1 for r in results)
+        assert commits.thread_commits >= 1
+        # Once the thread is idle again, the next batch is committed inline.
+        before = commits.inline_commits
+        assert await commits.accept(_delivery("d-1")) is None  # redelivery
+        assert commits.inline_commits == before + 1
+        assert len(store.list_jobs()) == 3
+
+
+async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = Store.open(path)
+    commits = GroupCommit(store)
+    other = _hold_write_lock(path)
+    waiting = asyncio.create_task(commits.accept(_delivery("d-1")))
+    drained = asyncio.create_task(commits.drain())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not drained.done() and not waiting.done()
+    other.execute("COMMIT")
+    other.close()
+    await drained
+    assert waiting.done() and waiting.result() is not None
+    store.close()  # nothing is left running on the connection
+    with Store.open(path) as again:
+        assert again.get_delivery("d-1") is not None  # recorded durably, seen after a restart
+
+
+async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        commits = GroupCommit(store)
+        bad = ("d-bad", "github", "issues", [PlannedJob("k", "nowhere", "o/r", "1", {}, None, None)], b"")
+        results = await asyncio.gather(commits.accept(_delivery("d-1")), commits.accept(bad), return_exceptions=True)
+        assert all(isinstance(r, ValueError) for r in results)
+        assert store.get_delivery("d-1") is None  # the batch's transaction rolled back as a whole
+        assert await commits.accept(_delivery("d-1")) is not None  # and the commit path still works
+
+
+def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        checkpointer = store.wal_checkpointer(interval=0.01)
+        assert checkpointer is not None
+        checkpointer.start()
+        assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        for i in range(50):
+            store.accept_delivery(*_delivery(f"d-{i}"))
+        checkpointer.stop()
+        assert checkpointer.checkpoints >= 1  # at least the final one on stop
+        assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        assert not any(t.name == "reprobot-wal-checkpoint" for t in threading.enumerate())
+        # Everything written is in the main database file now: the WAL has no frames left to copy.
+        busy, log_frames, copied = store.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert busy == 0 and log_frames == copied
+    with Store.open(path) as again:
+        assert len(again.list_jobs()) == 50
+
+
+def test_memory_store_has_no_checkpointer() -> None:
+    assert Store.memory().wal_checkpointer() is None
+
+
+async def test_server_stays_responsive_while_a_delivery_waits_for_the_store(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        repo_src = tmp_path / "src"
+        repo_src.mkdir()
+        (repo_src / "m.py").write_text("X = 1\n")
+        env.double.add_repo("octo/app", repo_src)
+        issue = env.double.add_issue("octo/app", "bug", "body")
+        payload = env.payload("issues", "labeled", "octo/app", issue, label={"name": "reprobot:fix"})
+        other = _hold_write_lock(env.settings.store_path)  # e.g. a worker process in the middle of a write
+        try:
+            sent = asyncio.create_task(env.send("issues", payload, delivery_id="held"))
+            async with aiohttp.ClientSession() as session, session.get(env.url + "/healthz") as resp:
+                assert resp.status == 200  # the loop is not stuck behind the lock
+            assert not sent.done()  # no answer before the delivery is committed
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        status, body = await sent
+        assert status == 202 and len(body["job_ids"]) == 1
+        assert (await env.send("issues", payload, delivery_id="held"))[0] == 200
+        assert len(env.store.list_jobs()) == 1
