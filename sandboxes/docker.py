@@ -94,6 +94,22 @@ def reap_leftovers(client: Any | None = None) -> int:
 _reaped = False
 
 
+#: Kill every other process of this uid, then poll /proc until init has reaped them all (100 x 20 ms).
+_KILL_AND_WAIT = """kill -9 -1
+me=$(id -u); i=0
+while [ $i -lt 100 ]; do
+  left=0
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" = "$$" ] && continue
+    [ "$(stat -c %u "$p" 2>/dev/null)" = "$me" ] && { left=1; break; }
+  done
+  [ $left = 0 ] && exit 0
+  sleep 0.02; i=$((i+1))
+done
+exit 1
+"""
+
+
 class DockerSandbox:
     """Runs commands in a container: no network, read-only root, tmpfs, limits, no capabilities, non-root.
 
@@ -262,7 +278,11 @@ class DockerSandbox:
         )
 
     async def _kill_commands(self) -> None:
-        """Kill every process of the commands (not the container's own keeper), as the command uid."""
+        """Kill every process of the commands (not the container's own keeper), as the command uid.
+
+        Killed processes count against the pids limit until init reaps them, so this waits (up to 2 s) until
+        no process of the uid is left: otherwise the next command can fail to fork.
+        """
         import docker.errors
 
         container = self._container
@@ -270,7 +290,7 @@ class DockerSandbox:
             return
         with contextlib.suppress(docker.errors.DockerException):
             await asyncio.to_thread(
-                container.exec_run, ["/bin/sh", "-c", "kill -9 -1"], user=f"{self.uid}:{self.gid}", environment={}
+                container.exec_run, ["/bin/sh", "-c", _KILL_AND_WAIT], user=f"{self.uid}:{self.gid}", environment={}
             )
 
     async def run(
