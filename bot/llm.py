@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState
 
 from bot.config import Settings
+from bot.retry import retry_policy
 from sandboxes.agents.chat import LLMError, ModelReply, ToolCall
 from sandboxes.agents.trajectory import LimitsExceeded
 
@@ -165,26 +166,20 @@ def _retry_after(exc: BaseException) -> float | None:
 def retrying(
     *, attempts: int = 5, base: float = 0.5, max_wait: float = 30.0, sleep: Sleep = asyncio.sleep
 ) -> AsyncRetrying:
-    """THE retry policy for model calls: 429/5xx/timeouts, Retry-After honoured, exponential backoff otherwise."""
-
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        hinted = _retry_after(exc) if exc is not None else None
-        if hinted is not None:
-            return min(hinted, max_wait)
-        return float(min(max_wait, base * 2 ** (state.attempt_number - 1)))
+    """The retry policy for model calls (bot.retry's factory): 429/5xx/timeouts, Retry-After honoured."""
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         log.warning("model call attempt %d failed (%s); retrying", state.attempt_number, type(exc).__name__)
 
-    return AsyncRetrying(
-        retry=retry_if_exception(lambda e: isinstance(e, RETRYABLE)),
-        stop=stop_after_attempt(attempts),
-        wait=wait,
+    return retry_policy(
+        retry_on=lambda exc: isinstance(exc, RETRYABLE),
+        hint=_retry_after,
+        attempts=attempts,
+        base=base,
+        cap=max_wait,
         sleep=sleep,
         before_sleep=before_sleep,
-        reraise=True,
     )
 
 

@@ -1,14 +1,15 @@
-"""The one retry policy for outbound HTTP: 5xx, 429 and secondary rate limits, honouring Retry-After."""
+"""The one tenacity retry factory, and its GitHub policy: 5xx, 429 and secondary rate limits, honouring Retry-After."""
 
 from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-__all__ = ["RetryableHTTPError", "classify_response", "http_retrying", "retry_wait"]
+__all__ = ["RetryableHTTPError", "classify_response", "http_retrying", "retry_policy", "retry_wait"]
 
 #: Never sleep longer than this for one retry, whatever the server asks.
 MAX_WAIT = 60.0
@@ -62,23 +63,53 @@ def classify_response(
     return None
 
 
-def retry_wait(base: float = 1.0, cap: float = MAX_WAIT) -> Callable[[RetryCallState], float]:
-    """Wait what the server asked for, else exponential backoff from `base`; never more than `cap`."""
+def retry_wait(
+    base: float = 1.0, cap: float = MAX_WAIT, hint: Callable[[BaseException], float | None] | None = None
+) -> Callable[[RetryCallState], float]:
+    """Wait what the server asked for (`hint`), else exponential backoff from `base`; never more than `cap`."""
+    hint = hint or _http_hint
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(exc, RetryableHTTPError) and exc.wait is not None:
-            return min(cap, exc.wait)
-        return min(cap, base * 2 ** (state.attempt_number - 1))
+        hinted = hint(exc) if exc is not None else None
+        if hinted is not None:
+            return min(cap, hinted)
+        return float(min(cap, base * 2 ** (state.attempt_number - 1)))
 
     return wait
 
 
-def http_retrying(attempts: int = 5, base: float = 1.0, cap: float = MAX_WAIT) -> AsyncRetrying:
-    """THE retry policy: retries RetryableHTTPError only, up to `attempts` tries, then re-raises it."""
+def retry_policy(
+    *,
+    retry_on: Callable[[BaseException], bool],
+    hint: Callable[[BaseException], float | None],
+    attempts: int = 5,
+    base: float = 1.0,
+    cap: float = MAX_WAIT,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+    before_sleep: Callable[[RetryCallState], None] | None = None,
+) -> AsyncRetrying:
+    """THE retry factory: retry what `retry_on` accepts, waiting `hint(exc)` or backing off, then re-raise."""
+    extra: dict[str, Any] = {}
+    if sleep is not None:
+        extra["sleep"] = sleep
+    if before_sleep is not None:
+        extra["before_sleep"] = before_sleep
     return AsyncRetrying(
-        retry=retry_if_exception_type(RetryableHTTPError),
-        wait=retry_wait(base, cap),
+        retry=retry_if_exception(retry_on),
+        wait=retry_wait(base, cap, hint),
         stop=stop_after_attempt(attempts),
         reraise=True,
+        **extra,
+    )
+
+
+def _http_hint(exc: BaseException) -> float | None:
+    return exc.wait if isinstance(exc, RetryableHTTPError) else None
+
+
+def http_retrying(attempts: int = 5, base: float = 1.0, cap: float = MAX_WAIT) -> AsyncRetrying:
+    """The GitHub policy: retries RetryableHTTPError only, up to `attempts` tries, then re-raises it."""
+    return retry_policy(
+        retry_on=lambda exc: isinstance(exc, RetryableHTTPError), hint=_http_hint, attempts=attempts, base=base, cap=cap
     )
