@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sandboxes.base import WORKSPACE_MOUNT, Mount, Sandbox
 from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
+from sandboxes.hostrun import HostRun, run_host
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
@@ -69,17 +70,6 @@ class BuiltEnvironment:
     def python(self) -> str:
         """The interpreter as seen from inside the sandbox."""
         return f"{ENV_MOUNT}/bin/python"
-
-
-async def _run_host(argv: list[str], timeout: float) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return -1, f"timed out after {timeout:.0f}s"
-    return proc.returncode or 0, out.decode("utf-8", "replace")
 
 
 async def build_environment(
@@ -149,9 +139,9 @@ async def _build_venv(
     staging: Path, spec: EnvironmentSpec, python: Path, index_url: str | None, timeout: float
 ) -> None:
     """A virtualenv at `staging` with the spec's deps, linked to the workspace (see _link_workspace)."""
-    code, out = await _run_host([str(python), "-m", "venv", str(staging)], timeout)
-    if code != 0:
-        raise EnvironmentError_(f"creating the virtualenv with {python} failed: {out.strip()[-500:]}")
+    venv = await run_host([str(python), "-m", "venv", str(staging)], timeout=timeout)
+    if venv.code != 0:
+        raise EnvironmentError_(f"creating the virtualenv with {python} failed: {venv.stdout.strip()[-500:]}")
     pip = [
         str(staging / "bin" / "python"),
         "-m",
@@ -162,10 +152,10 @@ async def _build_venv(
     ]
     if index_url:
         pip += ["--index-url", index_url]
-    code, out = await _run_host([*pip, *spec.deps], timeout) if spec.deps else (0, "")
-    if code != 0:
+    installed = await run_host([*pip, *spec.deps], timeout=timeout) if spec.deps else HostRun(0, "")
+    if installed.code != 0:
         shutil.rmtree(staging, ignore_errors=True)
-        raise EnvironmentError_(f"installing test dependencies failed: {out.strip()[-800:]}")
+        raise EnvironmentError_(f"installing test dependencies failed: {installed.stdout.strip()[-800:]}")
     await _link_workspace(staging, spec, timeout)
     _relocate_scripts(staging)
 
@@ -181,7 +171,7 @@ async def _link_workspace(venv: Path, spec: EnvironmentSpec, timeout: float) -> 
         return
     if spec.project is not None:
         python = str(venv / "bin" / "python")
-        await _run_host([python, "-m", "pip", "uninstall", "-y", "-q", spec.project[0]], timeout)
+        await run_host([python, "-m", "pip", "uninstall", "-y", "-q", spec.project[0]], timeout=timeout)
     entries = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in spec.python_path]
     if spec.project is not None:
         entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
@@ -206,24 +196,11 @@ async def run_fetch_steps(spec: EnvironmentSpec, workspace: Path, timeout: float
         tool = shutil.which(step.split()[0])
         if tool is None:
             raise EnvironmentError_(f"{spec.language} toolchain missing on this host: {step.split()[0]!r} not found")
-        proc = await asyncio.create_subprocess_exec(
-            "sh",
-            "-c",
-            step,
-            cwd=workspace,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            raise EnvironmentError_(f"fetch step {step!r} timed out after {timeout:.0f}s") from None
-        if proc.returncode != 0:
-            tail = out.decode("utf-8", "replace").strip()[-800:]
-            raise EnvironmentError_(f"fetch step {step!r} failed ({proc.returncode}): {tail}")
+        run = await run_host(["sh", "-c", step], timeout=timeout, cwd=workspace)
+        if run.timed_out:
+            raise EnvironmentError_(f"fetch step {step!r} timed out after {timeout:.0f}s")
+        if run.code != 0:
+            raise EnvironmentError_(f"fetch step {step!r} failed ({run.code}): {run.stdout.strip()[-800:]}")
 
 
 async def prepare_environment(

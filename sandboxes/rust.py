@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import shutil
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes.base import WORKSPACE_MOUNT, Mount
+from sandboxes.hostrun import run_host
 
 #: Where the host's active Rust toolchain (its sysroot: bin/cargo, bin/rustc, lib/) is mounted read-only.
 RUST_MOUNT = "/opt/reprobot-rust"
@@ -128,28 +128,18 @@ async def vendor_crates(
     vendor = dest / "vendor"
     dest.mkdir(parents=True, exist_ok=True)
     argv = [str(toolchain.cargo), "vendor", "--versioned-dirs", "--manifest-path", str(manifest), str(vendor)]
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=dest,
-        env={**os.environ, "CARGO_TERM_COLOR": "never"},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    env = {**os.environ, "CARGO_TERM_COLOR": "never"}
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise RustSetupError(f"cargo vendor timed out after {timeout:.0f}s") from None
+        run = await run_host(argv, timeout=timeout, cwd=dest, env=env, merge_stderr=False)
     finally:
         if not had_lock:
             lock.unlink(missing_ok=True)
-    if proc.returncode != 0:
-        tail = err.decode("utf-8", "replace").strip()[-800:]
-        raise RustSetupError(f"cargo vendor failed ({proc.returncode}): {tail}")
+    if run.timed_out:
+        raise RustSetupError(f"cargo vendor timed out after {timeout:.0f}s")
+    if run.code != 0:
+        raise RustSetupError(f"cargo vendor failed ({run.code}): {run.stderr.strip()[-800:]}")
     vendor.mkdir(exist_ok=True)
-    config = vendor_config(out.decode("utf-8", "replace"), vendor, f"{env_mount}/vendor")
+    config = vendor_config(run.stdout, vendor, f"{env_mount}/vendor")
     (dest / "cargo-config.toml").write_text(config)
     (dest / "bin").mkdir(exist_ok=True)
     wrapper = dest / "bin" / "cargo"
