@@ -69,6 +69,21 @@ class ChatModel(Protocol):
         ...
 
 
+def string_param(description: str, **extra: Any) -> dict[str, Any]:
+    """A described string parameter of a tool schema."""
+    return {"type": "string", "description": description, **extra}
+
+
+def int_param(description: str) -> dict[str, Any]:
+    """A described integer parameter of a tool schema."""
+    return {"type": "integer", "description": description}
+
+
+def string_list_param(description: str) -> dict[str, Any]:
+    """A described list-of-strings parameter of a tool schema."""
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
 def tool_schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     """An OpenAI function-tool schema; every parameter must carry a description."""
     for pname, prop in properties.items():

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandboxes.agents.chat import ToolCall, tool_schema
+from sandboxes.agents.chat import ToolCall, string_list_param, string_param, tool_schema
 from sandboxes.agents.tool_output import clean_output
 from sandboxes.agents.trajectory import FormatError, Submitted
 from sandboxes.base import PathOutsideWorkspace, resolve_in_workspace
@@ -37,12 +37,7 @@ class DeadEnd(Exception):
     """The model gave up on this attempt; the agent restarts with a fresh conversation."""
 
 
-def _s(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
-
-
-def _list(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "description": description}
+_s, _list = string_param, string_list_param
 
 
 SETUP_TOOLS: list[dict[str, Any]] = [

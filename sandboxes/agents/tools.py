@@ -12,7 +12,7 @@ from typing import Any
 
 from sandboxes.agents.brt_synthesis import synthesize_brts
 from sandboxes.agents.brt_types import BrtCandidate
-from sandboxes.agents.chat import ToolCall, tool_schema
+from sandboxes.agents.chat import ToolCall, int_param, string_param, tool_schema
 from sandboxes.agents.issue_facts import IssueFacts
 from sandboxes.agents.localize import parse_traceback_frames
 from sandboxes.agents.sbfl_run import _is_test_file, localize_in_sandbox
@@ -28,12 +28,7 @@ NEEDS_TEST = frozenset({"freeform", "tdd", "tld", "brt-only"})
 _VIEW_MAX = 120
 
 
-def _s(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **extra}
-
-
-def _i(description: str) -> dict[str, Any]:
-    return {"type": "integer", "description": description}
+_s, _i = string_param, int_param
 
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
