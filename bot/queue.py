@@ -91,11 +91,17 @@ class Queue:
     def claim(self, worker_id: str, lease_seconds: float = 60.0) -> Job | None:
         """Lease the oldest runnable job to `worker_id` for `lease_seconds`, or return None if there is none.
 
-        Also takes over running jobs whose lease expired; that counts as another attempt.
+        Also takes over running jobs whose lease expired; that counts as another attempt. Webhook deliveries
+        waiting in the inbox are promoted to jobs first, so a claim always sees what was acknowledged.
         """
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
+        self.promote()
         return self.store.claim_job(worker_id, now=self.clock(), lease_seconds=lease_seconds)
+
+    def promote(self) -> list[int]:
+        """Queue the jobs planned by acknowledged webhook deliveries (see `Store.promote_deliveries`)."""
+        return self.store.promote_deliveries()
 
     def start_inline(
         self, kind: str, issue_id: int | None, payload: Mapping[str, Any], worker_id: str, lease_seconds: float

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -13,7 +12,8 @@ from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
 from bot.config import Settings
-from bot.store import PlannedJob, Store
+from bot.store import Store
+from bot.store_intake import DeliveryRecord
 from handlers.github import Intake, PermissionLookup, router
 
 log = logging.getLogger(__name__)
@@ -24,14 +24,13 @@ PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
 COMMITS: web.AppKey[Any] = web.AppKey("commits", object)
 
 
-Delivery = tuple[str, str, str, Sequence[PlannedJob], bytes]
-
-
 class GroupCommit:
-    """Writes the deliveries of concurrent requests in one store transaction, then answers each request.
+    """Writes the deliveries of concurrent requests to the inbox in one transaction, then answers each request.
 
-    Requests that reach `accept` in the same event-loop turn share one commit, run inline on the loop when
+    Requests that reach `accept` within two event-loop turns share one commit, run inline on the loop when
     the store's write lock is free (a short WAL commit with no fsync: checkpoints run on their own thread).
+    The second turn lets requests whose bytes arrived while the first ones were handled join the batch:
+    under load that doubles the batch and halves the commits, for one loop turn of latency.
     When another thread or process holds the lock, the batch waits for it on a worker thread instead, so the
     loop never blocks on a lock; later requests then join that thread's next commit until it is idle.
     Each request gets its answer only after its own delivery is committed.
@@ -39,21 +38,21 @@ class GroupCommit:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._pending: list[tuple[Delivery, asyncio.Future[list[int] | None]]] = []
+        self._pending: list[tuple[DeliveryRecord, asyncio.Future[bool]]] = []
         self._scheduled = False
         self._task: asyncio.Task[None] | None = None
         #: Commits made on the loop and on the worker thread (for tests and the benchmark).
         self.inline_commits = 0
         self.thread_commits = 0
 
-    async def accept(self, delivery: Delivery) -> list[int] | None:
-        """Queue the delivery for the next commit and wait for its result (None for a redelivery)."""
+    async def accept(self, delivery: DeliveryRecord) -> bool:
+        """Queue the delivery for the next commit and wait until it is written (False for a redelivery)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[int] | None] = loop.create_future()
+        future: asyncio.Future[bool] = loop.create_future()
         self._pending.append((delivery, future))
         if not self._scheduled and self._task is None:
             self._scheduled = True
-            loop.call_soon(self._flush_inline)
+            loop.call_soon(loop.call_soon, self._flush_inline)
         return await future
 
     async def drain(self) -> None:
@@ -97,8 +96,8 @@ class GroupCommit:
 
 
 def _settle(
-    batch: list[tuple[Delivery, asyncio.Future[list[int] | None]]],
-    results: list[list[int] | None] | None = None,
+    batch: list[tuple[DeliveryRecord, asyncio.Future[bool]]],
+    results: list[bool] | None = None,
     *,
     error: Exception | None = None,
 ) -> None:
@@ -150,14 +149,15 @@ async def webhook(request: web.Request) -> web.Response:
     except (KeyError, TypeError) as exc:
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
         return _reply(400, f"payload of {event.event} lacks a field: {exc}")
-    job_ids = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.planned, body))
-    if job_ids is None:  # handlers only plan, so running them again for a redelivery changed nothing
+    planned = intake.planned
+    if not await request.app[COMMITS].accept((event.delivery_id, "github", event.event, planned, body)):
+        # Handlers only plan, so running them again for a redelivery changed nothing.
         seen = store.get_delivery(event.delivery_id)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
-    if not job_ids:
+    if not planned:
         return _reply(200, "accepted; nothing to do")
-    log.info("delivery %s: %s queued job(s) %s", event.delivery_id, event.event, job_ids)
-    return _reply(202, "queued", job_ids=job_ids)
+    log.info("delivery %s: %s queued %s", event.delivery_id, event.event, [job.kind for job in planned])
+    return _reply(202, "queued", jobs=[job.kind for job in planned])
 
 
 async def healthz(request: web.Request) -> web.Response:

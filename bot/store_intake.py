@@ -1,24 +1,32 @@
-"""Webhook intake in one transaction: record the delivery, upsert the issue, queue the job (all SQL here)."""
+"""Webhook inbox: record a delivery with the jobs it plans in one short commit; promote them to jobs later."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from bot.store_core import BUSY_TIMEOUT_MS, StoreCore, check_choice, dumps, iso
+from bot.store_core import StoreCore, check_choice, dumps, iso
 from bot.store_schema import FORGES
 from bot.store_wal import WalCheckpointer
+
+log = logging.getLogger(__name__)
+
+#: One webhook delivery for the inbox: (delivery id, source, event name, planned jobs, raw body).
+DeliveryRecord = tuple[str, str, str, Sequence["PlannedJob"], bytes]
 
 
 @dataclass(frozen=True)
 class PlannedJob:
-    """A job a webhook asks for, with the issue it is about; written by `Store.accept_delivery`."""
+    """A job a webhook asks for, with the issue it is about; kept on the delivery until a worker promotes it."""
 
     kind: str
     forge: str
@@ -31,59 +39,104 @@ class PlannedJob:
     body: str = ""
     url: str | None = None
     max_attempts: int = 3
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The planned job as a JSON object (the inverse of `from_json`)."""
+        # Not dataclasses.asdict: it deep-copies, and this runs on every acknowledged delivery.
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"payload": dict(self.payload)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PlannedJob:
+        """Rebuild a planned job from `to_json` output; TypeError when a field is missing or unknown."""
+        return cls(**data)
 
 
 class StoreIntake(StoreCore):
-    """The intake transaction, kept apart so that the webhook path costs one commit."""
+    """The inbox: acknowledging a delivery costs one row and one commit; promotion happens off that path."""
+
+    def __init__(self, conn: sqlite3.Connection, *, where: str, clock: Callable[[], float] = time.time) -> None:
+        """Wrap the store connection; the webhook path opens its own connection to the same file on first use."""
+        super().__init__(conn, where=where, clock=clock)
+        self._nowait_lock = threading.Lock()
+        self._nowait: sqlite3.Connection | None = None
+        self._autocheckpoint_pages: int | None = None
+
+    def close(self) -> None:
+        """Close both connections."""
+        with self._nowait_lock:
+            if self._nowait is not None:
+                self._nowait.close()
+                self._nowait = None
+        super().close()
 
     def wal_checkpointer(self, *, interval: float = 0.25) -> WalCheckpointer | None:
         """A background checkpointer for this store's WAL (not started), or None for an in-memory store."""
         if self.where == ":memory:":
             return None
-        return WalCheckpointer(self.db.conn, self._lock, Path(self.where), interval=interval)
+        return WalCheckpointer(self._set_autocheckpoint, Path(self.where), interval=interval)
+
+    def _set_autocheckpoint(self, pages: int) -> None:
+        # PRAGMA takes no bound parameters; pages is an int from WalCheckpointer.
+        self._autocheckpoint_pages = pages
+        with self._lock:
+            self.db.conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+        with self._nowait_lock:
+            if self._nowait is not None:
+                self._nowait.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
+    def _nowait_connection(self) -> sqlite3.Connection:
+        """The webhook path's connection: busy_timeout 0, so a held write lock answers SQLITE_BUSY at once.
+
+        Its own connection rather than toggling the shared one's timeout: that costs two statements a commit.
+        An in-memory store has a single connection, which no other process can lock, so it uses that one.
+        """
+        if self.where == ":memory:":
+            return self.db.conn
+        if self._nowait is None:
+            conn = sqlite3.connect(self.where, timeout=0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if self._autocheckpoint_pages is not None:
+                conn.execute(f"PRAGMA wal_autocheckpoint = {int(self._autocheckpoint_pages)}")
+            self._nowait = conn
+        return self._nowait
 
     def accept_delivery(
         self, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob], payload: bytes = b""
-    ) -> list[int] | None:
-        """Record a delivery (with its body) and queue its jobs atomically; None for a redelivery.
+    ) -> bool:
+        """Record a delivery with its body and planned jobs; False for a redelivery (nothing is written).
 
-        A job whose dedupe key exists already is not queued again; its existing id is returned instead.
+        The planned jobs wait in the inbox until `promote_deliveries` (run by every worker's claim) queues them.
         """
         return self.accept_deliveries([(delivery_id, source, event, jobs, payload)])[0]
 
-    def accept_deliveries(
-        self, deliveries: Sequence[tuple[str, str, str, Sequence[PlannedJob], bytes]]
-    ) -> list[list[int] | None]:
+    def accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool]:
         """`accept_delivery` for several deliveries in one transaction (the server's group commit)."""
         now = iso(self.clock())
         with self._write() as db:
-            return [self._accept(db, now, *delivery) for delivery in deliveries]
+            return [self._record(db.conn, now, *delivery) for delivery in deliveries]
 
-    def try_accept_deliveries(
-        self, deliveries: Sequence[tuple[str, str, str, Sequence[PlannedJob], bytes]]
-    ) -> list[list[int] | None] | None:
+    def try_accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool] | None:
         """`accept_deliveries` if the write lock is free right now, else None and nothing is written.
 
         Never waits: another thread of this process or another connection holding the lock makes it
         return None at once, so the event loop can run it inline and hand a contended batch to a thread.
         """
-        if not self._lock.acquire(blocking=False):
+        # The memory store's single connection is the shared one, so its lock is the shared lock too.
+        lock = self._lock if self.where == ":memory:" else self._nowait_lock
+        if not lock.acquire(blocking=False):
             return None
         try:
-            conn = self.db.conn
-            conn.execute("PRAGMA busy_timeout = 0")
+            conn = self._nowait_connection()
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):  # or extended
                     return None
                 raise
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             try:
                 now = iso(self.clock())
-                results = [self._accept(self.db, now, *delivery) for delivery in deliveries]
+                results = [self._record(conn, now, *delivery) for delivery in deliveries]
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -91,59 +144,101 @@ class StoreIntake(StoreCore):
             conn.execute("COMMIT")
             return results
         finally:
-            self._lock.release()
+            lock.release()
 
-    def _accept(
+    def _record(
         self,
-        db: Database,
+        conn: sqlite3.Connection,
         now: str,
         delivery_id: str,
         source: str,
         event: str,
         jobs: Sequence[PlannedJob],
         payload: bytes,
-    ) -> list[int] | None:
-        cursor = db.execute(
-            """INSERT INTO deliveries (delivery_id, source, event, received_at, payload) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (delivery_id) DO NOTHING""",
-            (delivery_id, source, event, now, payload.decode("utf-8", "replace")),
-        )
-        if cursor.rowcount != 1:
-            return None
-        ids: list[int] = []
-        for job in jobs:
+    ) -> bool:
+        for job in jobs:  # refuse a bad plan now, while the sender still gets an error for it
             check_choice(job.forge, FORGES, "forge")
-            issue_id = db.execute(
-                """INSERT INTO issues (forge, repo, number_or_key, title, body, url, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (forge, repo, number_or_key) DO UPDATE SET title = excluded.title,
-                    body = excluded.body, url = excluded.url, updated_at = excluded.updated_at
-                RETURNING id""",
-                (job.forge, job.repo, job.number_or_key, job.title, job.body, job.url, now, now),
-            ).fetchone()[0]
-            row = db.execute(
-                """INSERT INTO jobs (kind, issue_id, payload, status, max_attempts, run_after, dedupe_key,
-                    concurrency_key, created_at, updated_at)
-                VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (dedupe_key) DO NOTHING RETURNING id""",
-                (
-                    job.kind,
-                    issue_id,
-                    dumps(dict(job.payload)),
-                    job.max_attempts,
-                    now,
-                    job.dedupe_key,
-                    job.concurrency_key,
-                    now,
-                    now,
-                ),
-            ).fetchone()
-            if row is None:
-                row = db.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (job.dedupe_key,)).fetchone()
-            ids.append(int(row[0]))
-        if ids:
-            db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (ids[0], delivery_id))
+        planned = dumps([job.to_json() for job in jobs]) if jobs else None
+        cursor = conn.execute(
+            """INSERT INTO deliveries (delivery_id, source, event, received_at, payload, planned)
+            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
+            (delivery_id, source, event, now, payload.decode("utf-8", "replace"), planned),
+        )
+        return cursor.rowcount == 1
+
+    def pending_deliveries(self) -> int:
+        """Deliveries whose planned jobs are not promoted yet."""
+        sql = "SELECT count(*) AS n FROM deliveries WHERE planned IS NOT NULL AND promoted_at IS NULL"
+        return int(self._rows(sql)[0]["n"])
+
+    def promote_deliveries(self, *, limit: int = 500) -> list[int]:
+        """Queue the planned jobs of up to `limit` pending deliveries, oldest first; returns their job ids.
+
+        Each delivery is promoted exactly once, in one transaction with its issue and jobs. A job whose dedupe
+        key is taken is not queued again (the existing id is returned). A delivery whose plan cannot be queued
+        is marked promoted with `promote_error` set, so it never blocks the deliveries behind it.
+        """
+        # A read first: the worker calls this on every poll, and an idle poll must not take the write lock.
+        waiting = "SELECT 1 FROM deliveries WHERE planned IS NOT NULL AND promoted_at IS NULL LIMIT 1"
+        if not self._rows(waiting):
+            return []
+        now = iso(self.clock())
+        ids: list[int] = []
+        with self._write() as db:
+            rows = db.execute(
+                """SELECT id, delivery_id, planned FROM deliveries
+                WHERE planned IS NOT NULL AND promoted_at IS NULL ORDER BY id LIMIT ?""",
+                (limit,),
+            ).fetchall()
+            for row_id, delivery_id, planned in rows:
+                db.execute("SAVEPOINT promote")
+                try:
+                    job_ids = [self._queue(db, now, PlannedJob.from_json(job)) for job in json.loads(planned)]
+                except (ValueError, TypeError, KeyError, sqlite3.IntegrityError) as exc:
+                    db.execute("ROLLBACK TO promote")
+                    db.execute("RELEASE promote")
+                    log.warning("delivery %s: planned jobs cannot be queued: %s", delivery_id, exc)
+                    db.execute(
+                        "UPDATE deliveries SET promoted_at = ?, promote_error = ? WHERE id = ?",
+                        (now, f"{type(exc).__name__}: {exc}", row_id),
+                    )
+                    continue
+                db.execute("RELEASE promote")
+                first = job_ids[0] if job_ids else None
+                db.execute("UPDATE deliveries SET promoted_at = ?, job_id = ? WHERE id = ?", (now, first, row_id))
+                ids.extend(job_ids)
         return ids
+
+    def _queue(self, db: Database, now: str, job: PlannedJob) -> int:
+        check_choice(job.forge, FORGES, "forge")
+        issue_id = db.execute(
+            """INSERT INTO issues (forge, repo, number_or_key, title, body, url, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (forge, repo, number_or_key) DO UPDATE SET title = excluded.title,
+                body = excluded.body, url = excluded.url, updated_at = excluded.updated_at
+            RETURNING id""",
+            (job.forge, job.repo, job.number_or_key, job.title, job.body, job.url, now, now),
+        ).fetchone()[0]
+        row = db.execute(
+            """INSERT INTO jobs (kind, issue_id, payload, status, max_attempts, run_after, dedupe_key,
+                concurrency_key, created_at, updated_at)
+            VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (dedupe_key) DO NOTHING RETURNING id""",
+            (
+                job.kind,
+                issue_id,
+                dumps(dict(job.payload)),
+                job.max_attempts,
+                now,
+                job.dedupe_key,
+                job.concurrency_key,
+                now,
+                now,
+            ),
+        ).fetchone()
+        if row is None:
+            row = db.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (job.dedupe_key,)).fetchone()
+        return int(row[0])
 
     def remember_policy(self, repo: str, policy: Mapping[str, Any]) -> None:
         """Keep the effective policy a job just loaded for `repo` (the webhook path reads it)."""

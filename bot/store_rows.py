@@ -58,6 +58,11 @@ class Delivery(_Row):
     received_at: str
     job_id: int | None
     payload: str | None = None
+    planned: list[dict[str, Any]] | None = None
+    promoted_at: str | None = None
+    promote_error: str | None = None
+
+    JSON_FIELDS = ("planned",)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from bot.store_core import BUSY_TIMEOUT_MS
@@ -19,15 +20,14 @@ class WalCheckpointer:
     """Runs `PRAGMA wal_checkpoint(PASSIVE)` from its own connection while the store's own commits skip them.
 
     SQLite's automatic checkpoint runs inside the COMMIT that crosses the threshold and fsyncs there, which
-    puts milliseconds on that one request. Here the store's connection has autocheckpoint off and a thread
+    puts milliseconds on that one request. Here the store's connections have autocheckpoint off and a thread
     checkpoints every `interval` seconds instead. Durability is unchanged: a commit is in the WAL either way.
     A PASSIVE checkpoint takes no write lock, so it never blocks a writer.
     """
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock, path: Path, *, interval: float = 0.25) -> None:
-        """Take over checkpoints of `conn` (a WAL store connection on `path`, guarded by `lock`)."""
-        self._store_conn = conn
-        self._store_lock = lock
+    def __init__(self, set_autocheckpoint: Callable[[int], None], path: Path, *, interval: float = 0.25) -> None:
+        """Take over checkpoints of the store on `path`; `set_autocheckpoint(pages)` applies to its connections."""
+        self._set_autocheckpoint = set_autocheckpoint
         self._path = path
         self._interval = interval
         self._stop = threading.Event()
@@ -36,8 +36,7 @@ class WalCheckpointer:
 
     def start(self) -> None:
         """Turn the store connection's autocheckpoint off and start checkpointing in the background."""
-        with self._store_lock:
-            self._store_conn.execute("PRAGMA wal_autocheckpoint = 0")
+        self._set_autocheckpoint(0)
         self._thread = threading.Thread(target=self._run, name="reprobot-wal-checkpoint", daemon=True)
         self._thread.start()
 
@@ -47,8 +46,7 @@ class WalCheckpointer:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        with self._store_lock:
-            self._store_conn.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_AUTOCHECKPOINT_PAGES}")
+        self._set_autocheckpoint(DEFAULT_AUTOCHECKPOINT_PAGES)
 
     def _run(self) -> None:
         conn = sqlite3.connect(str(self._path), isolation_level=None, check_same_thread=False)

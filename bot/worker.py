@@ -45,6 +45,8 @@ class Worker:
                     job = None
                     if self._may_claim():
                         job = self.queue.claim(self.worker_id, self.settings.worker_lease)
+                    else:  # still turn acknowledged deliveries into jobs, so status and cancel can see them
+                        self.queue.promote()
                     if job is None:
                         with contextlib.suppress(asyncio.TimeoutError):
                             await asyncio.wait_for(stop.wait(), self.settings.worker_poll)

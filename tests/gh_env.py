@@ -16,7 +16,7 @@ from bot.github_client import InstallationTokens
 from bot.github_job import JobDeps
 from bot.queue import Queue
 from bot.server import make_app
-from bot.store import Store
+from bot.store import Job, Store
 from bot.worker import Worker
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
@@ -113,6 +113,11 @@ class GitHubEnv:
     def queue(self) -> Queue:
         """A queue on the test store."""
         return Queue(self.store)
+
+    def jobs(self) -> list[Job]:
+        """Every job, after promoting the acknowledged deliveries as a worker's next poll would."""
+        self.store.promote_deliveries()
+        return self.store.list_jobs()
 
 
 def bot_comments(double: GitHubDouble, repo: str, number: int) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ async def test_labeled_issue_opens_exactly_one_pr(tmp_path: Path, settings: Sett
         assert status == 202, answer
         await env.drain()
         pulls = env.double.repos[REPO].pulls
-        assert len(pulls) == 1, [j.last_error for j in env.store.list_jobs()]
+        assert len(pulls) == 1, [j.last_error for j in env.jobs()]
         pr = pulls[0]
         assert pr["head"]["ref"] == f"reprobot/issue-{issue['number']}" and pr["draft"] is True
         assert f"Fixes #{issue['number']}" in pr["body"] and "BRT output before the fix" in pr["body"]
@@ -66,10 +66,10 @@ async def test_reproduce_command_from_collaborator_and_stranger(tmp_path: Path, 
         stranger = _comment(env, issue, "/reproduce", "passerby", "NONE")
         status, _ = await env.send("issue_comment", stranger)
         assert status == 202  # only the one polite reply is queued
-        kinds = [j.kind for j in env.store.list_jobs()]
+        kinds = [j.kind for j in env.jobs()]
         assert kinds == ["github.reply"]
         status, _ = await env.send("issue_comment", _comment(env, issue, "/reproduce", "passerby", "NONE"))
-        assert [j.kind for j in env.store.list_jobs()] == ["github.reply"]
+        assert [j.kind for j in env.jobs()] == ["github.reply"]
         await env.drain()
         assert len(bot_comments(env.double, REPO, issue["number"])) == 1
 
@@ -99,7 +99,7 @@ async def test_invalid_policy_gets_one_comment_naming_the_key(tmp_path: Path, se
         comments = bot_comments(env.double, REPO, issue["number"])
         assert len(comments) == 1
         assert "`agent.trajectories`" in comments[0]["body"] and "many" in comments[0]["body"]
-        assert {j.status for j in env.store.list_jobs()} == {"done"}
+        assert {j.status for j in env.jobs()} == {"done"}
         assert env.double.repos[REPO].pulls == []
 
 
@@ -111,7 +111,7 @@ async def test_502_and_secondary_rate_limit_are_retried(tmp_path: Path, settings
         payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
         assert (await env.send("issues", payload))[0] == 202
         await env.drain()
-        assert [j.status for j in env.store.list_jobs()] == ["done"]
+        assert [j.status for j in env.jobs()] == ["done"]
         assert len(env.double.repos[REPO].pulls) == 1
         assert len(bot_comments(env.double, REPO, issue["number"])) == 1
         calls = [c[0] for c in env.double.calls]
@@ -125,7 +125,7 @@ async def test_plain_4xx_is_not_retried_and_dead_letters_the_job(tmp_path: Path,
         payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
         assert (await env.send("issues", payload))[0] == 202
         await env.drain()
-        job = env.store.list_jobs()[0]
+        job = env.jobs()[0]
         assert job.status == "dead" and "Not Found" in (job.last_error or "")
         assert [c[0] for c in env.double.calls].count("issues/get") == 1
 
@@ -179,7 +179,7 @@ async def test_opened_issue_follows_the_policy_on_open(tmp_path: Path, settings:
         assert (await env.send("issues", opened))[0] == 202
         await env.drain()
         assert bot_comments(env.double, REPO, issue["number"]) == []  # default on_open: none
-        assert env.store.list_jobs()[0].result == {"status": "nothing_to_do"}
+        assert env.jobs()[0].result == {"status": "nothing_to_do"}
         commit_file(env.double.root / "git", REPO, ".github/reprobot.yml", "triggers:\n  on_open: reproduce\n")
         assert (await env.send("issues", opened))[0] == 202  # a new delivery of the same kind of event
         await env.drain()

@@ -1,4 +1,4 @@
-"""The webhook intake commit: inline when the write lock is free, on a thread when it is not; WAL checkpoints."""
+"""The webhook inbox commit (inline when the write lock is free, on a thread when not), promotion, WAL checkpoints."""
 
 from __future__ import annotations
 
@@ -47,9 +47,10 @@ def test_try_accept_writes_when_free_and_writes_nothing_when_locked(tmp_path: Pa
         other.execute("COMMIT")
         other.close()
         assert store.get_delivery("d-1") is None and store.list_jobs() == []
-        first = store.try_accept_deliveries([_delivery("d-1")])
-        assert first is not None and len(first[0] or []) == 1
-        assert store.try_accept_deliveries([_delivery("d-1")]) == [None]  # a redelivery queues nothing
+        assert store.try_accept_deliveries([_delivery("d-1")]) == [True]
+        assert store.try_accept_deliveries([_delivery("d-1")]) == [False]  # a redelivery records nothing
+        assert store.pending_deliveries() == 1 and store.list_jobs() == []  # acknowledged, not yet promoted
+        assert len(store.promote_deliveries()) == 1
         assert len(store.list_jobs()) == 1
         # The busy timeout is back to normal after the non-waiting attempt.
         assert store.db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
@@ -59,8 +60,8 @@ def test_try_accept_gives_way_to_another_thread_of_this_process(tmp_path: Path) 
     with Store.open(tmp_path / "s.db") as store:
         taken, release = threading.Event(), threading.Event()
 
-        def hold() -> None:
-            with store._lock:
+        def hold() -> None:  # e.g. an in-process worker (`serve --workers N`) in the middle of a write
+            with store._write():
                 taken.set()
                 release.wait()
 
@@ -72,14 +73,14 @@ def test_try_accept_gives_way_to_another_thread_of_this_process(tmp_path: Path) 
         finally:
             release.set()
             holder.join()
-        assert store.try_accept_deliveries([_delivery("d-1")]) is not None
+        assert store.try_accept_deliveries([_delivery("d-1")]) == [True]
 
 
 async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Store.open(path) as store:
         commits = GroupCommit(store)
-        assert (await commits.accept(_delivery("d-0")) or [None])[0] is not None
+        assert await commits.accept(_delivery("d-0")) is True
         assert (commits.inline_commits, commits.thread_commits) == (1, 0)
 
         other = _hold_write_lock(path)
@@ -92,13 +93,13 @@ async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tm
         other.execute("COMMIT")
         other.close()
         results = await asyncio.gather(*pending)
-        assert all(r is not None and len(r) == 1 for r in results)
+        assert results == [True, True]
         assert commits.thread_commits >= 1
         # Once the thread is idle again, the next batch is committed inline.
         before = commits.inline_commits
-        assert await commits.accept(_delivery("d-1")) is None  # redelivery
+        assert await commits.accept(_delivery("d-1")) is False  # redelivery
         assert commits.inline_commits == before + 1
-        assert len(store.list_jobs()) == 3
+        assert len(store.promote_deliveries()) == 3 and len(store.list_jobs()) == 3
 
 
 async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path) -> None:
@@ -114,10 +115,11 @@ async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path
     other.execute("COMMIT")
     other.close()
     await drained
-    assert waiting.done() and waiting.result() is not None
+    assert waiting.done() and waiting.result() is True
     store.close()  # nothing is left running on the connection
     with Store.open(path) as again:
         assert again.get_delivery("d-1") is not None  # recorded durably, seen after a restart
+        assert len(again.promote_deliveries()) == 1  # and its job is queued by the next worker
 
 
 async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) -> None:
@@ -127,7 +129,7 @@ async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) 
         results = await asyncio.gather(commits.accept(_delivery("d-1")), commits.accept(bad), return_exceptions=True)
         assert all(isinstance(r, ValueError) for r in results)
         assert store.get_delivery("d-1") is None  # the batch's transaction rolled back as a whole
-        assert await commits.accept(_delivery("d-1")) is not None  # and the commit path still works
+        assert await commits.accept(_delivery("d-1")) is True  # and the commit path still works
 
 
 def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: Path) -> None:
@@ -147,7 +149,7 @@ def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: P
         busy, log_frames, copied = store.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         assert busy == 0 and log_frames == copied
     with Store.open(path) as again:
-        assert len(again.list_jobs()) == 50
+        assert again.pending_deliveries() == 50
 
 
 def test_memory_store_has_no_checkpointer() -> None:
@@ -172,6 +174,76 @@ async def test_server_stays_responsive_while_a_delivery_waits_for_the_store(tmp_
             other.execute("COMMIT")
             other.close()
         status, body = await sent
-        assert status == 202 and len(body["job_ids"]) == 1
+        assert status == 202 and body["jobs"] == ["github.issue"]
         assert (await env.send("issues", payload, delivery_id="held"))[0] == 200
-        assert len(env.store.list_jobs()) == 1
+        assert len(env.store.promote_deliveries()) == 1 and len(env.store.list_jobs()) == 1
+
+
+def _polite(delivery_id: str) -> tuple[str, str, str, list[PlannedJob], bytes]:
+    job = PlannedJob("github.reply", "github", "o/r", "1", {"delivery_id": delivery_id}, None, "polite:o/r#1")
+    return (delivery_id, "github", "issue_comment", [job], b"{}")
+
+
+def test_promotion_queues_each_delivery_once_in_order_and_keeps_dedupe_keys(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        store.accept_deliveries([_delivery("d-1"), _polite("p-1"), _polite("p-2"), _delivery("d-2")])
+        assert store.accept_delivery("nothing", "github", "issues", []) is True  # recorded, nothing to promote
+        assert store.pending_deliveries() == 4
+        ids = store.promote_deliveries(limit=3)
+        assert len(ids) == 3 and ids[1] == ids[2]  # the second polite reply found the first one's job
+        assert store.pending_deliveries() == 1
+        rest = store.promote_deliveries()
+        assert len(rest) == 1 and rest[0] > max(ids)  # oldest first
+        assert store.promote_deliveries() == [] and store.pending_deliveries() == 0
+        jobs = sorted(store.list_jobs(), key=lambda j: j.id)
+        assert [j.payload["delivery_id"] for j in jobs] == ["d-1", "p-1", "d-2"]
+        assert [store.get_delivery(d).job_id for d in ("d-1", "p-1", "p-2", "d-2")] == [ids[0], ids[1], ids[1], rest[0]]  # type: ignore[union-attr]
+        nothing = store.get_delivery("nothing")
+        assert nothing is not None and nothing.planned is None and nothing.job_id is None
+
+
+def test_a_plan_that_cannot_be_queued_is_marked_and_does_not_block_the_rest(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        store.accept_deliveries([_delivery("d-1"), _delivery("d-2"), _delivery("d-3")])
+        # A row written by an older or broken release: the plan lacks fields.
+        store.db.execute("UPDATE deliveries SET planned = ? WHERE delivery_id = 'd-2'", ('[{"kind": "x"}]',))
+        ids = store.promote_deliveries()
+        assert len(ids) == 2 and len(store.list_jobs()) == 2
+        bad = store.get_delivery("d-2")
+        assert bad is not None and bad.promoted_at is not None and bad.job_id is None
+        assert bad.promote_error is not None and bad.promote_error.startswith("TypeError")
+        assert store.pending_deliveries() == 0
+
+
+def test_an_idle_promotion_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        store.db.conn.execute("PRAGMA busy_timeout = 50")  # a wrongly taken lock fails fast, not after 30 s
+        other = _hold_write_lock(path)
+        try:
+            assert store.promote_deliveries() == []
+        finally:
+            other.execute("COMMIT")
+            other.close()
+
+
+def test_acknowledged_deliveries_survive_a_restart_and_the_next_claim_runs_them(tmp_path: Path) -> None:
+    from bot.queue import Queue
+
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        store.accept_deliveries([_delivery("d-1"), _delivery("d-2")])
+    with Store.open(path) as store:  # e.g. the web process died right after answering 202
+        job = Queue(store).claim("w-1")
+        assert job is not None and job.kind == "github.issue" and job.payload["delivery_id"] == "d-1"
+        assert store.pending_deliveries() == 0 and len(store.list_jobs()) == 2
+
+
+async def test_deliveries_accepted_in_consecutive_loop_turns_share_one_commit(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        commits = GroupCommit(store)
+        first = asyncio.create_task(commits.accept(_delivery("d-1")))
+        await asyncio.sleep(0)  # d-1 reaches accept in this turn ...
+        second = asyncio.create_task(commits.accept(_delivery("d-2")))  # ... and d-2 in the next
+        assert await asyncio.gather(first, second) == [True, True]
+        assert (commits.inline_commits, commits.thread_commits) == (1, 0)

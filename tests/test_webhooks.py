@@ -52,11 +52,14 @@ async def test_redelivery_is_answered_200_and_queues_nothing(tmp_path: Path, set
         issue = env.double.add_issue("octo/app", "bug", "body")
         payload = env.payload("issues", "labeled", "octo/app", issue, label={"name": "reprobot:fix"})
         first = await env.send("issues", payload, delivery_id="same-id")
-        assert first[0] == 202
+        assert first == (202, first[1]) and first[1]["jobs"] == ["github.issue"]
+        again = await env.send("issues", payload, delivery_id="same-id")
+        assert again == (200, again[1]) and again[1]["job_id"] is None  # acknowledged, not promoted yet
+        [job_id] = env.store.promote_deliveries()
         for _ in range(3):
             again = await env.send("issues", payload, delivery_id="same-id")
-            assert again == (200, again[1]) and again[1]["job_id"] == first[1]["job_ids"][0]
-        assert len(env.store.list_jobs()) == 1
+            assert again == (200, again[1]) and again[1]["job_id"] == job_id
+        assert env.store.promote_deliveries() == [] and len(env.store.list_jobs()) == 1
 
 
 async def test_installation_and_pr_closed_are_recorded(tmp_path: Path, settings: Settings) -> None:
@@ -109,7 +112,14 @@ async def test_the_delivered_event_is_stored(tmp_path: Path, settings: Settings)
         payload = env.payload("issues", "opened", "octo/app", issue)
         assert (await env.send("issues", payload, delivery_id="stored-1"))[0] == 202
         seen = env.store.get_delivery("stored-1")
-        assert seen is not None and seen.job_id is not None and json.loads(seen.payload or "") == payload
+        assert seen is not None and json.loads(seen.payload or "") == payload
+        assert seen.planned is not None and [p["kind"] for p in seen.planned] == ["github.issue"]
+        assert seen.job_id is None and seen.promoted_at is None
+        [job_id] = env.store.promote_deliveries()
+        promoted = env.store.get_delivery("stored-1")
+        assert promoted is not None and promoted.job_id == job_id and promoted.promoted_at is not None
+        job = env.store.get_job(job_id)
+        assert job is not None and job.kind == "github.issue" and job.payload["delivery_id"] == "stored-1"
 
 
 async def test_the_double_fails_a_test_on_a_call_outside_the_spec(tmp_path: Path, settings: Settings) -> None:
