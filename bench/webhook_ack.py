@@ -7,6 +7,9 @@ plans a job, and the delivery with its plan is committed to the inbox before the
 median of the per-round ratios, which keeps a burst of load from other processes (on a small machine) from
 deciding the result; the pooled ratio is printed too.
 
+Two deliveries are measured: a minimal synthetic `issues.labeled` (0.5 KB), and the recorded GitHub
+`issues.labeled` payload from ../shared/fixtures (12 KB, as GitHub sends it: parsing and storing it cost more).
+
 Turning the inbox into queued jobs is the worker's step, not the ack's. So that its cost is not hidden, the
 benchmark then promotes every recorded delivery as a worker would and prints the time per delivery.
 """
@@ -39,6 +42,17 @@ ROUNDS = 15
 BATCH = 200
 REQUESTS = ROUNDS * BATCH
 CONCURRENCY = 8
+RECORDED = Path(__file__).resolve().parents[2] / "shared/fixtures/github/webhooks/issues/labeled.payload.json"
+
+
+def _recorded_payload() -> bytes | None:
+    """GitHub's recorded issues.labeled delivery, made to ask for a fix; None when ../shared is absent."""
+    if not RECORDED.exists():
+        return None
+    data = json.loads(RECORDED.read_text())
+    data["installation"] = {"id": 1}
+    data["label"]["name"] = "reprobot:fix"
+    return json.dumps(data, separators=(",", ":")).encode()  # compact, as GitHub sends it
 
 
 def _payload() -> bytes:
@@ -98,9 +112,8 @@ async def _batch(session: aiohttp.ClientSession, url: str, body: bytes, n: int, 
 Results = dict[str, tuple[list[float], float]]
 
 
-async def _measure(bare_url: str, bot_url: str) -> tuple[Results, list[float]]:
+async def _measure(bare_url: str, bot_url: str, body: bytes) -> tuple[Results, list[float]]:
     """Pooled latencies and time per server, and the reprobot/bare throughput ratio of each round."""
-    body = _payload()
     results: Results = {"bare": ([], 0.0), "reprobot": ([], 0.0)}
     ratios = []
     servers = [("bare", bare_url), ("reprobot", bot_url)]
@@ -124,7 +137,20 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    """Run the measurement and print one line per server plus the ratios against the targets."""
+    """Measure both deliveries and print one line per server plus the ratios against the targets."""
+    print(
+        f"webhook_ack: {REQUESTS} requests per server in {ROUNDS} alternating rounds, concurrency {CONCURRENCY}, "
+        "loopback, side by side"
+    )
+    _scenario("synthetic issues.labeled", _payload())
+    recorded = _recorded_payload()
+    if recorded is None:
+        print(f"  recorded GitHub payload: skipped, {RECORDED} is absent")
+    else:
+        _scenario("recorded GitHub issues.labeled", recorded)
+
+
+def _scenario(name: str, body: bytes) -> None:
     # A fresh interpreter running this file (not multiprocessing): it works the same under bench/run_all.py.
     with tempfile.TemporaryDirectory() as data_dir:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", data_dir]
@@ -132,22 +158,18 @@ def main() -> None:
         try:
             assert proc.stdout is not None
             bare_port, bot_port = (int(p) for p in proc.stdout.readline().split())
-            res, ratios = asyncio.run(
-                _measure(f"http://127.0.0.1:{bare_port}/hook", f"http://127.0.0.1:{bot_port}/webhooks/github")
-            )
+            bare_url, bot_url = f"http://127.0.0.1:{bare_port}/hook", f"http://127.0.0.1:{bot_port}/webhooks/github"
+            res, ratios = asyncio.run(_measure(bare_url, bot_url, body))
         finally:
             proc.terminate()
             proc.wait()
         promoted, promote_seconds = _promote_all(Settings(data_dir=Path(data_dir)).store_path)
-    print(
-        f"webhook_ack: {REQUESTS} requests per server in {ROUNDS} alternating rounds, concurrency {CONCURRENCY}, "
-        "loopback, side by side"
-    )
+    print(f" {name} delivery, {len(body):,} bytes:")
     rates = {}
-    for name, (lat, spent) in res.items():
-        rates[name] = len(lat) / spent
-        label = "bare aiohttp 200" if name == "bare" else "reprobot /webhooks/github (verify+dedupe+record)"
-        print(f"  {label:52s} p50 {_pct(lat, 50):6.2f} ms  p99 {_pct(lat, 99):6.2f} ms  {rates[name]:8.0f} req/s")
+    for server, (lat, spent) in res.items():
+        rates[server] = len(lat) / spent
+        label = "bare aiohttp 200" if server == "bare" else "reprobot /webhooks/github (verify+dedupe+record)"
+        print(f"  {label:52s} p50 {_pct(lat, 50):6.2f} ms  p99 {_pct(lat, 99):6.2f} ms  {rates[server]:8.0f} req/s")
     ratio = statistics.median(ratios)
     p99 = _pct(res["reprobot"][0], 99)
     spread = f"rounds {min(ratios):.2f}..{max(ratios):.2f}, pooled {rates['reprobot'] / rates['bare']:.2f}"

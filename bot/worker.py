@@ -42,11 +42,13 @@ class Worker:
             deps = JobDeps(self.settings, self.store, session, tokens)
             try:
                 while not stop.is_set():
+                    # On a thread: promoting a burst of deliveries, or waiting for another process's write
+                    # lock, must not stall the loop (`serve --workers N` answers webhooks on it).
                     job = None
                     if self._may_claim():
-                        job = self.queue.claim(self.worker_id, self.settings.worker_lease)
+                        job = await asyncio.to_thread(self.queue.claim, self.worker_id, self.settings.worker_lease)
                     else:  # still turn acknowledged deliveries into jobs, so status and cancel can see them
-                        self.queue.promote()
+                        await asyncio.to_thread(self.queue.promote)
                     if job is None:
                         with contextlib.suppress(asyncio.TimeoutError):
                             await asyncio.wait_for(stop.wait(), self.settings.worker_poll)
