@@ -5,9 +5,9 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 __all__ = ["RetryableHTTPError", "classify_response", "http_retrying", "retry_policy", "retry_wait"]
 
@@ -79,6 +79,34 @@ def retry_wait(
     return wait
 
 
+@overload
+def retry_policy(
+    *,
+    retry_on: Callable[[BaseException], bool],
+    hint: Callable[[BaseException], float | None],
+    attempts: int = ...,
+    base: float = ...,
+    cap: float = ...,
+    sleep: Callable[[float], Awaitable[None]] | None = ...,
+    before_sleep: Callable[[RetryCallState], None] | None = ...,
+    blocking: Literal[False] = ...,
+) -> AsyncRetrying: ...
+
+
+@overload
+def retry_policy(
+    *,
+    retry_on: Callable[[BaseException], bool],
+    hint: Callable[[BaseException], float | None],
+    attempts: int = ...,
+    base: float = ...,
+    cap: float = ...,
+    sleep: None = ...,
+    before_sleep: Callable[[RetryCallState], None] | None = ...,
+    blocking: Literal[True],
+) -> Retrying: ...
+
+
 def retry_policy(
     *,
     retry_on: Callable[[BaseException], bool],
@@ -88,14 +116,19 @@ def retry_policy(
     cap: float = MAX_WAIT,
     sleep: Callable[[float], Awaitable[None]] | None = None,
     before_sleep: Callable[[RetryCallState], None] | None = None,
-) -> AsyncRetrying:
-    """THE retry factory: retry what `retry_on` accepts, waiting `hint(exc)` or backing off, then re-raise."""
+    blocking: bool = False,
+) -> AsyncRetrying | Retrying:
+    """THE retry factory: retry what `retry_on` accepts, waiting `hint(exc)` or backing off, then re-raise.
+
+    `blocking=True` gives the same policy for synchronous code (it sleeps the calling thread).
+    """
     extra: dict[str, Any] = {}
     if sleep is not None:
         extra["sleep"] = sleep
     if before_sleep is not None:
         extra["before_sleep"] = before_sleep
-    return AsyncRetrying(
+    kind = Retrying if blocking else AsyncRetrying
+    return kind(
         retry=retry_if_exception(retry_on),
         wait=retry_wait(base, cap, hint),
         stop=stop_after_attempt(attempts),

@@ -14,7 +14,9 @@ from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
 from sqlite_utils import Database
+from tenacity import Retrying
 
+from bot.retry import retry_policy
 from bot.store_rows import (
     Delivery,
     EnvironmentRecord,
@@ -33,6 +35,17 @@ BUSY_TIMEOUT_MS = int(_BUSY_TIMEOUT_SECONDS * 1000)
 
 R = TypeVar("R", bound=_Row)
 Params = dict[str, Any] | tuple[Any, ...]
+
+
+def _is_lock_race(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
+
+
+def _wal_switch_retrying() -> Retrying:
+    return retry_policy(retry_on=_is_lock_race, hint=lambda _: None, attempts=20, base=0.005, cap=0.2, blocking=True)
 
 
 def iso(ts: float) -> str:
@@ -70,7 +83,11 @@ class StoreCore:
         self._lock = threading.RLock()
         conn.execute("PRAGMA foreign_keys = ON")
         if where != ":memory:":
-            self.db.enable_wal()
+            # Switching a fresh file to WAL needs an exclusive lock, and SQLite answers a race for it with
+            # "database is locked" at once instead of calling the busy handler; so retry it briefly.
+            for attempt in _wal_switch_retrying():
+                with attempt:
+                    self.db.enable_wal()
             # NORMAL is safe against application crashes in WAL mode and avoids an fsync per commit.
             conn.execute("PRAGMA synchronous = NORMAL")
         migrate(self.db, where=where)

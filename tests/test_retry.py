@@ -53,3 +53,28 @@ async def test_policy_gives_up_after_its_attempts() -> None:
                 calls += 1
                 raise RetryableHTTPError(502, 0.0, "boom")
     assert calls == 3
+
+
+def test_the_blocking_policy_retries_synchronous_code_then_reraises() -> None:
+    from bot.retry import retry_policy
+
+    calls: list[int] = []
+
+    def flaky(fail_times: int) -> str:
+        calls.append(1)
+        if len(calls) <= fail_times:
+            raise OSError("busy")
+        return "ok"
+
+    policy = retry_policy(retry_on=lambda e: isinstance(e, OSError), hint=lambda _: 0.0, attempts=3, blocking=True)
+    assert policy(flaky, 2) == "ok" and len(calls) == 3
+    calls.clear()
+    policy = retry_policy(retry_on=lambda e: isinstance(e, OSError), hint=lambda _: 0.0, attempts=3, blocking=True)
+    with pytest.raises(OSError, match="busy"):  # the last error itself, not tenacity's RetryError
+        policy(flaky, 5)
+    assert len(calls) == 3
+    calls.clear()
+    never = retry_policy(retry_on=lambda e: isinstance(e, KeyError), hint=lambda _: 0.0, blocking=True)
+    with pytest.raises(OSError):
+        never(flaky, 1)
+    assert len(calls) == 1  # not retried: retry_on refuses it
