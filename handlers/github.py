@@ -24,7 +24,7 @@ PermissionLookup = Callable[[int, str, str], Awaitable[str]]
 class Intake:
     """What handlers need: the store and queue, an optional permission lookup, and the jobs they plan.
 
-    Handlers only plan jobs; the server writes the delivery and its jobs in one transaction afterwards.
+    Handlers only plan jobs; the server commits the delivery with its plan to the inbox afterwards.
     """
 
     store: Store
