@@ -63,6 +63,9 @@ class Settings:
     workers: int = 1
     #: REPROBOT_MAX_RUNNING_JOBS: jobs running at once across every worker sharing the store (0: no limit).
     max_running_jobs: int = 0
+    #: REPROBOT_DELIVERY_BODY_DAYS: days the raw body of a webhook delivery is kept in the store (0: forever).
+    #: Workers drop older bodies hourly; the delivery id stays, so a late redelivery is still recognised.
+    delivery_body_days: float = 30.0
     #: REPROBOT_LLM_BASE_URL / REPROBOT_LLM_API_KEY / REPROBOT_LLM_MODEL: OpenAI-compatible model endpoint.
     llm_base_url: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
@@ -142,12 +145,14 @@ class Settings:
             ("WORKER_POLL", "worker_poll", float),
             ("WORKERS", "workers", int),
             ("MAX_RUNNING_JOBS", "max_running_jobs", int),
+            ("DELIVERY_BODY_DAYS", "delivery_body_days", float),
         ):
             if (v := get(name)) is not None:
                 try:
                     kwargs[attr] = kind(v)
                 except ValueError:
-                    raise SettingsError(f"REPROBOT_{name}={v!r}: expected a {kind.__name__}") from None
+                    wanted = "an integer" if kind is int else "a number"
+                    raise SettingsError(f"REPROBOT_{name}={v!r}: expected {wanted}") from None
         for name, attr in (
             ("PIP_INDEX_URL", "pip_index_url"),
             ("LOG_LEVEL", "log_level"),
@@ -173,6 +178,8 @@ class Settings:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
         if not 0.0 <= settings.abstain_threshold <= 1.0:
             raise SettingsError("REPROBOT_ABSTAIN_THRESHOLD must be between 0 and 1")
+        if settings.delivery_body_days < 0:
+            raise SettingsError("REPROBOT_DELIVERY_BODY_DAYS must be 0 (keep forever) or more")
         return settings
 
     @classmethod

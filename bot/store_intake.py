@@ -209,6 +209,25 @@ class StoreIntake(StoreCore):
                 ids.extend(job_ids)
         return ids
 
+    def prune_delivery_bodies(self, received_before: float, *, batch: int = 1000) -> int:
+        """Drop the raw body of deliveries received before `received_before` (epoch seconds); returns how many.
+
+        The rows stay, with their plan, so a redelivery is still recognised. Batched so that no transaction
+        holds the write lock for long (webhook acknowledgements wait for it).
+        """
+        cutoff = iso(received_before)
+        dropped = 0
+        while True:
+            with self._write() as db:
+                cursor = db.execute(
+                    """UPDATE deliveries SET payload = NULL WHERE id IN (
+                        SELECT id FROM deliveries WHERE received_at < ? AND payload IS NOT NULL LIMIT ?)""",
+                    (cutoff, batch),
+                )
+            dropped += cursor.rowcount
+            if cursor.rowcount < batch:
+                return dropped
+
     def _queue(self, db: Database, now: str, job: PlannedJob) -> int:
         check_choice(job.forge, FORGES, "forge")
         issue_id = db.execute(

@@ -22,6 +22,9 @@ from bot.store import Job, Store
 
 log = logging.getLogger(__name__)
 
+#: Seconds between two prunings of old delivery bodies by one worker.
+PRUNE_INTERVAL = 3600.0
+
 
 class Worker:
     """Runs up to `concurrency` jobs at once from the store's queue (one per issue, by concurrency key)."""
@@ -33,6 +36,7 @@ class Worker:
         self.concurrency = max(1, concurrency or settings.workers)
         self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._running: set[asyncio.Task[None]] = set()
+        self._next_prune = 0.0  # the first poll prunes
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Claim and run jobs until `stop` is set (or the task is cancelled)."""
@@ -44,6 +48,7 @@ class Worker:
                 while not stop.is_set():
                     # On a thread: promoting a burst of deliveries, or waiting for another process's write
                     # lock, must not stall the loop (`serve --workers N` answers webhooks on it).
+                    await self._prune_if_due()
                     job = None
                     if self._may_claim():
                         job = await asyncio.to_thread(self.queue.claim, self.worker_id, self.settings.worker_lease)
@@ -60,6 +65,16 @@ class Worker:
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _prune_if_due(self) -> None:
+        days = self.settings.delivery_body_days
+        now = self.queue.clock()
+        if days <= 0 or now < self._next_prune:
+            return
+        self._next_prune = now + PRUNE_INTERVAL
+        dropped = await asyncio.to_thread(self.store.prune_delivery_bodies, now - days * 86400)
+        if dropped:
+            log.info("dropped the bodies of %d deliveries older than %g days", dropped, days)
 
     def _may_claim(self) -> bool:
         """Below this process's concurrency and the deployment-wide limit on running jobs."""

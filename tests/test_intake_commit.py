@@ -247,3 +247,18 @@ async def test_deliveries_accepted_in_consecutive_loop_turns_share_one_commit(tm
         second = asyncio.create_task(commits.accept(_delivery("d-2")))  # ... and d-2 in the next
         assert await asyncio.gather(first, second) == [True, True]
         assert (commits.inline_commits, commits.thread_commits) == (1, 0)
+
+
+def test_old_delivery_bodies_are_dropped_and_the_delivery_still_dedupes(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    with Store.open(tmp_path / "s.db", clock=lambda: now[0]) as store:
+        store.accept_deliveries([_delivery(f"old-{i}") for i in range(5)])
+        now[0] += 40 * 86400
+        store.accept_deliveries([_delivery("new")])
+        assert store.prune_delivery_bodies(now[0] - 30 * 86400, batch=2) == 5  # several batches
+        assert store.prune_delivery_bodies(now[0] - 30 * 86400) == 0
+        old, new = store.get_delivery("old-0"), store.get_delivery("new")
+        assert old is not None and old.payload is None and old.planned is not None
+        assert new is not None and new.payload == '{"x": 1}'
+        assert store.accept_delivery(*_delivery("old-0")) is False  # still a redelivery
+        assert len(store.promote_deliveries()) == 6  # the plans were kept

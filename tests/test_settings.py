@@ -1,0 +1,33 @@
+"""Settings from the environment: values parsed once, bad values refused with the variable named."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import Settings, SettingsError
+
+
+def test_defaults_need_no_environment() -> None:
+    settings = Settings.from_env({})
+    assert settings.delivery_body_days == 30.0 and settings.worker_poll == 1.0 and settings.sandbox == "bwrap"
+
+
+def test_values_are_parsed_to_their_types() -> None:
+    env = {"REPROBOT_DELIVERY_BODY_DAYS": "0", "REPROBOT_WORKERS": "3", "REPROBOT_WORKER_POLL": "0.5"}
+    settings = Settings.from_env(env)
+    assert (settings.delivery_body_days, settings.workers, settings.worker_poll) == (0.0, 3, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("REPROBOT_DELIVERY_BODY_DAYS", "-1", "REPROBOT_DELIVERY_BODY_DAYS must be 0"),
+        ("REPROBOT_DELIVERY_BODY_DAYS", "a month", "REPROBOT_DELIVERY_BODY_DAYS='a month': expected a number"),
+        ("REPROBOT_WORKERS", "two", "REPROBOT_WORKERS='two': expected an integer"),
+        ("REPROBOT_SANDBOX", "chroot", "REPROBOT_SANDBOX='chroot'"),
+    ],
+)
+def test_bad_values_name_the_variable(name: str, value: str, message: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings.from_env({name: value})
+    assert message in str(info.value)
