@@ -221,7 +221,9 @@ class StoreCore:
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
         """The recorded delivery, if any."""
-        return self._one(Delivery, "SELECT * FROM deliveries WHERE delivery_id = ?", (delivery_id,))
+        sql = """SELECT d.*, b.payload FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
+            WHERE d.delivery_id = ?"""
+        return self._one(Delivery, sql, (delivery_id,))
 
     # -- publications -----------------------------------------------------------------------------------
 

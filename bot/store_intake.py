@@ -160,11 +160,18 @@ class StoreIntake(StoreCore):
             check_choice(job.forge, FORGES, "forge")
         planned = dumps([job.to_json() for job in jobs]) if jobs else None
         cursor = conn.execute(
-            """INSERT INTO deliveries (delivery_id, source, event, received_at, payload, planned)
-            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
-            (delivery_id, source, event, now, payload.decode("utf-8", "replace"), planned),
+            """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
+            VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
+            (delivery_id, source, event, now, planned),
         )
-        return cursor.rowcount == 1
+        if cursor.rowcount != 1:
+            return False
+        if payload:
+            conn.execute(
+                "INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)",
+                (cursor.lastrowid, payload.decode("utf-8", "replace")),
+            )
+        return True
 
     def pending_deliveries(self) -> int:
         """Deliveries whose planned jobs are not promoted yet."""
@@ -212,16 +219,17 @@ class StoreIntake(StoreCore):
     def prune_delivery_bodies(self, received_before: float, *, batch: int = 1000) -> int:
         """Drop the raw body of deliveries received before `received_before` (epoch seconds); returns how many.
 
-        The rows stay, with their plan, so a redelivery is still recognised. Batched so that no transaction
-        holds the write lock for long (webhook acknowledgements wait for it).
+        The deliveries stay, with their plan, so a redelivery is still recognised. Batched so that no
+        transaction holds the write lock for long (webhook acknowledgements wait for it).
         """
         cutoff = iso(received_before)
         dropped = 0
         while True:
             with self._write() as db:
                 cursor = db.execute(
-                    """UPDATE deliveries SET payload = NULL WHERE id IN (
-                        SELECT id FROM deliveries WHERE received_at < ? AND payload IS NOT NULL LIMIT ?)""",
+                    """DELETE FROM delivery_bodies WHERE delivery_id IN (
+                        SELECT b.delivery_id FROM delivery_bodies b JOIN deliveries d ON d.id = b.delivery_id
+                        WHERE d.received_at < ? LIMIT ?)""",
                     (cutoff, batch),
                 )
             dropped += cursor.rowcount

@@ -188,12 +188,20 @@ _V4_POLICIES = (
 
 _V5_INBOX = (
     # The webhook inbox: a delivery carries the jobs its handlers planned, and a worker promotes them into
-    # `jobs` later. The acknowledgement then writes one row instead of a delivery, an issue and a job.
+    # `jobs` later. The acknowledgement then writes one delivery instead of a delivery, an issue and a job.
     "ALTER TABLE deliveries ADD COLUMN planned TEXT",
     "ALTER TABLE deliveries ADD COLUMN promoted_at TEXT",
     "ALTER TABLE deliveries ADD COLUMN promote_error TEXT",
     # Only deliveries still waiting for promotion are in this index, so it stays a page or two.
     "CREATE INDEX deliveries_pending ON deliveries (id) WHERE planned IS NOT NULL AND promoted_at IS NULL",
+    # Raw bodies (GitHub's are about 12 KB) get their own table: SQLite rewrites a whole row on UPDATE, so
+    # promotion and pruning would otherwise copy every body again. (DROP COLUMN needs SQLite 3.35.)
+    """CREATE TABLE delivery_bodies (
+        delivery_id INTEGER PRIMARY KEY REFERENCES deliveries(id),
+        payload TEXT NOT NULL
+    )""",
+    "INSERT INTO delivery_bodies (delivery_id, payload) SELECT id, payload FROM deliveries WHERE payload IS NOT NULL",
+    "ALTER TABLE deliveries DROP COLUMN payload",
 )
 
 
@@ -212,7 +220,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _run(_V2_BOOKKEEPING),  # 2: GitHub App installations, PR outcomes, environment cache
     _run(_V3_EVENTS),  # 3: the body of each webhook delivery
     _run(_V4_POLICIES),  # 4: last loaded policy per repo
-    _run(_V5_INBOX),  # 5: planned jobs on the delivery, promoted into jobs by the worker
+    _run(_V5_INBOX),  # 5: planned jobs on the delivery, promoted into jobs by the worker; bodies apart
 )
 LATEST_VERSION = len(MIGRATIONS)
 

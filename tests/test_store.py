@@ -59,6 +59,25 @@ def test_reopening_keeps_data_and_version(tmp_path: Path) -> None:
         assert issue is not None and issue.title == "t"
 
 
+def test_v4_deliveries_keep_their_bodies_and_are_never_promoted_again(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    db = _raw(path)
+    assert migrate(db, target=4) == 4
+    db.execute(
+        "INSERT INTO deliveries (delivery_id, source, event, received_at, job_id, payload)"
+        " VALUES ('d-old', 'github', 'issues', '2026-01-01T00:00:00.000000+00:00', NULL, '{\"a\": 1}')"
+    )
+    db.close()
+    with Store.open(path) as store:
+        assert store.schema_version == LATEST_VERSION
+        old = store.get_delivery("d-old")
+        assert old is not None and old.payload == '{"a": 1}' and old.planned is None
+        assert store.pending_deliveries() == 0 and store.promote_deliveries() == []  # v4 queued its jobs itself
+        assert store.accept_delivery("d-old", "github", "issues", []) is False  # still deduplicated
+        columns = {c[1] for c in store.db.execute("PRAGMA table_info(deliveries)").fetchall()}
+        assert "payload" not in columns and {"planned", "promoted_at", "promote_error"} <= columns
+
+
 def test_v1_database_is_migrated_forward_keeping_its_data(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     db = _raw(path)
