@@ -173,6 +173,7 @@ def retrying(
         log.warning("model call attempt %d failed (%s); retrying", state.attempt_number, type(exc).__name__)
 
     return retry_policy(
+        AsyncRetrying,
         retry_on=lambda exc: isinstance(exc, RETRYABLE),
         hint=_retry_after,
         attempts=attempts,

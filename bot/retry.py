@@ -5,7 +5,7 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, overload
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -79,35 +79,12 @@ def retry_wait(
     return wait
 
 
-@overload
-def retry_policy(
-    *,
-    retry_on: Callable[[BaseException], bool],
-    hint: Callable[[BaseException], float | None],
-    attempts: int = ...,
-    base: float = ...,
-    cap: float = ...,
-    sleep: Callable[[float], Awaitable[None]] | None = ...,
-    before_sleep: Callable[[RetryCallState], None] | None = ...,
-    blocking: Literal[False] = ...,
-) -> AsyncRetrying: ...
-
-
-@overload
-def retry_policy(
-    *,
-    retry_on: Callable[[BaseException], bool],
-    hint: Callable[[BaseException], float | None],
-    attempts: int = ...,
-    base: float = ...,
-    cap: float = ...,
-    sleep: None = ...,
-    before_sleep: Callable[[RetryCallState], None] | None = ...,
-    blocking: Literal[True],
-) -> Retrying: ...
+#: Which tenacity controller a policy is: AsyncRetrying for coroutines, Retrying for blocking code.
+R = TypeVar("R", AsyncRetrying, Retrying)
 
 
 def retry_policy(
+    kind: type[R],
     *,
     retry_on: Callable[[BaseException], bool],
     hint: Callable[[BaseException], float | None],
@@ -116,18 +93,16 @@ def retry_policy(
     cap: float = MAX_WAIT,
     sleep: Callable[[float], Awaitable[None]] | None = None,
     before_sleep: Callable[[RetryCallState], None] | None = None,
-    blocking: bool = False,
-) -> AsyncRetrying | Retrying:
+) -> R:
     """THE retry factory: retry what `retry_on` accepts, waiting `hint(exc)` or backing off, then re-raise.
 
-    `blocking=True` gives the same policy for synchronous code (it sleeps the calling thread).
+    `kind` is AsyncRetrying for async code or Retrying for blocking code (which sleeps its thread).
     """
     extra: dict[str, Any] = {}
     if sleep is not None:
         extra["sleep"] = sleep
     if before_sleep is not None:
         extra["before_sleep"] = before_sleep
-    kind = Retrying if blocking else AsyncRetrying
     return kind(
         retry=retry_if_exception(retry_on),
         wait=retry_wait(base, cap, hint),
@@ -144,5 +119,10 @@ def _http_hint(exc: BaseException) -> float | None:
 def http_retrying(attempts: int = 5, base: float = 1.0, cap: float = MAX_WAIT) -> AsyncRetrying:
     """The GitHub policy: retries RetryableHTTPError only, up to `attempts` tries, then re-raises it."""
     return retry_policy(
-        retry_on=lambda exc: isinstance(exc, RetryableHTTPError), hint=_http_hint, attempts=attempts, base=base, cap=cap
+        AsyncRetrying,
+        retry_on=lambda exc: isinstance(exc, RetryableHTTPError),
+        hint=_http_hint,
+        attempts=attempts,
+        base=base,
+        cap=cap,
     )

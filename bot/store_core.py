@@ -45,7 +45,7 @@ def _is_lock_race(exc: BaseException) -> bool:
 
 
 def _wal_switch_retrying() -> Retrying:
-    return retry_policy(retry_on=_is_lock_race, hint=lambda _: None, attempts=20, base=0.005, cap=0.2, blocking=True)
+    return retry_policy(Retrying, retry_on=_is_lock_race, hint=lambda _: None, attempts=20, base=0.005, cap=0.2)
 
 
 def iso(ts: float) -> str:

@@ -56,6 +56,8 @@ async def test_policy_gives_up_after_its_attempts() -> None:
 
 
 def test_the_blocking_policy_retries_synchronous_code_then_reraises() -> None:
+    from tenacity import Retrying
+
     from bot.retry import retry_policy
 
     calls: list[int] = []
@@ -66,15 +68,15 @@ def test_the_blocking_policy_retries_synchronous_code_then_reraises() -> None:
             raise OSError("busy")
         return "ok"
 
-    policy = retry_policy(retry_on=lambda e: isinstance(e, OSError), hint=lambda _: 0.0, attempts=3, blocking=True)
+    policy = retry_policy(Retrying, retry_on=lambda e: isinstance(e, OSError), hint=lambda _: 0.0, attempts=3)
     assert policy(flaky, 2) == "ok" and len(calls) == 3
     calls.clear()
-    policy = retry_policy(retry_on=lambda e: isinstance(e, OSError), hint=lambda _: 0.0, attempts=3, blocking=True)
+    policy = retry_policy(Retrying, retry_on=lambda e: isinstance(e, OSError), hint=lambda _: 0.0, attempts=3)
     with pytest.raises(OSError, match="busy"):  # the last error itself, not tenacity's RetryError
         policy(flaky, 5)
     assert len(calls) == 3
     calls.clear()
-    never = retry_policy(retry_on=lambda e: isinstance(e, KeyError), hint=lambda _: 0.0, blocking=True)
+    never = retry_policy(Retrying, retry_on=lambda e: isinstance(e, KeyError), hint=lambda _: 0.0)
     with pytest.raises(OSError):
         never(flaky, 1)
     assert len(calls) == 1  # not retried: retry_on refuses it
