@@ -151,8 +151,9 @@ async def webhook(request: web.Request) -> web.Response:
         return _reply(400, f"payload of {event.event} lacks a field: {exc}")
     planned = intake.planned
     if not await request.app[COMMITS].accept((event.delivery_id, "github", event.event, planned, body)):
-        # Handlers only plan, so running them again for a redelivery changed nothing.
-        seen = store.get_delivery(event.delivery_id)
+        # Handlers only plan, so running them again for a redelivery changed nothing. The read goes to a
+        # thread: an in-process worker may hold the store's connection while it waits for a write lock.
+        seen = await asyncio.to_thread(store.get_delivery, event.delivery_id)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
     if not planned:
         return _reply(200, "accepted; nothing to do")

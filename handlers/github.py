@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -104,7 +105,8 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     user = comment["user"]["login"]
     repo = event.data["repository"]["full_name"]
     # The last policy a job loaded for this repo (defaults until then); the job checks again with a fresh one.
-    rules = (intake.store.cached_policy(repo) or defaults())["triggers"]["commands"]
+    # Read on a thread, never on the loop: an in-process worker may be holding the store's connection.
+    rules = (await asyncio.to_thread(intake.store.cached_policy, repo) or defaults())["triggers"]["commands"]
     if not rules["enabled"]:
         return
     if not await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules):

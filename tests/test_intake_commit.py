@@ -262,3 +262,36 @@ def test_old_delivery_bodies_are_dropped_and_the_delivery_still_dedupes(tmp_path
         assert new is not None and new.payload == '{"x": 1}'
         assert store.accept_delivery(*_delivery("old-0")) is False  # still a redelivery
         assert len(store.promote_deliveries()) == 6  # the plans were kept
+
+
+async def test_the_loop_never_waits_for_the_shared_store_connection(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        repo_src = tmp_path / "src"
+        repo_src.mkdir()
+        (repo_src / "m.py").write_text("X = 1\n")
+        env.double.add_repo("octo/app", repo_src)
+        issue = env.double.add_issue("octo/app", "bug", "body")
+        payload = env.payload("issues", "labeled", "octo/app", issue, label={"name": "reprobot:fix"})
+        assert (await env.send("issues", payload, delivery_id="seen"))[0] == 202
+        taken, release = threading.Event(), threading.Event()
+
+        def hold() -> None:  # an in-process worker thread holding the shared connection (say, waiting on a lock)
+            with env.store._lock:
+                taken.set()
+                release.wait(5)  # bounded, so that a loop blocked on this lock fails the test instead of hanging
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        taken.wait()
+        try:
+            fresh = await asyncio.wait_for(env.send("issues", payload, delivery_id="fresh"), 10)
+            assert fresh[0] == 202  # the ack path has its own connection
+            again = asyncio.create_task(env.send("issues", payload, delivery_id="seen"))
+            async with aiohttp.ClientSession() as session, session.get(env.url + "/healthz") as resp:
+                assert resp.status == 200
+            # Answered while the lock is still held: the redelivery's read waits on a thread, not on the loop.
+            assert holder.is_alive() and not again.done()
+        finally:
+            release.set()
+            holder.join()
+        assert (await again)[0] == 200
