@@ -154,6 +154,8 @@ async def webhook(request: web.Request) -> web.Response:
         # Handlers only plan, so running them again for a redelivery changed nothing. The read goes to a
         # thread: an in-process worker may hold the store's connection while it waits for a write lock.
         seen = await asyncio.to_thread(store.get_delivery, event.delivery_id)
+        if seen is not None and seen.planned and seen.promoted_at is None:
+            return _reply(200, "redelivery: already acknowledged; its jobs wait for a worker", job_id=None)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
     if not planned:
         return _reply(200, "accepted; nothing to do")

@@ -55,6 +55,7 @@ async def test_redelivery_is_answered_200_and_queues_nothing(tmp_path: Path, set
         assert first == (202, first[1]) and first[1]["jobs"] == ["github.issue"]
         again = await env.send("issues", payload, delivery_id="same-id")
         assert again == (200, again[1]) and again[1]["job_id"] is None  # acknowledged, not promoted yet
+        assert "wait for a worker" in again[1]["message"]
         [job_id] = env.store.promote_deliveries()
         for _ in range(3):
             again = await env.send("issues", payload, delivery_id="same-id")
