@@ -37,7 +37,8 @@ R = TypeVar("R", bound=_Row)
 Params = dict[str, Any] | tuple[Any, ...]
 
 
-def _is_lock_race(exc: BaseException) -> bool:
+def is_busy(exc: BaseException) -> bool:
+    """True for SQLite's "database is locked" / "table is locked" (another connection holds the lock)."""
     return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF in (
         sqlite3.SQLITE_BUSY,
         sqlite3.SQLITE_LOCKED,
@@ -45,7 +46,7 @@ def _is_lock_race(exc: BaseException) -> bool:
 
 
 def _wal_switch_retrying() -> Retrying:
-    return retry_policy(Retrying, retry_on=_is_lock_race, hint=lambda _: None, attempts=20, base=0.005, cap=0.2)
+    return retry_policy(Retrying, retry_on=is_busy, hint=lambda _: None, attempts=20, base=0.005, cap=0.2)
 
 
 def iso(ts: float) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from bot.store_core import StoreCore, check_choice, dumps, iso
+from bot.store_core import StoreCore, check_choice, dumps, is_busy, iso
 from bot.store_schema import FORGES
 from bot.store_wal import WalCheckpointer
 
@@ -131,7 +131,7 @@ class StoreIntake(StoreCore):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):  # or extended
+                if is_busy(exc):
                     return None
                 raise
             try:
