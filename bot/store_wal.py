@@ -35,13 +35,13 @@ class WalCheckpointer:
         self.checkpoints = 0
 
     def start(self) -> None:
-        """Turn the store connection's autocheckpoint off and start checkpointing in the background."""
+        """Turn the store connections' autocheckpoint off and start checkpointing in the background."""
         self._set_autocheckpoint(0)
         self._thread = threading.Thread(target=self._run, name="reprobot-wal-checkpoint", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the thread after one last checkpoint and give the store connection its autocheckpoint back."""
+        """Stop the thread after one last checkpoint and give the store connections their autocheckpoint back."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -46,9 +46,9 @@ class Worker:
             deps = JobDeps(self.settings, self.store, session, tokens)
             try:
                 while not stop.is_set():
+                    await self._prune_if_due()
                     # On a thread: promoting a burst of deliveries, or waiting for another process's write
                     # lock, must not stall the loop (`serve --workers N` answers webhooks on it).
-                    await self._prune_if_due()
                     job = None
                     if self._may_claim():
                         job = await asyncio.to_thread(self.queue.claim, self.worker_id, self.settings.worker_lease)
