@@ -3,8 +3,14 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Wheels that test environments install from (pip --no-index): the tests themselves never reach PyPI.
+WHEELHOUSE := .reprobot/wheelhouse
+# six stands in for a dependency of a tested project (tests/test_environment.py).
+TEST_WHEELS := pytest pytest-timeout coverage six
+# The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
+SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench venv wheelhouse clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -14,6 +20,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+$(WHEELHOUSE)/.stamp: $(STAMP) Makefile
+	$(BIN)/python -m pip download -q --disable-pip-version-check --only-binary=:all: -d $(WHEELHOUSE) \
+		--python-version "$$($(SANDBOX_PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')" $(TEST_WHEELS)
+	touch $@
+
+wheelhouse: $(WHEELHOUSE)/.stamp
+
 demo: $(STAMP)
 	$(BIN)/python examples/run_demo.py
 
@@ -22,7 +35,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint wheelhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 QUIXBUGS = SHARED / "bench" / "quixbugs"
 FIXTURES = SHARED / "fixtures"
+#: Wheels for the test environments, downloaded by `make wheelhouse` (which `make test` runs first).
+WHEELHOUSE = REPO_ROOT / ".reprobot" / "wheelhouse"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Environments are built with pip from the local wheelhouse only: tests reach no host but 127.0.0.1."""
+    if not any(WHEELHOUSE.glob("pytest-*.whl")):
+        pytest.exit(f"no wheels in {WHEELHOUSE}: run `make wheelhouse` (make test does it first)", returncode=4)
+    # pip reads these in every virtualenv the bot builds: run_host passes the environment on.
+    os.environ["PIP_NO_INDEX"] = "1"
+    os.environ["PIP_FIND_LINKS"] = str(WHEELHOUSE)
 
 
 def require_shared(path: Path = QUIXBUGS) -> Path:
