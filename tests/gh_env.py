@@ -92,6 +92,16 @@ class GitHubEnv:
                 data[key] = value
         return data
 
+    def small_repo_issue(self, action: str = "labeled") -> dict[str, Any]:
+        """Host a one-file repo `octo/app` with one issue; the `issues.<action>` payload (labeled: a fix label)."""
+        src = self.tmp_path / "src"
+        src.mkdir()
+        (src / "m.py").write_text("X = 1\n")
+        self.double.add_repo("octo/app", src)
+        issue = self.double.add_issue("octo/app", "bug", "body")
+        label = {"label": {"name": "reprobot:fix"}} if action == "labeled" else {}
+        return self.payload("issues", action, "octo/app", issue, **label)
+
     async def send(self, event: str, payload: dict[str, Any], delivery_id: str | None = None) -> tuple[int, Any]:
         """Deliver a signed webhook from the double to the bot."""
         return await self.double.deliver(self.hook_url, event, payload, delivery_id=delivery_id)

@@ -158,12 +158,7 @@ def test_memory_store_has_no_checkpointer() -> None:
 
 async def test_server_stays_responsive_while_a_delivery_waits_for_the_store(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
-        repo_src = tmp_path / "src"
-        repo_src.mkdir()
-        (repo_src / "m.py").write_text("X = 1\n")
-        env.double.add_repo("octo/app", repo_src)
-        issue = env.double.add_issue("octo/app", "bug", "body")
-        payload = env.payload("issues", "labeled", "octo/app", issue, label={"name": "reprobot:fix"})
+        payload = env.small_repo_issue()
         other = _hold_write_lock(env.settings.store_path)  # e.g. a worker process in the middle of a write
         try:
             sent = asyncio.create_task(env.send("issues", payload, delivery_id="held"))
@@ -266,12 +261,7 @@ def test_old_delivery_bodies_are_dropped_and_the_delivery_still_dedupes(tmp_path
 
 async def test_the_loop_never_waits_for_the_shared_store_connection(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
-        repo_src = tmp_path / "src"
-        repo_src.mkdir()
-        (repo_src / "m.py").write_text("X = 1\n")
-        env.double.add_repo("octo/app", repo_src)
-        issue = env.double.add_issue("octo/app", "bug", "body")
-        payload = env.payload("issues", "labeled", "octo/app", issue, label={"name": "reprobot:fix"})
+        payload = env.small_repo_issue()
         assert (await env.send("issues", payload, delivery_id="seen"))[0] == 202
         taken, release = threading.Event(), threading.Event()
 

@@ -45,12 +45,7 @@ async def test_bad_input_gets_documented_codes_and_server_stays_healthy(tmp_path
 
 async def test_redelivery_is_answered_200_and_queues_nothing(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
-        repo_src = tmp_path / "src"
-        repo_src.mkdir()
-        (repo_src / "m.py").write_text("X = 1\n")
-        env.double.add_repo("octo/app", repo_src)
-        issue = env.double.add_issue("octo/app", "bug", "body")
-        payload = env.payload("issues", "labeled", "octo/app", issue, label={"name": "reprobot:fix"})
+        payload = env.small_repo_issue()
         first = await env.send("issues", payload, delivery_id="same-id")
         assert first == (202, first[1]) and first[1]["jobs"] == ["github.issue"]
         again = await env.send("issues", payload, delivery_id="same-id")
@@ -105,12 +100,7 @@ async def test_mid_sized_body_is_read_whole_and_no_secret_means_401(tmp_path: Pa
 
 async def test_the_delivered_event_is_stored(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
-        src = tmp_path / "src"
-        src.mkdir()
-        (src / "m.py").write_text("X = 1\n")
-        env.double.add_repo("octo/app", src)
-        issue = env.double.add_issue("octo/app", "bug", "body")
-        payload = env.payload("issues", "opened", "octo/app", issue)
+        payload = env.small_repo_issue("opened")
         assert (await env.send("issues", payload, delivery_id="stored-1"))[0] == 202
         seen = env.store.get_delivery("stored-1")
         assert seen is not None and json.loads(seen.payload or "") == payload
