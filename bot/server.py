@@ -159,8 +159,9 @@ async def webhook(request: web.Request) -> web.Response:
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
     if not planned:
         return _reply(200, "accepted; nothing to do")
-    log.info("delivery %s: %s queued %s", event.delivery_id, event.event, [job.kind for job in planned])
-    return _reply(202, "queued", jobs=[job.kind for job in planned])
+    kinds = [job.kind for job in planned]
+    log.info("delivery %s: %s queued %s", event.delivery_id, event.event, kinds)
+    return _reply(202, "queued", jobs=kinds)
 
 
 async def healthz(request: web.Request) -> web.Response:
