@@ -33,6 +33,8 @@ class Limits:
     max_processes: int = 256
     max_file_bytes: int = 256 * 1024**2
     output_bytes: int = 1024 * 1024
+    #: Bytes commands may write into the workspace, all files together (0: no quota). See sandboxes/quota.py.
+    disk_bytes: int = 2 * 1024**3
     #: CPU cores a command may use at once (backends that can cap it); 0 means all of the host's.
     cpus: float = 0.0
 

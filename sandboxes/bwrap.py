@@ -13,6 +13,8 @@ from sandboxes.base import WORKSPACE_MOUNT, SandboxError, SandboxSpec
 from sandboxes.hostfs import WorkspaceGrant
 from sandboxes.hostsandbox import ProcessSandbox
 from sandboxes.process import Launch
+from sandboxes.quota import WorkspaceQuota, workspace_quota
+from sandboxes.seccomp import no_userns_bpf
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,7 @@ class BwrapSandbox(ProcessSandbox):
         self.bwrap = bwrap or bwrap_path() or BWRAP
         self.privileged = os.geteuid() == 0
         self._grants: list[WorkspaceGrant] = []
+        self._quota: WorkspaceQuota | None = None
         self._etc: Path | None = None
         for mount in spec.mounts:
             inside = PurePosixPath(mount.inside)
@@ -148,8 +151,16 @@ class BwrapSandbox(ProcessSandbox):
                 grant = WorkspaceGrant(path, SANDBOX_UID, SANDBOX_GID)
                 await asyncio.to_thread(grant.acquire)
                 self._grants.append(grant)
+        quota = workspace_quota(self.spec.workspace, self.spec.limits.disk_bytes, privileged=self.privileged)
+        if quota is not None:
+            await asyncio.to_thread(quota.acquire)
+            self._quota = quota
 
     async def _close(self) -> None:
+        if self._quota is not None:
+            # Before the grants are given back: the folded files are then chowned back with the rest.
+            quota, self._quota = self._quota, None
+            await asyncio.to_thread(quota.release)
         while self._grants:
             await asyncio.to_thread(self._grants.pop().release)
         if self._etc is not None:
@@ -251,12 +262,15 @@ class BwrapSandbox(ProcessSandbox):
         rel = cwd.relative_to(workspace).as_posix()
         inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
         args += ["--remount-ro", "/", "--chdir", inside_cwd]
+        # No user namespaces inside, in every mode (see sandboxes/seccomp.py).
+        seccomp_fd = _memfd(no_userns_bpf())
+        args += ["--seccomp", str(seccomp_fd)]
         # Options go through a memfd: /proc/1/cmdline inside then shows no host paths or env values.
         fd = _memfd(b"".join(a.encode() + b"\0" for a in args))
         launch = Launch(
             argv=[self.bwrap, "--args", str(fd), "--", *user_command(argv, self.privileged)],
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             cwd="/",
-            pass_fds=(fd,),
+            pass_fds=(fd, seccomp_fd),
         )
-        return launch, [fd]
+        return launch, [fd, seccomp_fd]

@@ -27,6 +27,7 @@ from sandboxes.dockerexec import cgroup_file, pid_alive, pump, raw_socket, read_
 from sandboxes.hostfs import WorkspaceGrant
 from sandboxes.hostsandbox import merged_env
 from sandboxes.process import CappedBuffer
+from sandboxes.quota import WorkspaceQuota, workspace_quota
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,7 @@ class DockerSandbox:
         self._client: Any = None
         self._container: Any = None
         self._grants: list[WorkspaceGrant] = []
+        self._quota: WorkspaceQuota | None = None
         self._inflight = 0
         self._started = False
         self._closed = False
@@ -184,6 +186,11 @@ class DockerSandbox:
                 grant = WorkspaceGrant(path, self.uid, self.gid)
                 await asyncio.to_thread(grant.acquire)
                 self._grants.append(grant)
+        # The bind mount below then takes the quota overlay mounted over the workspace folder.
+        quota = workspace_quota(self.spec.workspace, self.spec.limits.disk_bytes, privileged=self.privileged)
+        if quota is not None:
+            await asyncio.to_thread(quota.acquire)
+            self._quota = quota
         try:
             self._container = await asyncio.to_thread(self._create)
         except docker.errors.DockerException as exc:
@@ -257,6 +264,9 @@ class DockerSandbox:
         deadline = time.monotonic() + DRAIN_SECONDS
         while self._inflight and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+        if self._quota is not None:
+            quota, self._quota = self._quota, None
+            await asyncio.to_thread(quota.release)
         while self._grants:
             await asyncio.to_thread(self._grants.pop().release)
         if self._client is not None:

@@ -10,6 +10,7 @@ import subprocess
 from sandboxes.base import Sandbox, SandboxError, SandboxSpec
 from sandboxes.bwrap import SETPRIV, BwrapSandbox, bwrap_path, namespace_args, user_command
 from sandboxes.none import NoneSandbox
+from sandboxes.seccomp import no_userns_bpf
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,10 @@ def _bwrap_problem() -> str | None:
     privileged = os.geteuid() == 0
     if privileged and not os.access(SETPRIV, os.X_OK):
         return f"{SETPRIV} not installed (needed to drop to the sandbox uid when running as root)"
+    try:
+        no_userns_bpf()
+    except SandboxError as exc:
+        return str(exc)
     # The same namespaces and uid switch as real runs, on a bare /usr.
     args = [binary, *namespace_args(privileged), "--ro-bind", "/usr", "/usr", "--proc", "/proc"]
     for name in ("bin", "lib", "lib64", "sbin"):

@@ -221,6 +221,23 @@ class WorkspaceGrant:
                 self._give_back()
 
 
+async def _read_capped(stream: asyncio.StreamReader, cap: int, *, drain: bool) -> bytes:
+    """Read a pipe to its end, keeping at most cap bytes (cap + 1 when more came and drain is False).
+
+    StreamReader.read(n) returns whatever is buffered, not n bytes: reading once left git blocked on a
+    full pipe for any diff past the first chunk.
+    """
+    kept = bytearray()
+    while True:
+        block = await stream.read(1 << 20)
+        if not block:
+            return bytes(kept)
+        if len(kept) <= cap:
+            kept += block[: cap + 1 - len(kept)]
+        if len(kept) > cap and not drain:
+            return bytes(kept)
+
+
 async def _git(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
     """Run one host git command with the safe configuration, returning stdout or raising SandboxError."""
     argv = ["git"]
@@ -238,9 +255,13 @@ async def _git(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
     )
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        out_task = asyncio.ensure_future(proc.stdout.read(MAX_DIFF_BYTES + 1))
-        err = await asyncio.wait_for(proc.stderr.read(64 * 1024), GIT_TIMEOUT_SECONDS)
-        out = await asyncio.wait_for(out_task, GIT_TIMEOUT_SECONDS)
+        out_task = asyncio.ensure_future(_read_capped(proc.stdout, MAX_DIFF_BYTES, drain=False))
+        err_task = asyncio.ensure_future(_read_capped(proc.stderr, 64 * 1024, drain=True))
+        try:
+            out, err = await asyncio.wait_for(asyncio.gather(out_task, err_task), GIT_TIMEOUT_SECONDS)
+        finally:
+            out_task.cancel()
+            err_task.cancel()
         if len(out) > MAX_DIFF_BYTES:
             raise SandboxError(f"git {args[0]} output exceeds {MAX_DIFF_BYTES} bytes")
         await asyncio.wait_for(proc.wait(), GIT_TIMEOUT_SECONDS)
