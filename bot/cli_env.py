@@ -139,7 +139,12 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
         except EnvironmentError_ as exc:
             print(f"reprobot: environment: {exc}", file=sys.stderr)
             return EXIT_ENVIRONMENT
-        limits = Limits(wall_seconds=args.timeout, memory_bytes=int(args.memory_gb * 1024**3), max_processes=1024)
+        limits = Limits(
+            wall_seconds=args.timeout,
+            memory_bytes=int(args.memory_gb * 1024**3),
+            max_processes=1024,
+            disk_bytes=settings.sandbox_disk_quota,
+        )
         spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=limits, rootfs=settings.rootfs)
         try:
             async with make_sandbox(args.sandbox, spec) as sb:

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from sandboxes.quota import MIN_QUOTA_BYTES, parse_size
+
 
 class SettingsError(ValueError):
     """A REPROBOT_* variable has a value that cannot be used."""
@@ -28,6 +30,12 @@ class Settings:
     sandbox_python: Path = Path("/usr/bin/python3")
     #: REPROBOT_ROOTFS: optional root filesystem for the sandbox (built by `reprobot sandbox build-base`).
     rootfs: Path | None = None
+    #: REPROBOT_SANDBOX_DISK_QUOTA: bytes a sandbox's commands may write into its workspace, all files together
+    #: ("2G", "512M" or a byte count; 0: no quota). Applied on bwrap and docker when the bot runs as root.
+    sandbox_disk_quota: int = 2 * 1024**3
+    #: REPROBOT_SANDBOX_REAP_INTERVAL: seconds between two looks, by a worker, for docker sandboxes whose worker
+    #: process is gone (they are removed); a worker also looks when it starts.
+    sandbox_reap_interval: float = 60.0
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
     test_timeout: float = 300.0
     #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
@@ -126,8 +134,16 @@ class Settings:
             kwargs["sandbox_python"] = Path(v)
         if (v := get("ROOTFS")) is not None:
             kwargs["rootfs"] = Path(v)
+        if (v := get("SANDBOX_DISK_QUOTA")) is not None:
+            try:
+                kwargs["sandbox_disk_quota"] = parse_size(v)
+            except ValueError:
+                raise SettingsError(
+                    f"REPROBOT_SANDBOX_DISK_QUOTA={v!r}: expected a size such as 2G, 512M or a byte count (0: none)"
+                ) from None
         for name, attr, kind in (
             ("TEST_TIMEOUT", "test_timeout", float),
+            ("SANDBOX_REAP_INTERVAL", "sandbox_reap_interval", float),
             ("TRAJECTORIES", "trajectories", int),
             ("MAX_PARALLEL", "max_parallel", int),
             ("ABSTAIN_THRESHOLD", "abstain_threshold", float),
@@ -178,6 +194,12 @@ class Settings:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
         if not 0.0 <= settings.abstain_threshold <= 1.0:
             raise SettingsError("REPROBOT_ABSTAIN_THRESHOLD must be between 0 and 1")
+        if 0 < settings.sandbox_disk_quota < MIN_QUOTA_BYTES:
+            raise SettingsError(
+                f"REPROBOT_SANDBOX_DISK_QUOTA must be 0 (no quota) or at least {MIN_QUOTA_BYTES // 1024**2}M"
+            )
+        if not settings.sandbox_reap_interval > 0:
+            raise SettingsError("REPROBOT_SANDBOX_REAP_INTERVAL must be a positive number of seconds")
         if settings.delivery_body_days < 0:
             raise SettingsError("REPROBOT_DELIVERY_BODY_DAYS must be 0 (keep forever) or more")
         return settings

@@ -66,7 +66,11 @@ class OracleScorer:
             target = ws / self.brt_path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(self.oracle_brt)
-        spec = SandboxSpec(workspace=ws, mounts=env.mounts, limits=Limits(wall_seconds=300))
+        spec = SandboxSpec(
+            workspace=ws,
+            mounts=env.mounts,
+            limits=Limits(wall_seconds=300, disk_bytes=self.settings.sandbox_disk_quota),
+        )
         async with make_sandbox(self.sandbox, spec) as sb:
             return await TestRunner(env, timeout=300).run(sb, tests)
 

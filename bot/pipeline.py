@@ -203,7 +203,7 @@ def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: Settings, tim
     return SandboxSpec(
         workspace=workspace,
         mounts=env.mounts,
-        limits=Limits(wall_seconds=timeout),
+        limits=Limits(wall_seconds=timeout, disk_bytes=settings.sandbox_disk_quota),
         rootfs=settings.rootfs,
     )
 

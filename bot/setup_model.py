@@ -39,6 +39,7 @@ def setup_agent_for(
             backend=backend,
             index_url=settings.pip_index_url,
             rootfs=settings.rootfs,
+            disk_bytes=settings.sandbox_disk_quota,
         )
 
     return LlmSetupAgent(model, shell_for, config)

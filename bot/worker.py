@@ -19,6 +19,7 @@ from bot.github_client import InstallationTokens
 from bot.github_job import JobDeps, PermanentJobError, run_github_job
 from bot.queue import LeaseLost, Queue
 from bot.store import Job, Store
+from sandboxes.reaper import reap_periodically
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ class Worker:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Claim and run jobs until `stop` is set (or the task is cancelled)."""
         stop = stop or asyncio.Event()
+        # Sandboxes of workers killed with SIGKILL (docker containers, quota mounts) go at start and periodically.
+        reaper = asyncio.create_task(reap_periodically(self.settings.sandbox_reap_interval))
         tokens = InstallationTokens(self.settings)
         async with aiohttp.ClientSession() as session:
             deps = JobDeps(self.settings, self.store, session, tokens)
@@ -62,6 +65,7 @@ class Worker:
                     self._running.add(task)
                     task.add_done_callback(self._running.discard)
             finally:
+                reaper.cancel()
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)

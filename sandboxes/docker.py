@@ -23,10 +23,10 @@ from sandboxes.base import (
 )
 from sandboxes.baseimage import LABEL, image_tag
 from sandboxes.bwrap import SANDBOX_GID, SANDBOX_UID
-from sandboxes.dockerexec import cgroup_file, pid_alive, pump, raw_socket, read_counter
+from sandboxes.dockerexec import cgroup_file, pump, raw_socket, read_counter
 from sandboxes.hostfs import WorkspaceGrant
 from sandboxes.hostsandbox import merged_env
-from sandboxes.process import CappedBuffer
+from sandboxes.process import CappedBuffer, owner_alive, process_started
 from sandboxes.quota import WorkspaceQuota, workspace_quota
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,17 @@ def docker_problem(image: str | None = None) -> str | None:
     return None
 
 
+def owner_labels() -> dict[str, str]:
+    """Labels naming the process a sandbox container belongs to: host, pid and the pid's start time."""
+    pid = os.getpid()
+    return {
+        LABEL: "sandbox",
+        f"{LABEL}.host": socket.gethostname(),
+        f"{LABEL}.pid": str(pid),
+        f"{LABEL}.started": process_started(pid) or "",
+    }
+
+
 def reap_leftovers(client: Any | None = None) -> int:
     """Remove sandbox containers of this host whose owning worker process is gone; returns how many."""
     import docker
@@ -80,7 +91,7 @@ def reap_leftovers(client: Any | None = None) -> int:
             if labels.get(f"{LABEL}.host") != socket.gethostname():
                 continue  # another machine's worker on a shared engine
             owner = labels.get(f"{LABEL}.pid", "")
-            if owner.isdigit() and pid_alive(int(owner)):
+            if owner.isdigit() and owner_alive(int(owner), labels.get(f"{LABEL}.started") or None):
                 continue
             with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True)
@@ -235,7 +246,7 @@ class DockerSandbox:
                 Ulimit(name="core", soft=0, hard=0),
             ],
             mounts=mounts,
-            labels={LABEL: "sandbox", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
+            labels=owner_labels(),
             environment={},
             stdin_open=False,
             tty=False,

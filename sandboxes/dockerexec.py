@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import struct
 import threading
@@ -103,14 +102,3 @@ def read_counter(path: Path | None, key: str | None = None) -> int | None:
         if len(parts) == 2 and parts[0] == key and parts[1].isdigit():
             return int(parts[1])
     return None
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a host process exists (for reaping containers of dead workers)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

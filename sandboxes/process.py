@@ -124,6 +124,29 @@ def make_preexec(
     return preexec
 
 
+def process_started(pid: int) -> str | None:
+    """A process's start time (clock ticks since boot, /proc/PID/stat field 22), or None when it is gone.
+
+    With the pid it names one process for good: a pid reused after a worker died has another start time.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from the last ")".
+    fields = data[data.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def owner_alive(pid: int, started: str | None) -> bool:
+    """Whether the process that recorded (pid, start time) still runs; a missing start time checks the pid only."""
+    now = process_started(pid)
+    if now is None:
+        return False
+    return started is None or now == started
+
+
 @dataclass
 class Launch:
     """A host command ready to spawn: argv, its (already minimal) environment, and how to set it up."""

@@ -20,6 +20,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from sandboxes.base import SandboxError
+from sandboxes.process import owner_alive, process_started
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +142,8 @@ class WorkspaceQuota:
             raise QuotaError(f"workspace quota of {self.limit} bytes is below the minimum of {MIN_QUOTA_BYTES}")
         if _BAD_PATH_CHARS & set(str(self.root)):
             raise QuotaError(f"workspace path {self.root} contains a character overlay options cannot carry")
-        state = Path(tempfile.mkdtemp(prefix=f"{STATE_PREFIX}{os.getpid()}-", dir=self.root.parent))
+        owner = f"{os.getpid()}-{process_started(os.getpid())}-"
+        state = Path(tempfile.mkdtemp(prefix=f"{STATE_PREFIX}{owner}", dir=self.root.parent))
         disk = state / "fs"
         try:
             image = state / "disk.img"
@@ -261,3 +264,47 @@ def fold(upper: Path, lower: Path) -> int:
                     log.warning("cannot apply %s to %s: %s", src, dest, exc)
                 failed += 1
     return failed
+
+
+def _unescape_mountinfo(field: str) -> str:
+    """Undo the octal escapes (\\040 for a space...) of /proc/self/mountinfo."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def reap_stale_quota_mounts() -> int:
+    """Unmount quota overlays and disks left by bot processes that died (kill -9); returns how many.
+
+    The workspace keeps what it had before the sandbox opened; what the dead process's sandboxes wrote is
+    dropped with its image, as the job that made it is retried from the start anyway.
+    """
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return 0
+    stale: dict[Path, list[str]] = {}
+    for line in lines:
+        before, _, after = line.partition(" - ")
+        target = _unescape_mountinfo(before.split()[4])
+        fstype, source, options = [*after.split(), "", "", ""][:3]
+        if fstype == "overlay" and source == "reprobot-workspace":
+            match = re.search(r"upperdir=([^,]*)", _unescape_mountinfo(options))
+            state = Path(match.group(1)).parent.parent if match else None
+        elif fstype == "ext4" and Path(target).name == "fs" and Path(target).parent.name.startswith(STATE_PREFIX):
+            state = Path(target).parent
+        else:
+            continue
+        if state is None or not state.name.startswith(STATE_PREFIX):
+            continue
+        pid, _, rest = state.name[len(STATE_PREFIX) :].partition("-")
+        started = rest.partition("-")[0]
+        if not pid.isdigit() or owner_alive(int(pid), started or None):
+            continue
+        stale.setdefault(state, []).append(target)
+    for state, targets in stale.items():
+        # Overlays first (they sit on the disk), the most recently mounted first.
+        for target in reversed(targets):
+            with contextlib.suppress(QuotaError):
+                _tool(["umount", "--lazy", target])
+        shutil.rmtree(state, ignore_errors=True)
+        log.info("removed the workspace quota %s of a process that is gone", state)
+    return len(stale)

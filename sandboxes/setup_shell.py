@@ -49,6 +49,8 @@ class SetupShell:
     rootfs: Path | None = None
     command_timeout: float = 300.0
     test_timeout: float = 900.0
+    #: Workspace disk quota of its sandboxes (Limits.disk_bytes).
+    disk_bytes: int = Limits.disk_bytes
 
     async def environment(self, spec: EnvironmentSpec) -> BuiltEnvironment:
         """Build (or reuse) the host-side environment of a spec; EnvironmentError_ says why it failed."""
@@ -58,7 +60,7 @@ class SetupShell:
         return SandboxSpec(
             workspace=self.workspace,
             mounts=(env.mount,),
-            limits=Limits(wall_seconds=timeout, max_processes=512),
+            limits=Limits(wall_seconds=timeout, max_processes=512, disk_bytes=self.disk_bytes),
             rootfs=self.rootfs,
         )
 
