@@ -42,11 +42,11 @@ class Worker:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Claim and run jobs until `stop` is set (or the task is cancelled)."""
         stop = stop or asyncio.Event()
-        # Sandboxes of workers killed with SIGKILL (docker containers, quota mounts) go at start and periodically.
-        reaper = asyncio.create_task(reap_periodically(self.settings.sandbox_reap_interval))
         tokens = InstallationTokens(self.settings)
         async with aiohttp.ClientSession() as session:
             deps = JobDeps(self.settings, self.store, session, tokens)
+            # Sandboxes of workers killed with SIGKILL (docker containers, quota mounts) go at start and periodically.
+            reaper = asyncio.create_task(reap_periodically(self.settings.sandbox_reap_interval))
             try:
                 while not stop.is_set():
                     await self._prune_if_due()
