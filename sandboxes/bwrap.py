@@ -106,6 +106,27 @@ def user_command(argv: list[str], privileged: bool) -> list[str]:
     return [*drop, "--inh-caps=-all", "--no-new-privs", "--", *argv]
 
 
+_warned_no_seccomp = False
+
+
+def seccomp_program(privileged: bool) -> bytes | None:
+    """The filter against user namespaces (sandboxes/seccomp.py) for bwrap's --seccomp.
+
+    As root it is the only guard, so without libseccomp this raises SandboxError. As a normal user
+    --disable-userns already holds, and a missing libseccomp only costs the second layer (logged once).
+    """
+    global _warned_no_seccomp
+    try:
+        return no_userns_bpf()
+    except SandboxError as exc:
+        if privileged:
+            raise
+        if not _warned_no_seccomp:
+            _warned_no_seccomp = True
+            log.warning("%s; relying on bwrap's --disable-userns alone", exc)
+        return None
+
+
 def bwrap_path() -> str | None:
     """The bwrap binary, if installed."""
     return shutil.which("bwrap") or (BWRAP if os.access(BWRAP, os.X_OK) else None)
@@ -262,15 +283,17 @@ class BwrapSandbox(ProcessSandbox):
         rel = cwd.relative_to(workspace).as_posix()
         inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
         args += ["--remount-ro", "/", "--chdir", inside_cwd]
-        # No user namespaces inside, in every mode (see sandboxes/seccomp.py).
-        seccomp_fd = _memfd(no_userns_bpf())
-        args += ["--seccomp", str(seccomp_fd)]
+        fds: list[int] = []
+        program = seccomp_program(self.privileged)
+        if program is not None:
+            fds.append(_memfd(program))
+            args += ["--seccomp", str(fds[0])]
         # Options go through a memfd: /proc/1/cmdline inside then shows no host paths or env values.
-        fd = _memfd(b"".join(a.encode() + b"\0" for a in args))
+        fds.append(_memfd(b"".join(a.encode() + b"\0" for a in args)))
         launch = Launch(
-            argv=[self.bwrap, "--args", str(fd), "--", *user_command(argv, self.privileged)],
+            argv=[self.bwrap, "--args", str(fds[-1]), "--", *user_command(argv, self.privileged)],
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             cwd="/",
-            pass_fds=(fd, seccomp_fd),
+            pass_fds=tuple(fds),
         )
-        return launch, [fd, seccomp_fd]
+        return launch, fds

@@ -8,9 +8,8 @@ import os
 import subprocess
 
 from sandboxes.base import Sandbox, SandboxError, SandboxSpec
-from sandboxes.bwrap import SETPRIV, BwrapSandbox, bwrap_path, namespace_args, user_command
+from sandboxes.bwrap import SETPRIV, BwrapSandbox, bwrap_path, namespace_args, seccomp_program, user_command
 from sandboxes.none import NoneSandbox
-from sandboxes.seccomp import no_userns_bpf
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +31,7 @@ def _bwrap_problem() -> str | None:
     if privileged and not os.access(SETPRIV, os.X_OK):
         return f"{SETPRIV} not installed (needed to drop to the sandbox uid when running as root)"
     try:
-        no_userns_bpf()
+        seccomp_program(privileged)
     except SandboxError as exc:
         return str(exc)
     # The same namespaces and uid switch as real runs, on a bare /usr.
