@@ -25,9 +25,19 @@ def test_values_are_parsed_to_their_types() -> None:
         ("REPROBOT_DELIVERY_BODY_DAYS", "a month", "REPROBOT_DELIVERY_BODY_DAYS='a month': expected a number"),
         ("REPROBOT_WORKERS", "two", "REPROBOT_WORKERS='two': expected an integer"),
         ("REPROBOT_SANDBOX", "chroot", "REPROBOT_SANDBOX='chroot'"),
+        ("REPROBOT_SANDBOX_DISK_QUOTA", "lots", "REPROBOT_SANDBOX_DISK_QUOTA='lots': expected a size"),
+        ("REPROBOT_SANDBOX_DISK_QUOTA", "1M", "REPROBOT_SANDBOX_DISK_QUOTA must be 0 (no quota) or at least 8M"),
+        ("REPROBOT_SANDBOX_REAP_INTERVAL", "0", "REPROBOT_SANDBOX_REAP_INTERVAL must be a positive number"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str, message: str) -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_env({name: value})
     assert message in str(info.value)
+
+
+def test_sandbox_disk_quota_takes_sizes() -> None:
+    assert Settings.from_env({}).sandbox_disk_quota == 2 * 1024**3
+    assert Settings.from_env({"REPROBOT_SANDBOX_DISK_QUOTA": "512M"}).sandbox_disk_quota == 512 * 1024**2
+    assert Settings.from_env({"REPROBOT_SANDBOX_DISK_QUOTA": "0"}).sandbox_disk_quota == 0
+    assert Settings.from_env({"REPROBOT_SANDBOX_REAP_INTERVAL": "1.5"}).sandbox_reap_interval == 1.5
