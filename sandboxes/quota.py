@@ -86,6 +86,7 @@ class _Mounted:
 
 
 _warned_unprivileged = False
+_reaped_stale = False
 
 
 def workspace_quota(root: Path, limit_bytes: int, *, privileged: bool) -> WorkspaceQuota | None:
@@ -118,6 +119,11 @@ class WorkspaceQuota:
 
     def acquire(self) -> None:
         """Mount the overlay over the workspace (first user only)."""
+        global _reaped_stale
+        if not _reaped_stale:
+            # A crashed CLI run has no worker to clean up after it: the next process's first quota does.
+            _reaped_stale = True
+            reap_stale_quota_mounts()
         with self._lock:
             mounted = self._active.get(self.root)
             if mounted is not None:
