@@ -27,7 +27,8 @@ from bot.report import (
     render_reproduction_comment,
 )
 from bot.store import Job, Store
-from handlers.commands import HELP_TEXT, association_allows, clean_text, permission_allows
+from handlers.commands import HELP_TEXT, association_allows, permission_allows
+from sandboxes.text import clean_text
 from sandboxes.workspace import head_commit
 
 log = logging.getLogger(__name__)
