@@ -10,10 +10,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from patch_selectors.patch import FilePatch, Patch
+from patch_selectors.patch import FilePatch, Patch, PatchParseError
 from sandboxes.pathpolicy import path_problem, symlink_problem
 
-__all__ = ["SYMLINK_MODE", "denied_path_problems"]
+__all__ = ["SYMLINK_MODE", "denied_path_problems", "diff_path_problems"]
 
 #: The git file mode of a symbolic link.
 SYMLINK_MODE = "120000"
@@ -91,3 +91,12 @@ def denied_path_problems(patch: Patch, patterns: Sequence[str], *, base: Path | 
             if problem is not None:
                 problems.append(problem)
     return list(dict.fromkeys(problems))
+
+
+def diff_path_problems(diff: str, patterns: Sequence[str], *, base: Path | None = None) -> list[str]:
+    """`denied_path_problems` for diff text about to be published; a diff that cannot be parsed is refused."""
+    try:
+        patch = Patch.parse(diff)
+    except PatchParseError as exc:
+        return [f"the patch cannot be checked against the path policy: {exc}"]
+    return denied_path_problems(patch, patterns, base=base)

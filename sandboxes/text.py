@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["INVISIBLE_RANGES", "clean_text", "clean_title", "is_invisible"]
+__all__ = ["INVISIBLE_RANGES", "clean_commit_message", "clean_text", "clean_title", "is_invisible"]
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 # The link-reference idiom markdown writers use for comments (`[//]: # (hidden)`): it renders as nothing.
@@ -91,3 +91,10 @@ def clean_title(text: str, limit: int = 120) -> str:
     if len(title) > limit:
         title = title[: limit - 1].rstrip() + "…"
     return title
+
+
+def clean_commit_message(message: str, limit: int = 120) -> str:
+    """A commit message whose subject is a clean title and whose body is cleaned text."""
+    subject, _, body = message.partition("\n")
+    body = clean_text(body).strip("\n")
+    return clean_title(subject, limit) + (f"\n\n{body}" if body else "")

@@ -11,7 +11,7 @@ import pytest
 
 from bot.policy import defaults
 from patch_selectors.patch import Patch
-from patch_selectors.paths import denied_path_problems
+from patch_selectors.paths import denied_path_problems, diff_path_problems
 from patch_selectors.records import make_record
 from patch_selectors.reviewers import ReviewEnv, ReviewSubject, SmellReviewer
 from sandboxes.agents.issue_facts import parse_issue
@@ -181,3 +181,14 @@ async def test_the_edit_tool_refuses_denied_paths_and_edits_through_symlinks(wor
     with pytest.raises(FormatError, match="refused by policy"):
         await tools.tool_edit_file({"path": path, "old_text": "", "new_text": "on: push\n"})
     assert (work / ".github/workflows/ci.yml").read_text() == FILES[".github/workflows/ci.yml"]
+
+
+def test_publishing_checks_the_diff_text_and_refuses_what_it_cannot_parse(base: Path) -> None:
+    rename = (
+        "diff --git a/.github/workflows/ci.yml b/off.yml\nsimilarity index 100%\n"
+        "rename from .github/workflows/ci.yml\nrename to off.yml\n"
+    )
+    assert diff_path_problems(rename, DEFAULT_DENIED, base=base)
+    broken = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n"
+    assert "cannot be checked" in diff_path_problems(broken, DEFAULT_DENIED, base=base)[0]
+    assert diff_path_problems("", DEFAULT_DENIED, base=base) == []
