@@ -10,9 +10,10 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.config import Settings
@@ -165,21 +166,28 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        _print_human(console, result, pr_body, comment)
+        print_text_result(result, pr_body, comment)
     if outcome.error_kind == "environment":
         return EXIT_ENVIRONMENT
     return STATUS_EXIT.get(outcome.status, EXIT_ERROR)
 
 
-def _print_human(console: Console, result: dict[str, Any], pr_body: str | None, comment: str | None) -> None:
-    out = Console()
+def print_text_result(
+    result: dict[str, Any], pr_body: str | None, comment: str | None, file: TextIO | None = None
+) -> None:
+    """Print the result as text (stdout by default), never wrapped.
+
+    Sent to a pipe or a file, rich would break lines at 80 columns, which corrupts the markdown of the PR
+    body; emoji codes and square brackets in it stay as written too.
+    """
+    out = Console(file=file, soft_wrap=True, emoji=False, highlight=False)
     out.print(f"[bold]status:[/bold] {result['status']}")
     for reason in result.get("reasons") or []:
-        out.print(f"  - {reason}")
+        out.print(f"  - {reason}", markup=False)
     if result.get("branch"):
-        out.print(f"[bold]branch:[/bold] {result['branch']}")
-    out.print(f"[bold]output:[/bold] {result.get('out_dir')}")
+        out.print(f"[bold]branch:[/bold] {escape(str(result['branch']))}")
+    out.print(f"[bold]output:[/bold] {escape(str(result.get('out_dir')))}")
     if pr_body:
-        out.print(pr_body, markup=False, highlight=False)
+        out.print(pr_body, markup=False)
     if comment:
-        out.print(comment, markup=False, highlight=False)
+        out.print(comment, markup=False)
