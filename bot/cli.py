@@ -160,6 +160,9 @@ def _run_json(command: Callable[[], int]) -> int:
         print(_json_error(f"internal error: {type(exc).__name__}: {exc}", EXIT_ERROR))
         return EXIT_ERROR
     text = held.getvalue()
+    if not text and code != EXIT_OK:
+        # A handled error the command reported on stderr only (`env` does so): its exit code says which.
+        return code
     try:
         json.loads(text)
     except json.JSONDecodeError:

@@ -165,3 +165,19 @@ def test_text_output_to_a_pipe_keeps_the_pr_body_verbatim(tmp_path: Path, data_d
     pr = (out / "pr.md").read_text()
     assert max(map(len, pr.splitlines())) > 80, "the PR body has lines a wrap at 80 columns would break"
     assert pr.strip() in proc.stdout and f"output: {out}\n" in proc.stdout
+
+
+async def _print_two_documents(args: Any, settings: Any) -> int:
+    print(json.dumps({"status": "fixed"}))
+    print(json.dumps({"status": "fixed"}))
+    return 0
+
+
+def test_output_that_is_not_one_document_becomes_an_error_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(bot.cli_job, "run_job_command", _print_two_documents)
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
+    assert main(["reproduce", "--repo", str(tmp_path), "--issue", str(tmp_path / "i.md"), "--json"]) == 8
+    out, err = capfd.readouterr()
+    assert "did not print one JSON document" in one_json(out)["reasons"][0] and '"fixed"' in err
