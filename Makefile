@@ -10,7 +10,7 @@ TEST_WHEELS := pytest pytest-timeout coverage six
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint bench venv wheelhouse clean
+.PHONY: demo test lint bench venv wheelhouse clean system-packages
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,7 +27,13 @@ $(WHEELHOUSE)/.stamp: $(STAMP) Makefile
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
-demo: $(STAMP)
+# A fresh machine first gets the system packages the bot needs (installed when root, else the one command to
+# run is printed), before the virtualenv, which needs python3-venv.
+system-packages:
+	@.ci/system-packages --install demo
+
+demo: system-packages
+	@$(MAKE) --no-print-directory venv
 	$(BIN)/python examples/run_demo.py
 
 lint: $(STAMP)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
 import logging
+import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn
 
+from bot.cli_types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
 from bot.config import Settings, SettingsError
 
 #: Exit codes, documented in the README.
@@ -34,24 +38,41 @@ STATUS_EXIT = {
 }
 
 
+class UsageError(Exception):
+    """Bad command-line arguments; the message says which and how (argparse's own wording)."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of exiting, so `main` can still answer in JSON."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message}", self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(prog="reprobot", description=__doc__)
+    parser = _Parser(prog="reprobot", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def job_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--repo", required=True, type=Path, help="a git repository on disk")
-        p.add_argument("--issue", required=True, type=Path, help="markdown file: '# title', then the body")
+        p.add_argument("--repo", required=True, type=absolute_path, help="a git repository on disk")
+        p.add_argument("--issue", required=True, type=absolute_path, help="markdown file: '# title', then the body")
         p.add_argument("--sandbox", choices=["bwrap", "docker", "none"], help="sandbox backend (default bwrap)")
         p.add_argument("--allow-dirty", action="store_true", help="work from HEAD even if the tree is dirty")
-        p.add_argument("--out", type=Path, help="folder for pr.md / comment.md / result.json")
+        p.add_argument("--out", type=output_dir, help="folder for pr.md / comment.md / result.json")
         p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-        p.add_argument("--timeout", type=float, help="wall seconds for one test-suite run")
+        p.add_argument("--timeout", type=float_range(1, 7200), help="wall seconds for one test-suite run (1-7200)")
 
     fix = sub.add_parser("fix", help="fix a bug report: a branch with fix + bug reproduction test")
     job_args(fix)
-    fix.add_argument("--trajectories", "-M", type=int, help="parallel searches (default 4)")
+    fix.add_argument(
+        "--trajectories", "-M", type=int_range(1, MAX_TRAJECTORIES), help="parallel searches (1-32, default 4)"
+    )
     fix.add_argument(
         "--agent",
         choices=["classic", "llm", "auto", "mixed"],
@@ -73,13 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     job_args(rep)
 
     ev = sub.add_parser("eval", help="run a benchmark directory and score it against its oracles")
-    ev.add_argument("--bench", required=True, type=Path)
+    ev.add_argument("--bench", required=True, type=absolute_path)
     ev.add_argument("--agent", default="classic")
     ev.add_argument("--strategy", default="freeform")
-    ev.add_argument("--trajectories", "-M", type=int, default=8)
-    ev.add_argument("--k", default="1,5,M", help="comma-separated k values; M means the trajectory count")
-    ev.add_argument("--out", type=Path, default=Path("eval-out"))
-    ev.add_argument("--jobs", type=int, default=1, help="cases run at once")
+    ev.add_argument("--trajectories", "-M", type=int_range(1, MAX_TRAJECTORIES), default=8, help="1-32 (default 8)")
+    ev.add_argument("--k", type=k_list, default="1,5,M", help="comma-separated k values; M means the trajectory count")
+    ev.add_argument("--out", type=output_dir, default="eval-out", help="folder for the results (eval-out)")
+    ev.add_argument("--jobs", type=int_range(1, 64), default=1, help="cases run at once (1-64)")
     ev.add_argument("--cases", default="", help="comma-separated case names to run (default all)")
     ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
 
@@ -87,10 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the GitHub App web server (webhooks, health)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=0, help="job slots run inside this process (default 0)")
+    serve.add_argument("--port", type=int_range(1, 65535), default=8000, help="1-65535 (default 8000)")
+    serve.add_argument(
+        "--workers", type=int_range(0, 64), default=0, help="job slots run inside this process (0-64, default 0)"
+    )
     worker = sub.add_parser("worker", help="run queued jobs (GitHub App)")
-    worker.add_argument("--concurrency", type=int, help="jobs at once (default REPROBOT_WORKERS)")
+    worker.add_argument("--concurrency", type=int_range(1, 64), help="jobs at once (1-64, default REPROBOT_WORKERS)")
     app = sub.add_parser("app", help="GitHub App helpers")
     app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
     from bot.cli_env import add_parsers
@@ -99,10 +122,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_error(reason: str, code: int) -> str:
+    return json.dumps({"status": "error", "reasons": [reason], "exit_code": code})
+
+
+@contextlib.contextmanager
+def _json_stdout() -> Iterator[io.StringIO]:
+    """Hold back what the command prints, so stdout can carry exactly one JSON document whatever happens.
+
+    Python-level prints are collected; anything written straight to file descriptor 1 (a child process, a
+    library) goes to stderr instead. The real stdout is restored on the way out.
+    """
+    sys.stdout.flush()
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    held, saved = io.StringIO(), sys.stdout
+    sys.stdout = held
+    try:
+        yield held
+    finally:
+        sys.stdout = saved
+        os.dup2(real_stdout, 1)
+        os.close(real_stdout)
+
+
+def _run_json(command: Callable[[], int]) -> int:
+    """Run `command` in --json mode: its one JSON document, or an error document, is all stdout gets."""
+    try:
+        with _json_stdout() as held:
+            code = command()
+    except KeyboardInterrupt:
+        print(_json_error("interrupted", EXIT_INTERRUPTED))
+        print("reprobot: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # broad on purpose: the promise is one JSON document even when a bug escapes
+        traceback.print_exc(file=sys.stderr)
+        print(_json_error(f"internal error: {type(exc).__name__}: {exc}", EXIT_ERROR))
+        return EXIT_ERROR
+    text = held.getvalue()
+    if not text and code != EXIT_OK:
+        # A handled error the command reported on stderr only (`env` does so): its exit code says which.
+        return code
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        if text.strip():
+            sys.stderr.write(text)
+        print(_json_error(f"internal error: the command did not print one JSON document (exit {code})", EXIT_ERROR))
+        return EXIT_ERROR
+    sys.stdout.write(text)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `reprobot` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        sys.stderr.write(exc.usage)
+        print(exc, file=sys.stderr)
+        if "--json" in argv:
+            print(_json_error(str(exc), EXIT_USAGE))
+        return EXIT_USAGE
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -112,34 +195,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
     except SettingsError as exc:
         print(f"reprobot: {exc}", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(_json_error(str(exc), EXIT_USAGE))
         return EXIT_USAGE
+    if getattr(args, "json", False):
+        return _run_json(lambda: _dispatch(args, settings))
     try:
-        if args.command in ("fix", "reproduce"):
-            from bot.cli_job import run_job_command
-
-            return asyncio.run(run_job_command(args, settings))
-        if args.command == "eval":
-            from bot.evaluate import run_eval_command
-
-            return asyncio.run(run_eval_command(args, settings))
-        if args.command == "doctor":
-            return doctor(settings)
-        if args.command in ("serve", "worker", "app"):
-            from bot.cli_app import run_app_command
-
-            return run_app_command(args, settings)
-        if args.command == "env":
-            from bot.cli_env import run_env_command
-
-            return run_env_command(args, settings)
-        if args.command == "sandbox":
-            from bot.cli_env import run_sandbox_command
-
-            return run_sandbox_command(args, settings)
+        return _dispatch(args, settings)
     except KeyboardInterrupt:
         print("reprobot: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    parser.error(f"unknown command {args.command}")
+    except Exception as exc:  # broad on purpose: an escaped bug is exit 8 (documented), not Python's exit 1
+        traceback.print_exc(file=sys.stderr)
+        print(f"reprobot: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    """Run one parsed command."""
+    if args.command in ("fix", "reproduce"):
+        from bot.cli_job import run_job_command
+
+        return asyncio.run(run_job_command(args, settings))
+    if args.command == "eval":
+        from bot.evaluate import run_eval_command
+
+        return asyncio.run(run_eval_command(args, settings))
+    if args.command == "doctor":
+        return doctor(settings)
+    if args.command in ("serve", "worker", "app"):
+        from bot.cli_app import run_app_command
+
+        return run_app_command(args, settings)
+    if args.command == "env":
+        from bot.cli_env import run_env_command
+
+        return run_env_command(args, settings)
+    if args.command == "sandbox":
+        from bot.cli_env import run_sandbox_command
+
+        return run_sandbox_command(args, settings)
+    print(f"reprobot: unknown command {args.command}", file=sys.stderr)
     return EXIT_USAGE
 
 

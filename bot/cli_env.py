@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.cli_types import absolute_path, float_range
 from bot.config import Settings
 
 EXIT_OK = 0
@@ -25,7 +26,7 @@ def add_parsers(sub: Any) -> None:
     env = sub.add_parser("env", help="find how to install and test a repo, and run its tests in a sandbox")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     detect = env_sub.add_parser("detect", help="print the EnvironmentSpec found for a repo")
-    detect.add_argument("--repo", required=True, type=Path)
+    detect.add_argument("--repo", required=True, type=absolute_path)
     detect.add_argument("--setup", action="append", help="policy environment.setup step (repeatable)")
     detect.add_argument("--test", help="policy environment.test command")
     detect.add_argument("--json", action="store_true", help="print the spec as one JSON document")
@@ -36,12 +37,16 @@ def add_parsers(sub: Any) -> None:
         help="where the setup agent runs its commands (only used when a model is configured)",
     )
     test = env_sub.add_parser("test", help="build the environment and run the whole suite in a sandbox")
-    test.add_argument("--repo", required=True, type=Path)
+    test.add_argument("--repo", required=True, type=absolute_path)
     test.add_argument("--sandbox", choices=["bwrap", "docker", "none"], default="bwrap")
     test.add_argument("--setup", action="append", help="policy environment.setup step (repeatable)")
     test.add_argument("--test", help="policy environment.test command")
-    test.add_argument("--timeout", type=float, default=1800.0, help="wall seconds for the suite")
-    test.add_argument("--memory-gb", type=float, default=4.0, help="memory limit of the sandbox")
+    test.add_argument(
+        "--timeout", type=float_range(1, 86400), default=1800.0, help="wall seconds for the suite (1-86400)"
+    )
+    test.add_argument(
+        "--memory-gb", type=float_range(0.125, 1024), default=4.0, help="memory limit of the sandbox (0.125-1024)"
+    )
     test.add_argument("--json", action="store_true", help="print the result as one JSON document")
 
     sandbox = sub.add_parser("sandbox", help="sandbox maintenance")

@@ -10,19 +10,22 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.config import Settings
-from bot.forges.local import ForgeError, LocalForge, LocalIssue, read_issue_file
+from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, read_issue_file
 from bot.llm import check_endpoint
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
 from bot.report import ReproductionContext, render_pr_body, render_reproduction_comment
 from bot.store import Store
+from patch_selectors.paths import diff_path_problems
 from sandboxes.factory import SandboxUnavailable
+from sandboxes.text import clean_title
 from sandboxes.workspace import clone_workspace
 
 #: The CLI holds its own job for as long as the run takes; no other worker should take it over.
@@ -43,18 +46,28 @@ def rerun_command(branch: str | None, brt_path: str) -> str:
 
 
 async def _publish(
-    forge: LocalForge, outcome: JobOutcome, issue: LocalIssue, settings: Settings, base_commit: str, branch: str
+    forge: LocalForge,
+    outcome: JobOutcome,
+    issue: LocalIssue,
+    settings: Settings,
+    base_commit: str,
+    branch: str,
+    denied_paths: tuple[str, ...],
 ) -> None:
     """Push the chosen patch as one commit on `branch`, from a scratch clone that is removed afterwards."""
     publish_ws = settings.data_dir / "work" / f"job-{outcome.job_id}-publish"
     await clone_workspace(forge.repo, publish_ws, base_commit)
     try:
+        # The last gate before anything is written to the user's repo (review checked it too).
+        refused = diff_path_problems(outcome.patch, denied_paths, base=publish_ws)
+        if refused:
+            raise PublishError(f"refused to publish: {'; '.join(refused)}")
         await forge.publish_branch(
             publish_ws,
             branch=branch,
             base_commit=base_commit,
             diff=outcome.patch,
-            message=f"Fix {issue.title}\n\nAdds a bug reproduction test and the fix.\n\nFixes {issue.ref}",
+            message=f"Fix {clean_title(issue.title)}\n\nAdds a bug reproduction test and the fix.\n\nFixes {issue.ref}",
         )
     finally:
         await asyncio.to_thread(shutil.rmtree, publish_ws, True)
@@ -117,7 +130,7 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
             if outcome.status == "fixed" and not getattr(args, "no_branch", False):
                 status.update("[bold]publish[/bold] creating branch")
                 pushed = True
-                await _publish(forge, outcome, issue, settings, base_commit, branch)
+                await _publish(forge, outcome, issue, settings, base_commit, branch, request.denied_paths)
                 result["branch"] = branch
             if outcome.status == "fixed" and outcome.brt is not None:
                 context = outcome.pr_context(
@@ -153,21 +166,28 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        _print_human(console, result, pr_body, comment)
+        print_text_result(result, pr_body, comment)
     if outcome.error_kind == "environment":
         return EXIT_ENVIRONMENT
     return STATUS_EXIT.get(outcome.status, EXIT_ERROR)
 
 
-def _print_human(console: Console, result: dict[str, Any], pr_body: str | None, comment: str | None) -> None:
-    out = Console()
+def print_text_result(
+    result: dict[str, Any], pr_body: str | None, comment: str | None, file: TextIO | None = None
+) -> None:
+    """Print the result as text (stdout by default), never wrapped.
+
+    Sent to a pipe or a file, rich would break lines at 80 columns, which corrupts the markdown of the PR
+    body; emoji codes and square brackets in it stay as written too.
+    """
+    out = Console(file=file, soft_wrap=True, emoji=False, highlight=False)
     out.print(f"[bold]status:[/bold] {result['status']}")
     for reason in result.get("reasons") or []:
-        out.print(f"  - {reason}")
+        out.print(f"  - {reason}", markup=False)
     if result.get("branch"):
-        out.print(f"[bold]branch:[/bold] {result['branch']}")
-    out.print(f"[bold]output:[/bold] {result.get('out_dir')}")
+        out.print(f"[bold]branch:[/bold] {escape(str(result['branch']))}")
+    out.print(f"[bold]output:[/bold] {escape(str(result.get('out_dir')))}")
     if pr_body:
-        out.print(pr_body, markup=False, highlight=False)
+        out.print(pr_body, markup=False)
     if comment:
-        out.print(comment, markup=False, highlight=False)
+        out.print(comment, markup=False)

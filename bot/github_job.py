@@ -27,7 +27,9 @@ from bot.report import (
     render_reproduction_comment,
 )
 from bot.store import Job, Store
-from handlers.commands import HELP_TEXT, association_allows, clean_text, permission_allows
+from handlers.commands import HELP_TEXT, association_allows, permission_allows
+from patch_selectors.paths import diff_path_problems
+from sandboxes.text import clean_text, clean_title
 from sandboxes.workspace import head_commit
 
 log = logging.getLogger(__name__)
@@ -154,7 +156,8 @@ async def _run_and_publish(
 ) -> dict[str, Any]:
     settings = deps.settings
     issue = await forge.get_issue()
-    text = clean_text(f"# {issue.get('title') or ''}\n\n{issue.get('body') or ''}")
+    # A title cannot smuggle lines into the body: it is cleaned onto one line first.
+    text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
     info = await forge.repo_info()
     base_branch = str(info.get("default_branch") or job.payload.get("default_branch") or "main")
     done: list[str] = []
@@ -216,17 +219,23 @@ async def _publish(
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"status": outcome.status, "reasons": outcome.reasons}
     publish = policy["publish"]
+    # The last gate before anything is pushed (the smell reviewer checked it too): the path policy.
+    refused = diff_path_problems(outcome.patch, tuple(policy["paths"]["deny"]), base=src) if outcome.patch else []
+    if outcome.status == "fixed" and refused:
+        reasons = [f"refused to publish: {r}" for r in refused]
+        await forge.upsert_comment(render_final_status(forge.ref, "no pull request", "", reasons))
+        return {"status": "error", "reasons": reasons}
     if outcome.status == "fixed" and outcome.brt is not None:
         branch = f"{publish['branch_prefix']}{forge.number}"
         rerun = f"git fetch origin {branch} && git checkout FETCH_HEAD\npython -m pytest -q {outcome.brt.path}"
-        title = f"Fix #{forge.number}: {issue.get('title') or 'reported bug'}"
+        title = clean_title(f"Fix #{forge.number}: {clean_title(str(issue.get('title') or '')) or 'reported bug'}")
         await forge.push_branch(
             src, branch=branch, base_commit=base_commit, diff=outcome.patch, message=f"{title}\n\nFixes #{forge.number}"
         )
         body = render_pr_body(
             outcome.pr_context(
                 issue_ref=forge.ref,
-                issue_title=str(issue.get("title") or ""),
+                issue_title=clean_title(str(issue.get("title") or "")),
                 rerun=rerun,
                 closes_issue=bool(publish["closes_issue"]),
             )

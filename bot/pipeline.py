@@ -28,6 +28,7 @@ from sandboxes.agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec, host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
 from sandboxes.factory import make_sandbox
+from sandboxes.pathpolicy import DEFAULT_DENIED
 from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class JobRequest:
     abstain_threshold: float = 0.5
     base_commit: str | None = None
     test_timeout: float = 300.0
-    denied_paths: tuple[str, ...] = (".github/workflows/**",)
+    denied_paths: tuple[str, ...] = DEFAULT_DENIED
     #: LLM trajectories' cogeneration strategy: freeform, tdd, tld, fix-only or brt-only.
     strategy: str = "freeform"
     #: Add the spec reviewer and the BRT relevance judge (needs a model).

@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from sandboxes.pathpolicy import DEFAULT_DENIED
+
 POLICY_PATH = ".github/reprobot.yml"
 ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER", "NONE")
 
@@ -62,7 +64,11 @@ KEYS: dict[str, Key] = {
     "publish.branch_prefix": Key("reprobot/issue-", "str", "branch name before the issue number"),
     "publish.labels": Key([], "list", "labels added to the pull request"),
     "publish.closes_issue": Key(True, "bool", "put `Fixes #N` in the PR body"),
-    "paths.deny": Key([".github/workflows/**"], "list", "globs a patch may not touch"),
+    "paths.deny": Key(
+        list(DEFAULT_DENIED),
+        "list",
+        "globs a patch may not touch: both paths of a rename count, and so do symlinks into them",
+    ),
     "budget.max_cost_usd": Key(1.0, "float", "model spend cap per job (tightens REPROBOT_LLM_MAX_COST)", minimum=0),
     "budget.max_minutes": Key(30, "float", "wall-clock cap per job: the job stops with an error after it", minimum=1),
 }

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandboxes.agents.trajectory import BrtEvidence
+from sandboxes.text import clean_title
 
 #: Hidden marker so a retried job can find and edit what it already posted.
 MARKER = "<!-- reprobot:{kind}:{ref} -->"
@@ -67,7 +68,7 @@ def render_pr_body(ctx: PrContext) -> str:
     brt = ctx.brt
     lines = [
         MARKER.format(kind="pr", ref=ctx.issue_ref),
-        f"## Fix for {ctx.issue_ref}: {ctx.issue_title}",
+        f"## Fix for {ctx.issue_ref}: {clean_title(ctx.issue_title) or 'reported bug'}",
         "",
         "This pull request carries a **fix** and a **bug reproduction test (BRT)** that proves it.",
         "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,25 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+SYSTEM_PACKAGES = HERE.parent / ".ci" / "system-packages"
+
+
+def preflight(reprobot: Path) -> str | None:
+    """Why the demo cannot run on this machine, found before any work; None when it can."""
+    check = subprocess.run([str(SYSTEM_PACKAGES), "--check", "demo"], capture_output=True, text=True)
+    if check.returncode != 0:
+        plan = subprocess.run([str(SYSTEM_PACKAGES), "--dry-run", "demo"], capture_output=True, text=True)
+        install = plan.stdout.strip().splitlines()[-1] if plan.stdout.strip() else "apt-get install bubblewrap"
+        return f"{check.stdout.strip()}\nrun `make demo` as root to install them, or run:  sudo {install}"
+    backend = os.environ.get("REPROBOT_SANDBOX", "bwrap")
+    doctor = subprocess.run([str(reprobot), "doctor"], capture_output=True, text=True)
+    try:
+        problem = json.loads(doctor.stdout)["backends"].get(backend, f"unknown backend {backend!r}")
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return f"`reprobot doctor` failed (exit {doctor.returncode}): {doctor.stderr.strip()[-500:]}"
+    if problem != "available":
+        return f"the {backend} sandbox cannot run here: {problem} (`reprobot doctor` shows every backend)"
+    return None
 
 
 def git(repo: Path, *args: str) -> str:
@@ -20,6 +40,11 @@ def git(repo: Path, *args: str) -> str:
 
 def main() -> int:
     """Build the demo repo, run `reprobot fix`, print the branch, PR body and BRT evidence."""
+    reprobot = Path(sys.executable).with_name("reprobot")
+    problem = preflight(reprobot)
+    if problem is not None:
+        print(f"demo: cannot start: {problem}", file=sys.stderr)
+        return 2
     root = Path(tempfile.mkdtemp(prefix="reprobot-demo-"))
     repo = root / "shopcart"
     shutil.copytree(HERE / "shopcart", repo)
@@ -27,7 +52,6 @@ def main() -> int:
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "shopcart 0.3.0")
     out = root / "out"
-    reprobot = Path(sys.executable).with_name("reprobot")
     cmd = [str(reprobot), "fix", "--repo", str(repo), "--issue", str(HERE / "shopcart-issue.md"),
            "--trajectories", "4", "--out", str(out), "--json"]
     print("$", " ".join(cmd), flush=True)

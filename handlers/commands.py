@@ -1,17 +1,28 @@
-"""Slash-command grammar (/reproduce, /fix, /reprobot help|status|cancel), permission rule, text cleaning."""
+"""Slash-command grammar (/reproduce, /fix, /reprobot help|status|cancel) and the permission rule."""
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from sandboxes.text import clean_text
 
 #: Associations that may run commands when the policy says nothing else.
 DEFAULT_ALLOWED = ("OWNER", "MEMBER", "COLLABORATOR")
 STRATEGIES = ("freeform", "tdd", "tld", "fix-only", "brt-only")
 _PERMISSION_RANK = {"none": 0, "read": 1, "triage": 1, "write": 2, "maintain": 2, "admin": 3}
 _FIX_OPTIONS = {"strategy", "trajectories"}
+
+__all__ = [
+    "DEFAULT_ALLOWED",
+    "HELP_TEXT",
+    "Command",
+    "CommandError",
+    "association_allows",
+    "clean_text",
+    "parse_command",
+    "permission_allows",
+]
 
 
 class CommandError(ValueError):
@@ -39,18 +50,6 @@ HELP_TEXT = """reprobot commands (on their own line in a comment):
 - `/reprobot cancel`: stop the running job
 - `/reprobot help`: this text
 """
-
-
-_HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def clean_text(text: str) -> str:
-    """Remove HTML comments and invisible characters (zero-width, bidi controls) before any agent reads it."""
-    text = _HTML_COMMENT.sub("", text)
-    if text.isascii():  # the common case: only ASCII control characters can hide here
-        return _ASCII_CONTROL.sub("", text)
-    return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) not in ("Cf", "Cc", "Co", "Cs")))
 
 
 def _parse_fix_options(words: Sequence[str]) -> dict[str, str | int]:

@@ -239,6 +239,12 @@ class Patch:
         return tuple(f.path for f in self.files)
 
     @property
+    def touched_paths(self) -> tuple[str, ...]:
+        """Every path the diff changes, once each: both sides of a rename or copy, the old path of a deletion."""
+        both = (p for f in self.files for p in (f.old_path, f.new_path) if p is not None)
+        return tuple(dict.fromkeys(both))
+
+    @property
     def is_empty(self) -> bool:
         """True if the diff touches no file."""
         return not self.files

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -12,10 +11,12 @@ from typing import Protocol
 
 from patch_selectors.llm_reviewers import BrtRelevanceReviewer, SpecReviewer
 from patch_selectors.patch import Patch
+from patch_selectors.paths import denied_path_problems
 from patch_selectors.records import PatchRecord, Review
 from sandboxes.agents.chat import ChatModel
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRunner
+from sandboxes.pathpolicy import DEFAULT_DENIED
 from sandboxes.workspace import GitError, apply_patch, copy_workspace
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class ReviewEnv:
     runner: TestRunner
     baseline: Baseline
     open_sandbox: Callable[[Path], Sandbox]
-    denied_paths: tuple[str, ...] = (".github/workflows/**",)
+    denied_paths: tuple[str, ...] = DEFAULT_DENIED
     max_lines: int = 500
 
     async def fresh_copy(self, label: str) -> Path:
@@ -63,12 +64,6 @@ class Reviewer(Protocol):
         ...
 
 
-def _denied(path: str, patterns: Sequence[str]) -> bool:
-    return any(
-        fnmatch.fnmatch(path, pat) or fnmatch.fnmatch(path, pat.rstrip("*").rstrip("/") + "/*") for pat in patterns
-    )
-
-
 class SmellReviewer:
     """Cheap checks that need no sandbox: empty, binary, denied paths, too large, last test run failed."""
 
@@ -82,9 +77,9 @@ class SmellReviewer:
         binary = [f.path for f in patch.files if f.is_binary]
         if binary:
             return Review(False, self.name, f"the patch contains binary files: {', '.join(binary)}")
-        denied = [p for p in patch.paths if _denied(p, env.denied_paths)]
+        denied = denied_path_problems(patch, env.denied_paths, base=env.base)
         if denied:
-            return Review(False, self.name, f"the patch touches denied paths: {', '.join(denied)}")
+            return Review(False, self.name, f"the patch breaks the path policy: {'; '.join(denied)}")
         if subject.record.total_lines > env.max_lines:
             return Review(
                 False,

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
-from sandboxes.agents.issue_text import clean_text, parse_repl, parse_tracebacks
+from sandboxes.agents.issue_text import parse_repl, parse_tracebacks
+from sandboxes.text import clean_text
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BENCH = SHARED / "bench" / "quixbugs"

@@ -15,12 +15,15 @@ from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from bot.store import Store
+from sandboxes.text import clean_commit_message, clean_title
 from sandboxes.workspace import SAFE_GIT, GitError, apply_patch, git
 
 log = logging.getLogger(__name__)
 
 #: Any comment reprobot posted about an issue starts with a marker like `<!-- reprobot:kind:#12 -->`.
 _MARKER = re.compile(r"<!-- reprobot:[a-z_-]+:(?P<ref>[^ ]+) -->")
+#: PR titles are cut to this length (GitHub accepts 256; a readable one is shorter).
+PR_TITLE_LIMIT = 120
 
 
 async def collaborator_permission(gh: GitHubAPI, repo: str, username: str) -> str:
@@ -140,6 +143,7 @@ class GitHubForge:
         self, *, branch: str, base: str, title: str, body: str, draft: bool, labels: list[str]
     ) -> PullRequest:
         """Open the PR for `branch`, or update the open one; never a second PR for the same branch."""
+        title = clean_title(title, PR_TITLE_LIMIT)
         owner = self.repo.split("/", 1)[0]
         existing: dict[str, Any] | None = None
         url = f"/repos/{self.repo}/pulls" + "{?state,head,per_page}"
@@ -205,7 +209,7 @@ class GitHubForge:
         await git(workspace, "checkout", "--quiet", "-B", branch, base_commit)
         await apply_patch(workspace, diff)
         await git(workspace, "add", "--all")
-        await git(workspace, "commit", "--quiet", "--no-verify", "-m", message)
+        await git(workspace, "commit", "--quiet", "--no-verify", "-m", clean_commit_message(message))
         await self._git_remote(workspace, "push", "--quiet", "--force", self.clone_url, f"{branch}:refs/heads/{branch}")
         self.store.upsert_publication(self.issue_id, "branch", branch, job_id=self.job_id)
         return (await git(workspace, "rev-parse", "HEAD")).stdout.strip()

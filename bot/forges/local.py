@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandboxes.text import clean_commit_message, clean_title
 from sandboxes.workspace import GitError, apply_patch, git, head_commit
 
 
@@ -65,6 +66,8 @@ class LocalIssue:
 
 
 _MAX_ISSUE_BYTES = 1024 * 1024
+#: GitHub caps issue titles at 256 characters; a title longer than that is not a title.
+TITLE_LIMIT = 256
 
 
 def slugify(text: str, fallback: str = "issue") -> str:
@@ -91,7 +94,8 @@ def read_issue_file(path: Path) -> LocalIssue:
         raise BadIssueFile(f"issue file {path} is empty")
     lines = text.strip().splitlines()
     first = lines[0].strip()
-    title = first.lstrip("#").strip() if first.startswith("#") else first
+    # The title ends up in branch names, commit subjects and headings: one clean line.
+    title = clean_title(first.lstrip("#") if first.startswith("#") else first, TITLE_LIMIT)
     body = "\n".join(lines[1:]).strip()
     slug = slugify(path.stem if path.stem not in ("issue", "bug", "report") else title)
     return LocalIssue(slug=slug, title=title or path.stem, body=body, text=text, path=path)
@@ -136,7 +140,7 @@ class LocalForge:
             await git(workspace, "reset", "--quiet", "--hard", base_commit)
             await apply_patch(workspace, diff)
             await git(workspace, "add", "--all")
-            await git(workspace, "commit", "--quiet", "--no-verify", "-m", message)
+            await git(workspace, "commit", "--quiet", "--no-verify", "-m", clean_commit_message(message))
             await git(workspace, "push", "--quiet", "--force", str(self.repo.resolve()), f"{branch}:{branch}")
         except GitError as exc:
             raise PublishError(f"could not create branch {branch} in {self.repo}: {exc}") from None

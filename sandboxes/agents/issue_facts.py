@@ -22,7 +22,6 @@ from sandboxes.agents.issue_text import (
     ReplStep,
     TracebackFrame,
     classify_block,
-    clean_text,
     console_output,
     inline_spans,
     parse_repl,
@@ -31,6 +30,7 @@ from sandboxes.agents.issue_text import (
     split_fences,
     unique,
 )
+from sandboxes.text import clean_text
 
 __all__ = [
     "CodeBlock",

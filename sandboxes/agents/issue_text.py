@@ -1,10 +1,9 @@
-"""Markdown structure of a bug report: cleaning, fenced blocks, inline code, REPL sessions, tracebacks."""
+"""Markdown structure of a bug report (cleaned first by sandboxes.text): fences, inline code, REPL, tracebacks."""
 
 from __future__ import annotations
 
 import ast
 import re
-import unicodedata
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -12,9 +11,6 @@ from typing import Literal, overload
 
 BlockKind = Literal["python", "repl", "console", "traceback", "output"]
 
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
-# Wrapper tags GitHub renders invisibly; the text between them is still part of the report.
-_WRAPPER_TAGS = re.compile(r"</?(?:details|summary|br|p|div|span|sub|sup|kbd|b|i|em|strong)\b[^>]*>", re.I)
 _FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*?)\s*$")
 _INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 _REPL_PROMPT = re.compile(r"^(?P<indent>\s*)(?:>>>|In \[\d*\]:)(?: |$)(?P<code>.*)$")
@@ -98,24 +94,6 @@ def quiet_parse(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.Modu
 def quiet_literal(text: str) -> object:
     """ast.literal_eval without SyntaxWarnings; raises like it on non-literals."""
     return ast.literal_eval(quiet_parse(text.strip(), "eval"))
-
-
-def clean_text(text: str) -> str:
-    """Drop HTML comments, invisible wrapper tags and hidden characters; normalize newlines and spaces."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _HTML_COMMENT.sub("", text)
-    text = _WRAPPER_TAGS.sub("", text)
-    out: list[str] = []
-    for ch in text:
-        if ch in "\n\t":
-            out.append(ch)
-            continue
-        cat = unicodedata.category(ch)
-        # Cf covers zero-width and bidi controls that can hide or reorder code; Cc the other control chars.
-        if cat in ("Cf", "Cc"):
-            continue
-        out.append(" " if cat == "Zs" else "\n" if cat in ("Zl", "Zp") else ch)
-    return "".join(out)
 
 
 def strip_blockquote(line: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import fnmatch
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -20,6 +19,7 @@ from sandboxes.agents.tool_output import clean_output
 from sandboxes.agents.trajectory import BrtEvidence, FormatError, Submitted, Trajectory
 from sandboxes.base import PathOutsideWorkspace, Sandbox, resolve_in_workspace
 from sandboxes.environment import TestRun, TestRunner
+from sandboxes.pathpolicy import DEFAULT_DENIED, is_denied
 from sandboxes.workspace import SCRATCH_DIR, git, tracked_files, workspace_diff
 
 STRATEGIES = ("freeform", "tdd", "tld", "fix-only", "brt-only")
@@ -104,11 +104,6 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 TOOL_NAMES = tuple(t["function"]["name"] for t in TOOL_SCHEMAS)
 
 
-def is_denied(path: str, patterns: Sequence[str]) -> bool:
-    """True when a repo-relative path falls under a policy-denied glob such as `.github/workflows/**`."""
-    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, p.rstrip("*").rstrip("/") + "/*") for p in patterns)
-
-
 def _int(args: dict[str, Any], key: str, default: int) -> int:
     value = args.get(key)
     if value is None or value == "":
@@ -133,7 +128,7 @@ class Toolbox:
     trajectory: Trajectory
     facts: IssueFacts
     strategy: str = "freeform"
-    denied_paths: tuple[str, ...] = (".github/workflows/**",)
+    denied_paths: tuple[str, ...] = DEFAULT_DENIED
     fallback_brt: BrtCandidate | None = None
     test_timeout: float = 120.0
     hypotheses: list[dict[str, str]] = field(default_factory=list)
@@ -154,8 +149,15 @@ class Toolbox:
         rel = host.relative_to(self.sandbox.spec.workspace.resolve()).as_posix()
         if rel.split("/")[0] in (".git", SCRATCH_DIR):
             raise FormatError(f"refused: {rel} is internal to the bot and git")
+        # Both the path as written and where it lands: an edit through a symlink must not reach a workflow.
+        if writing and is_denied(path.strip(), self.denied_paths):
+            raise FormatError(
+                f"refused by policy: {path.strip()} matches a denied path ({', '.join(self.denied_paths)})"
+            )
         if writing and is_denied(rel, self.denied_paths):
-            raise FormatError(f"refused by policy: {rel} matches a denied path ({', '.join(self.denied_paths)})")
+            raise FormatError(
+                f"refused by policy: {path.strip()} resolves to {rel}, a denied path ({', '.join(self.denied_paths)})"
+            )
         return rel
 
     async def call(self, call: ToolCall) -> str:
