@@ -36,6 +36,8 @@ STATUS_EXIT = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
+    from bot.cli_env import DIRECT_REFERENCES_HELP
+
     parser = argparse.ArgumentParser(prog="reprobot", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", type=Path, help="folder for pr.md / comment.md / result.json")
         p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
         p.add_argument("--timeout", type=float, help="wall seconds for one test-suite run")
+        p.add_argument("--allow-direct-references", action="store_true", help=DIRECT_REFERENCES_HELP)
 
     fix = sub.add_parser("fix", help="fix a bug report: a branch with fix + bug reproduction test")
     job_args(fix)
