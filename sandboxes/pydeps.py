@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import os
 import re
+import shutil
 import tarfile
 import tomllib
 import zipfile
@@ -32,6 +33,8 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from sandboxes.hostrun import run_host
+
 PYPI_SIMPLE = "https://pypi.org/simple"
 #: What pip itself falls back to for a source tree without a [build-system] table (plus wheel, for old pips).
 DEFAULT_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
@@ -41,6 +44,21 @@ MAX_ARCHIVE_BYTES = 512 * 1024**2
 _MAX_PYPROJECT_BYTES = 1024**2
 _VCS_PREFIXES = ("git+", "hg+", "svn+", "bzr+")
 _SDIST_SUFFIXES = (".tar.gz", ".zip")
+#: Transports a git dependency may use: no `ext::` (runs a command), no local paths, no ssh (needs keys).
+_GIT_SCHEMES = ("https", "http", "git")
+#: Host git for dependency checkouts: no system/global config, hooks or filters; only the network transports.
+_SAFE_GIT = (
+    "git",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "protocol.allow=never",
+    *(item for scheme in _GIT_SCHEMES for item in ("-c", f"protocol.{scheme}.allow=always")),
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "core.symlinks=true",
+)
 _SIMPLE_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 
 
@@ -377,13 +395,10 @@ class SourceFetcher:
     async def direct(self, ref: Classified, workspace: Path | None) -> Path:
         """Fetch a URL or path reference as a file: a wheel, an archive, or a folder packed as a .tar.gz.
 
-        Paths must stay inside the repo's workspace. VCS checkouts are not fetched (DependencyError says so).
+        Paths must stay inside the repo's workspace; git references are checked out as plain files.
         """
         if ref.kind == "vcs":
-            raise DependencyError(
-                f"requirement {ref.text!r} is a version-control reference; reprobot does not check out VCS "
-                "dependencies (publish it as a wheel or an archive URL instead)"
-            )
+            return await self._git(ref)
         if ref.kind == "url":
             url, _, fragment = ref.location.partition("#")
             digest = fragment.split("=", 1)[1] if fragment.startswith("sha256=") else None
@@ -393,6 +408,38 @@ class SourceFetcher:
             async with self._client() as client:
                 return await self._fetch(client, Candidate(name, url, digest))
         return await self._local(ref, workspace)
+
+    async def _git(self, ref: Classified) -> Path:
+        """A git reference checked out as plain files (no hooks, no submodules, no filters) and packed."""
+        scheme, _, rest = ref.location.partition("+")
+        if scheme.lower() != "git":
+            raise DependencyError(f"requirement {ref.text!r}: only git checkouts are supported, not {scheme}")
+        url = rest.split("#", 1)[0]
+        parts = urlsplit(url)
+        if parts.scheme not in _GIT_SCHEMES:
+            raise DependencyError(f"requirement {ref.text!r}: git over {parts.scheme or 'a local path'} is refused")
+        rev = "HEAD"
+        if "@" in parts.path:
+            path, rev = parts.path.rsplit("@", 1)
+            url = parts._replace(path=path).geturl()
+        name = ref.name or PurePosixPath(parts.path).name.removesuffix(".git").split("@")[0] or "vcs"
+        checkout = self.dest / f".checkout-{_safe(name)}"
+        await asyncio.to_thread(shutil.rmtree, checkout, True)
+        checkout.mkdir(parents=True)
+        try:
+            for args in (
+                ["init", "-q"],
+                ["fetch", "-q", "--depth", "1", "--no-tags", "--no-recurse-submodules", url, rev],
+                ["checkout", "-q", "--detach", "FETCH_HEAD"],
+            ):
+                run = await run_host([*_SAFE_GIT, *args], timeout=self.timeout, cwd=checkout)
+                if run.code != 0:
+                    raise DependencyError(
+                        f"requirement {ref.text!r}: git {args[0]} failed: {run.stdout.strip()[-500:]}"
+                    )
+            return await asyncio.to_thread(pack_tree, checkout, self.dest, name)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, checkout, True)
 
     async def _local(self, ref: Classified, workspace: Path | None) -> Path:
         if workspace is None:

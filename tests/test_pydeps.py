@@ -6,8 +6,11 @@ import hashlib
 import http.server
 import io
 import json
+import socket
+import subprocess
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -17,6 +20,9 @@ import pytest
 from packaging.requirements import Requirement
 
 from bot.policy import PolicyError, validate
+from sandboxes.base import SandboxSpec
+from sandboxes.environment import BASE_TEST_DEPS, EnvironmentError_, EnvironmentSpec, TestRunner, build_environment
+from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.pydeps import (
     DEFAULT_BUILD_REQUIRES,
     Candidate,
@@ -30,6 +36,7 @@ from sandboxes.pydeps import (
     pick_sdist,
 )
 from sandboxes.pyenv import refuse_direct_references
+from tests.conftest import WHEELHOUSE, make_git_repo
 
 
 @pytest.mark.parametrize(
@@ -213,5 +220,93 @@ async def test_path_references_must_stay_inside_the_repository(tmp_path: Path) -
     for outside in ("../../etc", "/etc/passwd", "pkg @ file:///root/.ssh/id_rsa"):
         with pytest.raises(DependencyError, match="outside the repository"):
             await fetcher.direct(classify(outside), repo)
-    with pytest.raises(DependencyError, match="version-control"):
-        await fetcher.direct(classify("git+https://example.invalid/x.git"), repo)
+    with pytest.raises(DependencyError, match="names the repository itself"):
+        await fetcher.direct(classify("self @ file:."), repo)
+
+
+@pytest.fixture
+def git_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A real `git daemon` on 127.0.0.1 exporting the bare repositories under one folder."""
+    base = tmp_path / "git-served"
+    base.mkdir()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={base}", "--listen=127.0.0.1"]
+    proc = subprocess.Popen([*argv, f"--port={port}", str(base)], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as conn:
+            if conn.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.05)
+    try:
+        yield f"git://127.0.0.1:{port}", base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _served_package(base: Path, tmp_path: Path) -> None:
+    """A bare repo `vcs-pkg.git`: tag v1 has double(); the later commit breaks it."""
+    work = make_git_repo(
+        tmp_path / "vcs-work",
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='vcs-pkg', version='1.0', packages=['vcs_pkg'])\n",
+            "vcs_pkg/__init__.py": "def double(x):\n    return 2 * x\n",
+        },
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "tag", "v1"], cwd=work, check=True)
+    (work / "vcs_pkg" / "__init__.py").write_text("raise ImportError('not v1')\n")
+    subprocess.run([*git, "commit", "-qam", "later"], cwd=work, check=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(base / "vcs-pkg.git")], check=True)
+
+
+async def test_git_references_are_checked_out_as_files_over_network_transports_only(
+    git_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, base = git_server
+    _served_package(base, tmp_path)
+    fetcher = SourceFetcher(Sources(), tmp_path / "dest")
+    packed = await fetcher.direct(classify(f"vcs-pkg @ git+{url}/vcs-pkg.git@v1"), None)
+    with tarfile.open(packed) as tf:
+        assert sorted(tf.getnames()) == [
+            "vcs-pkg",
+            "vcs-pkg/setup.py",
+            "vcs-pkg/vcs_pkg",
+            "vcs-pkg/vcs_pkg/__init__.py",
+        ]
+        member = tf.extractfile("vcs-pkg/vcs_pkg/__init__.py")
+        assert member is not None and b"2 * x" in member.read()
+    for refused, reason in (
+        (f"x @ git+file://{base}/vcs-pkg.git", "git over file"),
+        ("x @ git+ssh://git@example.invalid/x.git", "git over ssh"),
+        ("x @ hg+https://example.invalid/x", "only git"),
+    ):
+        with pytest.raises(DependencyError, match=reason):
+            await fetcher.direct(classify(refused), None)
+
+
+async def test_an_allowed_git_dependency_is_built_and_installed_in_the_sandbox(
+    git_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    problem = available_backends()["bwrap"]
+    if problem is not None:
+        pytest.skip(f"bwrap backend unavailable: {problem}")
+    if not any(WHEELHOUSE.glob("setuptools-*.whl")):
+        pytest.skip(f"no setuptools wheel in {WHEELHOUSE} (run `make wheelhouse`)")
+    url, base = git_server
+    _served_package(base, tmp_path)
+    spec = EnvironmentSpec(deps=(*BASE_TEST_DEPS, f"vcs-pkg @ git+{url}/vcs-pkg.git@v1"), python_path=(".",))
+    with pytest.raises(EnvironmentError_, match="allow_direct_references"):
+        await build_environment(spec, tmp_path / "cache", python=Path("/usr/bin/python3"))
+    env = await build_environment(
+        spec, tmp_path / "cache", python=Path("/usr/bin/python3"), allow_direct_references=True
+    )
+    ws = make_git_repo(
+        tmp_path / "ws", {"test_it.py": "import vcs_pkg\n\ndef test_v1():\n    assert vcs_pkg.double(2) == 4\n"}
+    )
+    async with make_sandbox("bwrap", SandboxSpec(workspace=ws, mounts=env.mounts)) as sb:
+        run = await TestRunner(env, timeout=120).run(sb, [])
+    assert run.tests == {"test_it.py::test_v1": "passed"}, run.result.output[-2000:]
