@@ -32,8 +32,9 @@ REQUIREMENT_FILES = (
     "requirements/dev.txt",
 )
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
-#: Bumped when the on-disk layout of built environments changes, so old caches are not reused.
-ENV_LAYOUT = 3
+#: Bumped when the on-disk layout of built environments changes, so old caches are not reused (4: built in the
+#: sandbox from host-downloaded wheels).
+ENV_LAYOUT = 4
 _PY_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "pytest.ini", "conftest.py")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-\[\],]*\s*(?:[<>=!~;].*)?)$")
 #: Requirement-file lines that name a path, URL or VCS checkout instead of a project on an index.

@@ -109,6 +109,14 @@ def classify(text: str) -> Classified:
     return Classified(text, kind, req.name, url, tuple(sorted(req.extras)))
 
 
+def redact_url(url: str) -> str:
+    """The URL with any user name or password (an index token) replaced, for messages and logs."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
 def _egg_name(url: str) -> str | None:
     match = re.search(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url)
     return match.group(1) if match else None
@@ -327,7 +335,7 @@ class SourceFetcher:
                     found = pick_sdist(cands, req, python_version)
                     if found is not None:
                         return await self._fetch(client, found)
-        where = ", ".join(looked) or "nowhere (no index, no find-links)"
+        where = ", ".join(map(redact_url, looked)) or "nowhere (no index, no find-links)"
         raise DependencyError(f"{requirement!r} has no wheel for this interpreter and no source archive in {where}")
 
     async def _find_links(self, client: httpx.AsyncClient, location: str) -> list[Candidate]:
@@ -350,11 +358,11 @@ class SourceFetcher:
         try:
             resp = await client.get(url, headers={"Accept": _SIMPLE_ACCEPT})
         except httpx.HTTPError as exc:
-            raise DependencyError(f"cannot read {url}: {exc}") from None
+            raise DependencyError(f"cannot read {redact_url(url)}: {type(exc).__name__}") from None
         if resp.status_code == 404:
             return []
         if resp.status_code != 200:
-            raise DependencyError(f"cannot read {url}: HTTP {resp.status_code}")
+            raise DependencyError(f"cannot read {redact_url(url)}: HTTP {resp.status_code}")
         if resp.headers.get("content-type", "").startswith("application/vnd.pypi.simple.v1+json"):
             return parse_simple_json(resp.json(), str(resp.url))
         return parse_simple_html(resp.text, str(resp.url))
@@ -362,7 +370,7 @@ class SourceFetcher:
     async def _fetch(self, client: httpx.AsyncClient, cand: Candidate) -> Path:
         filename = PurePosixPath(cand.filename).name
         if not filename or filename.startswith("."):
-            raise DependencyError(f"refusing the file name {cand.filename!r} from {cand.url}")
+            raise DependencyError(f"refusing the file name {cand.filename!r} from {redact_url(cand.url)}")
         self.dest.mkdir(parents=True, exist_ok=True)
         target = self.dest / filename
         digest = hashlib.sha256()
@@ -383,13 +391,13 @@ class SourceFetcher:
                             out.write(chunk)
             except httpx.HTTPError as exc:
                 target.unlink(missing_ok=True)
-                raise DependencyError(f"downloading {cand.url} failed: {exc}") from None
+                raise DependencyError(f"downloading {redact_url(cand.url)} failed: {type(exc).__name__}") from None
         if size > MAX_ARCHIVE_BYTES:
             target.unlink(missing_ok=True)
-            raise DependencyError(f"{cand.url} is larger than {MAX_ARCHIVE_BYTES} bytes")
+            raise DependencyError(f"{redact_url(cand.url)} is larger than {MAX_ARCHIVE_BYTES} bytes")
         if cand.sha256 and digest.hexdigest() != cand.sha256.lower():
             target.unlink(missing_ok=True)
-            raise DependencyError(f"{cand.url}: sha256 does not match the index's ({cand.sha256})")
+            raise DependencyError(f"{redact_url(cand.url)}: sha256 does not match the index's ({cand.sha256})")
         return target
 
     async def direct(self, ref: Classified, workspace: Path | None) -> Path:

@@ -310,3 +310,10 @@ async def test_an_allowed_git_dependency_is_built_and_installed_in_the_sandbox(
     async with make_sandbox("bwrap", SandboxSpec(workspace=ws, mounts=env.mounts)) as sb:
         run = await TestRunner(env, timeout=120).run(sb, [])
     assert run.tests == {"test_it.py::test_v1": "passed"}, run.result.output[-2000:]
+
+
+async def test_index_credentials_never_show_in_messages(tmp_path: Path) -> None:
+    sources = Sources(index_urls=("http://user:s3cr3t-token@127.0.0.1:9/simple",))
+    with pytest.raises(DependencyError) as info:
+        await SourceFetcher(sources, tmp_path, timeout=5).sdist("anything", None)
+    assert "s3cr3t-token" not in str(info.value) and "***@127.0.0.1:9" in str(info.value)
