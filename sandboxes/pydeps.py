@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import shutil
+import ssl
 import tarfile
 import tomllib
 import zipfile
@@ -310,9 +311,13 @@ class SourceFetcher:
 
     def _client(self) -> httpx.AsyncClient:
         # trust_env: the host's proxies and certificate bundle, as pip uses them.
-        return httpx.AsyncClient(
-            timeout=self.timeout, follow_redirects=True, verify=self.sources.cert or True, trust_env=True
-        )
+        verify: ssl.SSLContext | bool = True
+        cert = self.sources.cert
+        if cert:
+            # pip's PIP_CERT: a bundle file or a folder of certificates.
+            is_dir = os.path.isdir(cert)
+            verify = ssl.create_default_context(cafile=None if is_dir else cert, capath=cert if is_dir else None)
+        return httpx.AsyncClient(timeout=self.timeout, follow_redirects=True, verify=verify, trust_env=True)
 
     async def sdist(self, requirement: str, python_version: str | None) -> Path:
         """Fetch the best sdist for `requirement` (find-links first, then the indexes) and return its path."""

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
 from sandboxes.base import WORKSPACE_MOUNT, ExecResult, Limits, Mount, Sandbox, SandboxSpec
@@ -119,7 +120,7 @@ class PythonBuild:
             if run.code == 0:
                 return
             missing = missing_distribution(run.stdout)
-            key = canonicalize_name(missing.split("[")[0].split(";")[0]) if missing else ""
+            key = _project(missing) if missing else ""
             if missing is None or key in self.from_source:
                 raise DependencyError(f"downloading wheels failed: {_tail(run.stdout)}")
             # No wheel fits: fetch the source archive as a file and build it in the sandbox.
@@ -191,6 +192,14 @@ class PythonBuild:
         res = await self._run([_ENV_PY, "-c", code, *entries])
         if not res.ok:
             raise DependencyError(f"linking the workspace into the env failed: {_tail(res.output)}")
+
+
+def _project(requirement: str) -> str:
+    """The canonical project name of a requirement string pip printed (the string itself if unparsable)."""
+    try:
+        return canonicalize_name(Requirement(requirement).name)
+    except InvalidRequirement:
+        return requirement
 
 
 def _sdist_project(filename: str) -> str | None:
