@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Wheels that test environments install from (pip --no-index): the tests themselves never reach PyPI.
 WHEELHOUSE := .reprobot/wheelhouse
-# six stands in for a dependency of a tested project (tests/test_environment.py).
-TEST_WHEELS := pytest pytest-timeout coverage six
+# six stands in for a dependency of a tested project (tests/test_environment.py); setuptools and wheel
+# build the source-only dependencies of tests/test_host_exec.py inside the sandbox.
+TEST_WHEELS := pytest pytest-timeout coverage six setuptools wheel
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 

@@ -55,6 +55,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
+    from bot.cli_env import DIRECT_REFERENCES_HELP
+
     parser = _Parser(prog="reprobot", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", type=output_dir, help="folder for pr.md / comment.md / result.json")
         p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
         p.add_argument("--timeout", type=float_range(1, 7200), help="wall seconds for one test-suite run (1-7200)")
+        p.add_argument("--allow-direct-references", action="store_true", help=DIRECT_REFERENCES_HELP)
 
     fix = sub.add_parser("fix", help="fix a bug report: a branch with fix + bug reproduction test")
     job_args(fix)

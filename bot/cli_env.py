@@ -19,6 +19,10 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_BAD_REPO = 4
 EXIT_ENVIRONMENT = 7
+DIRECT_REFERENCES_HELP = (
+    "accept URL, path and VCS requirements (policy environment.allow_direct_references): "
+    "they are fetched as files and built only in the sandbox"
+)
 
 
 def add_parsers(sub: Any) -> None:
@@ -47,6 +51,7 @@ def add_parsers(sub: Any) -> None:
     test.add_argument(
         "--memory-gb", type=float_range(0.125, 1024), default=4.0, help="memory limit of the sandbox (0.125-1024)"
     )
+    test.add_argument("--allow-direct-references", action="store_true", help=DIRECT_REFERENCES_HELP)
     test.add_argument("--json", action="store_true", help="print the result as one JSON document")
 
     sandbox = sub.add_parser("sandbox", help="sandbox maintenance")
@@ -140,6 +145,9 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
                 setup=args.setup,
                 test=args.test,
                 agent=setup_agent_for(settings, args.sandbox),
+                sandbox=args.sandbox,
+                rootfs=settings.rootfs,
+                allow_direct_references=args.allow_direct_references,
             )
         except EnvironmentError_ as exc:
             print(f"reprobot: environment: {exc}", file=sys.stderr)

@@ -98,6 +98,7 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
         abstain_threshold=settings.abstain_threshold,
         base_commit=base_commit,
         test_timeout=args.timeout or settings.test_timeout,
+        allow_direct_references=bool(getattr(args, "allow_direct_references", False)),
     )
     if request.needs_model(settings.llm_configured):
         # Fail fast, before any work: no model configured, or the endpoint does not answer.

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import shutil
 import subprocess
 import time
@@ -78,8 +79,10 @@ def _git_repo_from(source: Path, dest: Path) -> Path:
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     cfg = ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "init.defaultBranch=main"]
+    # Host git gets an explicit environment: none of the bot's settings or secrets.
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1"}
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "buggy version"]):
-        subprocess.run(["git", *cfg, *args], cwd=dest, check=True, capture_output=True)
+        subprocess.run(["git", *cfg, *args], cwd=dest, check=True, capture_output=True, env=env)
     return dest
 
 

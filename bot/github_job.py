@@ -192,6 +192,7 @@ async def _run_and_publish(
             max_cost=float(policy["budget"]["max_cost_usd"]),
             setup_commands=(policy["environment"]["setup"],) if policy["environment"]["setup"] else (),
             test_command=policy["environment"]["test"],
+            allow_direct_references=bool(policy["environment"]["allow_direct_references"]),
         )
         minutes = float(policy["budget"]["max_minutes"])
         try:

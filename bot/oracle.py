@@ -50,7 +50,12 @@ class OracleScorer:
     async def _environment(self) -> BuiltEnvironment:
         if self._env is None:
             self._env = await build_environment(
-                detect_python_spec(self.repo), self.settings.cache_dir, python=self.settings.sandbox_python
+                detect_python_spec(self.repo),
+                self.settings.cache_dir,
+                python=self.settings.sandbox_python,
+                index_url=self.settings.pip_index_url,
+                sandbox=self.sandbox,
+                rootfs=self.settings.rootfs,
             )
         return self._env
 

@@ -67,6 +67,8 @@ class JobRequest:
     #: The policy's `environment.setup` / `environment.test`; they win over what the repo's files suggest.
     setup_commands: tuple[str, ...] = ()
     test_command: str | None = None
+    #: The policy's `environment.allow_direct_references`: URL/path/VCS requirements built in the sandbox.
+    allow_direct_references: bool = False
 
     def needs_model(self, llm_configured: bool) -> bool:
         """True when some stage of this job calls the model."""
@@ -238,6 +240,9 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
             setup=list(request.setup_commands) or None,
             test=request.test_command,
             agent=agent,
+            sandbox=request.sandbox,
+            rootfs=ctx.settings.rootfs,
+            allow_direct_references=request.allow_direct_references,
         )
     finally:
         if ctx.ledger is None and ledger.calls:

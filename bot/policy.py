@@ -60,6 +60,9 @@ KEYS: dict[str, Key] = {
     "environment.test": Key(None, "str?", "test command (null: detect from the repo's files)"),
     "environment.timeout": Key(300, "float", "seconds for one test-suite run", minimum=1, maximum=7200),
     "environment.sandbox": Key("bwrap", "str", "sandbox backend", ("bwrap", "docker")),
+    "environment.allow_direct_references": Key(
+        False, "bool", "accept URL, path and VCS requirements (fetched as files, built only in the sandbox)"
+    ),
     "publish.draft": Key(True, "bool", "open pull requests as drafts"),
     "publish.branch_prefix": Key("reprobot/issue-", "str", "branch name before the issue number"),
     "publish.labels": Key([], "list", "labels added to the pull request"),

@@ -8,8 +8,11 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from sandboxes.hostrun import host_env
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,10 @@ def build_rootfs(cache_dir: Path, *, packages: tuple[str, ...] = PACKAGES, mirro
     ]
     log.info("building root filesystem %s: %s", key, " ".join(argv))
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=DEBOOTSTRAP_TIMEOUT, check=False)
+        # Package scripts run in the chroot: they get the scrubbed host-tool environment, no bot secret.
+        with tempfile.TemporaryDirectory(prefix="reprobot-debootstrap-home-") as home:
+            env = host_env(home)
+            proc = subprocess.run(argv, capture_output=True, timeout=DEBOOTSTRAP_TIMEOUT, check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise BaseImageError(f"debootstrap timed out after {DEBOOTSTRAP_TIMEOUT:.0f}s") from exc

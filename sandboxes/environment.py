@@ -7,19 +7,22 @@ import fcntl
 import json
 import logging
 import os
+import shlex
 import shutil
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes.base import WORKSPACE_MOUNT, Mount, Sandbox
+from sandboxes.base import Mount, Sandbox, SandboxError
 from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
-from sandboxes.hostrun import HostRun, run_host
+from sandboxes.hostrun import run_host
+from sandboxes.pydeps import Classified, DependencyError
+from sandboxes.pyenv import build_python_env, refuse_direct_references
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
-from sandboxes.testrun import ENV_MOUNT, META_DIR, Baseline, TestRun, TestRunner
+from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestRunner
 
 __all__ = [
     "BASE_TEST_DEPS",
@@ -80,16 +83,26 @@ async def build_environment(
     index_url: str | None = None,
     timeout: float = 900.0,
     workspace: Path | None = None,
+    sandbox: str = "bwrap",
+    rootfs: Path | None = None,
+    allow_direct_references: bool = False,
 ) -> BuiltEnvironment:
-    """Build (or reuse) the environment for `spec` outside the sandbox, with network, cached by spec hash.
+    """Build (or reuse) the environment for `spec`, cached by spec hash.
 
-    Python gets a virtualenv; Rust gets the workspace's crates vendored (needs `workspace`) and the host
-    toolchain as an extra mount.
+    Python gets a virtualenv created and filled inside a `sandbox` sandbox from wheels the host only
+    downloaded (sandboxes/pyenv.py): nothing a repo declares runs on the host. Direct-reference
+    requirements are refused unless `allow_direct_references` (path references need `workspace`).
+    Rust gets the workspace's crates vendored (needs `workspace`) and the host toolchain as an extra mount.
     """
     loop = asyncio.get_running_loop()
     started = loop.time()
     extra: tuple[Mount, ...] = ()
     toolchain = None
+    try:
+        # Refused before the cache is looked at: a policy that stopped allowing them must see the refusal.
+        classified = refuse_direct_references(spec.deps, allow_direct_references)
+    except DependencyError as exc:
+        raise EnvironmentError_(str(exc)) from exc
     if spec.language == "rust":
         toolchain = await asyncio.to_thread(find_rust_toolchain)
         if toolchain is None:
@@ -110,19 +123,54 @@ async def build_environment(
             if ready.exists():
                 return BuiltEnvironment(spec, target, True, loop.time() - started, extra)
             staging = envs / f"{key}.build-{os.getpid()}"
-            shutil.rmtree(staging, ignore_errors=True)
-            if toolchain is not None:
-                await _vendor_rust(toolchain, workspace, staging, timeout)
-            else:
-                await _build_venv(staging, spec, python, index_url, timeout)
-            (staging / "reprobot-spec.json").write_text(json.dumps(spec.to_json(), indent=2))
+            await asyncio.to_thread(_remove_build_dirs, staging)
+            try:
+                if toolchain is not None:
+                    await _vendor_rust(toolchain, workspace, staging, timeout)
+                else:
+                    await _build_venv(
+                        staging,
+                        spec,
+                        classified,
+                        python=python,
+                        index_url=index_url,
+                        timeout=timeout,
+                        workspace=workspace,
+                        sandbox=sandbox,
+                        rootfs=rootfs,
+                        pip_cache=cache_dir / "pip",
+                    )
+            except BaseException:
+                await asyncio.to_thread(_remove_build_dirs, staging)
+                raise
+            await asyncio.to_thread(shutil.rmtree, _scratch(staging), True)
+            # The sandbox could write into staging: the bot's own files are created afresh, never followed.
+            _write_new(staging / "reprobot-spec.json", json.dumps(spec.to_json(), indent=2))
             shutil.rmtree(target, ignore_errors=True)
-            # venvs started via `python -m` survive a rename: pyvenv.cfg is found next to bin/python.
             staging.rename(target)
-            ready.write_text("ok\n")
+            _write_new(ready, "ok\n")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return BuiltEnvironment(spec, target, False, loop.time() - started, extra)
+
+
+def _scratch(staging: Path) -> Path:
+    return staging.parent / f"{staging.name}.work"
+
+
+def _remove_build_dirs(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(_scratch(staging), ignore_errors=True)
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write a file the bot owns in a folder a sandbox wrote to: whatever sits at that name is replaced."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 async def _vendor_rust(toolchain: RustToolchain, workspace: Path | None, staging: Path, timeout: float) -> None:
@@ -131,72 +179,94 @@ async def _vendor_rust(toolchain: RustToolchain, workspace: Path | None, staging
     try:
         await vendor_crates(toolchain, workspace, staging, env_mount=ENV_MOUNT, timeout=timeout)
     except RustSetupError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
         raise EnvironmentError_(str(exc)) from exc
 
 
 async def _build_venv(
-    staging: Path, spec: EnvironmentSpec, python: Path, index_url: str | None, timeout: float
+    staging: Path,
+    spec: EnvironmentSpec,
+    classified: list[Classified],
+    *,
+    python: Path,
+    index_url: str | None,
+    timeout: float,
+    workspace: Path | None,
+    sandbox: str,
+    rootfs: Path | None,
+    pip_cache: Path,
 ) -> None:
-    """A virtualenv at `staging` with the spec's deps, linked to the workspace (see _link_workspace)."""
-    venv = await run_host([str(python), "-m", "venv", str(staging)], timeout=timeout)
-    if venv.code != 0:
-        raise EnvironmentError_(f"creating the virtualenv with {python} failed: {venv.stdout.strip()[-500:]}")
-    pip = [
-        str(staging / "bin" / "python"),
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--disable-pip-version-check",
-    ]
-    if index_url:
-        pip += ["--index-url", index_url]
-    installed = await run_host([*pip, *spec.deps], timeout=timeout) if spec.deps else HostRun(0, "")
-    if installed.code != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise EnvironmentError_(f"installing test dependencies failed: {installed.stdout.strip()[-800:]}")
-    await _link_workspace(staging, spec, timeout)
-    _relocate_scripts(staging)
+    """The virtualenv at `staging`, built in the sandbox; EnvironmentError_ says which step failed and why."""
+    try:
+        await build_python_env(
+            staging,
+            classified,
+            python=str(python),
+            backend=sandbox,
+            rootfs=rootfs,
+            index_url=index_url,
+            workspace=workspace,
+            project=spec.project[0] if spec.project else None,
+            python_path=spec.python_path,
+            link_workspace=spec.language == "python",
+            timeout=timeout,
+            pip_cache=pip_cache,
+        )
+    except DependencyError as exc:
+        raise EnvironmentError_(str(exc)) from exc
+    except SandboxError as exc:
+        raise EnvironmentError_(f"the {sandbox} sandbox that builds the environment failed: {exc}") from exc
 
 
-async def _link_workspace(venv: Path, spec: EnvironmentSpec, timeout: float) -> None:
-    """Make the workspace's code the project's only copy in the env, like an editable install would.
+#: Maven files that load code into Maven itself (build extensions, JVM options, extra CLI flags).
+MAVEN_CODE_FILES = (".mvn/extensions.xml", ".mvn/jvm.config", ".mvn/maven.config")
 
-    A dependency may have pulled the project itself from PyPI (attrs via hypothesis): that copy is removed,
-    and a .pth file puts the workspace source folders and the static metadata on sys.path, where tools that
-    read site-packages (mypy) find them too. Nothing of the repo runs on the host.
+
+def host_step_problem(step: str, workspace: Path) -> str | None:
+    """Why a download step must not run on the host for this workspace, or None when it may.
+
+    Maven build extensions (`.mvn/extensions.xml`, `<extensions>` in a pom) and `.mvn/jvm.config` /
+    `.mvn/maven.config` load the repo's chosen code into the host's Maven; Gradle build scripts are code.
     """
-    if spec.language != "python":
-        return
-    if spec.project is not None:
-        python = str(venv / "bin" / "python")
-        await run_host([python, "-m", "pip", "uninstall", "-y", "-q", spec.project[0]], timeout=timeout)
-    entries = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in spec.python_path]
-    if spec.project is not None:
-        entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
-    for site in venv.glob("lib/python3*/site-packages"):
-        (site / "_reprobot_workspace.pth").write_text("".join(f"{e}\n" for e in entries))
+    tool = Path(shlex.split(step)[0]).name if step.strip() else ""
+    if tool in ("gradle", "gradlew"):
+        return "Gradle build scripts are code; reprobot never runs Gradle on the host"
+    if tool == "mvn":
+        for rel in MAVEN_CODE_FILES:
+            if (workspace / rel).exists():
+                return f"{rel} loads code into Maven, which would run it on the host"
+        for pom in sorted(workspace.rglob("pom.xml")):
+            if "<extensions>" in pom.read_text(errors="replace"):
+                return f"{pom.relative_to(workspace)} declares Maven build extensions, which would run on the host"
+    return None
 
 
-def _relocate_scripts(venv: Path) -> None:
-    """Point console-script shebangs at the mount point: the env is only ever used as ENV_MOUNT."""
-    old = str(venv).encode()
-    for script in (venv / "bin").iterdir():
-        if script.is_symlink() or not script.is_file():
-            continue
-        data = script.read_bytes()
-        if old in data[:4096]:
-            script.write_bytes(data.replace(old, ENV_MOUNT.encode()))
+def host_step_argv(step: str) -> list[str]:
+    """The argv of a download step (no shell); npm always gets --ignore-scripts."""
+    argv = shlex.split(step)
+    if argv and Path(argv[0]).name == "npm" and "--ignore-scripts" not in argv:
+        argv.append("--ignore-scripts")
+    return argv
 
 
 async def run_fetch_steps(spec: EnvironmentSpec, workspace: Path, timeout: float = 900.0) -> None:
-    """Run the spec's download-only steps on the host, in the workspace, with network (no repo code runs)."""
+    """Run the spec's download-only steps on the host, in the workspace, with network (no repo code runs).
+
+    Each runs without a shell, with run_host's scrubbed environment; steps that would load repo-chosen
+    code into the host tool are refused with the reason.
+    """
     for step in spec.fetch_steps:
-        tool = shutil.which(step.split()[0])
-        if tool is None:
-            raise EnvironmentError_(f"{spec.language} toolchain missing on this host: {step.split()[0]!r} not found")
-        run = await run_host(["sh", "-c", step], timeout=timeout, cwd=workspace)
+        try:
+            argv = host_step_argv(step)
+        except ValueError as exc:
+            raise EnvironmentError_(f"fetch step {step!r} cannot be parsed: {exc}") from exc
+        if not argv:
+            continue
+        problem = await asyncio.to_thread(host_step_problem, step, workspace)
+        if problem is not None:
+            raise EnvironmentError_(f"fetch step {step!r} refused: {problem}")
+        if shutil.which(argv[0]) is None:
+            raise EnvironmentError_(f"{spec.language} toolchain missing on this host: {argv[0]!r} not found")
+        run = await run_host(argv, timeout=timeout, cwd=workspace)
         if run.timed_out:
             raise EnvironmentError_(f"fetch step {step!r} timed out after {timeout:.0f}s")
         if run.code != 0:
@@ -213,8 +283,14 @@ async def prepare_environment(
     test: str | None = None,
     spec: EnvironmentSpec | None = None,
     agent: SetupAgent | None = None,
+    sandbox: str = "bwrap",
+    rootfs: Path | None = None,
+    allow_direct_references: bool = False,
 ) -> BuiltEnvironment:
-    """Detect (policy, then repo signals, then the setup agent if given), fetch and build (or reuse) the env."""
+    """Detect (policy, then repo signals, then the setup agent if given), fetch and build (or reuse) the env.
+
+    The environment is built in a `sandbox` sandbox (on `rootfs` when given); see build_environment.
+    """
     if spec is None:
         try:
             spec = detect_spec(workspace, setup=setup, test=test)
@@ -228,7 +304,16 @@ async def prepare_environment(
             except SetupFailed as failed:
                 raise EnvironmentError_(f"{exc}; the setup agent failed too: {failed}") from failed
     await run_fetch_steps(spec, workspace)
-    return await build_environment(spec, cache_dir, python=python, index_url=index_url, workspace=workspace)
+    return await build_environment(
+        spec,
+        cache_dir,
+        python=python,
+        index_url=index_url,
+        workspace=workspace,
+        sandbox=sandbox,
+        rootfs=rootfs,
+        allow_direct_references=allow_direct_references,
+    )
 
 
 async def run_baseline(sandbox: Sandbox, env: BuiltEnvironment, *, timeout: float = 900.0) -> tuple[Baseline, TestRun]:

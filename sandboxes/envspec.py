@@ -32,10 +32,13 @@ REQUIREMENT_FILES = (
     "requirements/dev.txt",
 )
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
-#: Bumped when the on-disk layout of built environments changes, so old caches are not reused.
-ENV_LAYOUT = 3
+#: Bumped when the on-disk layout of built environments changes, so old caches are not reused (4: built in the
+#: sandbox from host-downloaded wheels).
+ENV_LAYOUT = 4
 _PY_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "pytest.ini", "conftest.py")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-\[\],]*\s*(?:[<>=!~;].*)?)$")
+#: Requirement-file lines that name a path, URL or VCS checkout instead of a project on an index.
+_DIRECT_LINE = re.compile(r"^(-e\s+|--editable\s+)?(\.|/|~|file:|git\+|hg\+|svn\+|bzr\+)")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
 _TEST_WORDS = re.compile(
     r"\b(pytest|tox|nox|unittest|go test|cargo test|npm (?:run )?test|yarn test|mvn|gradle|make test)\b"
@@ -103,12 +106,23 @@ def requirements_from_file(path: Path, _seen: set[Path] | None = None) -> list[s
             if include.is_file():
                 deps.extend(requirements_from_file(include, seen))
             continue
-        # Skip pip options, editable installs and local paths: they need more than a name.
-        if not line or line.startswith(("-", ".", "/")) or "://" in line:
+        if not line or _is_self_reference(line):
             continue
-        if _REQ_LINE.match(line):
+        # Direct references are kept so the build can refuse them by name (or, if the policy allows
+        # them, fetch and build them in the sandbox); other pip options are not requirements.
+        if _DIRECT_LINE.match(line):
+            deps.append(line)
+        elif line.startswith("-"):
+            continue
+        elif "://" in line or _REQ_LINE.match(line):
             deps.append(line)
     return deps
+
+
+def _is_self_reference(line: str) -> bool:
+    """`.`, `-e .`, `-e .[test]`: the project itself, which goes on PYTHONPATH instead of being built."""
+    target = re.sub(r"^(-e|--editable)\s+", "", line).split("[", 1)[0].strip()
+    return target in (".", "./", "file:.", "file:./")
 
 
 def _norm(name: str) -> str:

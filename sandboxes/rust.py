@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes.base import WORKSPACE_MOUNT, Mount
-from sandboxes.hostrun import run_host
+from sandboxes.hostrun import host_env, run_host
 
 #: Where the host's active Rust toolchain (its sysroot: bin/cargo, bin/rustc, lib/) is mounted read-only.
 RUST_MOUNT = "/opt/reprobot-rust"
@@ -53,12 +53,14 @@ def find_rust_toolchain(rustc: str | None = None) -> RustToolchain | None:
     rustc = rustc or shutil.which("rustc")
     if rustc is None:
         return None
+    # rustup's proxy finds its toolchains through HOME (or RUSTUP_HOME); nothing else of the bot's env is needed.
+    env = host_env(os.environ.get("HOME", "/"), _rustup_vars())
     try:
         sysroot = subprocess.run(
-            [rustc, "--print", "sysroot"], cwd="/", capture_output=True, text=True, timeout=60, check=True
+            [rustc, "--print", "sysroot"], cwd="/", env=env, capture_output=True, text=True, timeout=60, check=True
         ).stdout.strip()
         version = subprocess.run(
-            [rustc, "--version"], cwd="/", capture_output=True, text=True, timeout=60, check=True
+            [rustc, "--version"], cwd="/", env=env, capture_output=True, text=True, timeout=60, check=True
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
@@ -66,6 +68,10 @@ def find_rust_toolchain(rustc: str | None = None) -> RustToolchain | None:
     if not (toolchain.sysroot / "bin" / "rustc").is_file() or not toolchain.cargo.is_file():
         return None
     return toolchain
+
+
+def _rustup_vars() -> dict[str, str]:
+    return {k: os.environ[k] for k in ("RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN") if k in os.environ}
 
 
 def manifest_digest(repo: Path) -> str:
@@ -128,9 +134,10 @@ async def vendor_crates(
     vendor = dest / "vendor"
     dest.mkdir(parents=True, exist_ok=True)
     argv = [str(toolchain.cargo), "vendor", "--versioned-dirs", "--manifest-path", str(manifest), str(vendor)]
-    env = {**os.environ, "CARGO_TERM_COLOR": "never"}
     try:
-        run = await run_host(argv, timeout=timeout, cwd=dest, env=env, merge_stderr=False)
+        # run_host scrubs the environment: cargo gets a scratch HOME (so a fresh CARGO_HOME), no bot secret.
+        color = {"CARGO_TERM_COLOR": "never"}
+        run = await run_host(argv, timeout=timeout, cwd=dest, extra_env=color, merge_stderr=False)
     finally:
         if not had_lock:
             lock.unlink(missing_ok=True)

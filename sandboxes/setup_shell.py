@@ -54,7 +54,14 @@ class SetupShell:
 
     async def environment(self, spec: EnvironmentSpec) -> BuiltEnvironment:
         """Build (or reuse) the host-side environment of a spec; EnvironmentError_ says why it failed."""
-        return await build_environment(spec, self.cache_dir, python=self.python, index_url=self.index_url)
+        return await build_environment(
+            spec,
+            self.cache_dir,
+            python=self.python,
+            index_url=self.index_url,
+            sandbox=self.backend,
+            rootfs=self.rootfs,
+        )
 
     def _sandbox_spec(self, env: BuiltEnvironment, timeout: float) -> SandboxSpec:
         return SandboxSpec(

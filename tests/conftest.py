@@ -22,7 +22,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Environments are built with pip from the local wheelhouse only: tests reach no host but 127.0.0.1."""
     if not any(WHEELHOUSE.glob("pytest-*.whl")):
         pytest.exit(f"no wheels in {WHEELHOUSE}: run `make wheelhouse` (make test does it first)", returncode=4)
-    # pip reads these in every virtualenv the bot builds: run_host passes the environment on.
+    # The host-side `pip download` (and the source fetcher) read these: run_host's allowlist passes them on.
     os.environ["PIP_NO_INDEX"] = "1"
     os.environ["PIP_FIND_LINKS"] = str(WHEELHOUSE)
 
