@@ -101,6 +101,8 @@ class JobOutcome:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     cost: str = ""
     budget_stops: list[str] = field(default_factory=list)
+    #: How the environment was set up: interpreter (and why), pytest, settings sources, what was left out.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
         """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
@@ -150,6 +152,7 @@ class JobOutcome:
                 "llm_score": self.abstention.llm_score,
             },
             "baseline": self.baseline,
+            "environment": self.environment,
             **({"llm": {**self.llm_usage, "budget_stops": self.budget_stops}} if self.llm_usage else {}),
         }
 
@@ -237,6 +240,7 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
             setup=list(request.setup_commands) or None,
             test=request.test_command,
             agent=agent,
+            rootfs=ctx.settings.rootfs,
         )
     finally:
         if ctx.ledger is None and ledger.calls:
@@ -253,6 +257,11 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
             f"the test suite did not finish within {request.test_timeout:g} s on the base commit (timed out); "
             "raise the timeout or fix the hanging test"
         )
+    if env.spec.report_format == "junit-xml":
+        # A suite that runs no test says nothing about the bug: the environment is at fault, not the report.
+        problem = envlayer.diagnose_baseline(run, env.spec)
+        if problem is not None:
+            raise EnvironmentError_(problem)
     return baseline
 
 
@@ -321,6 +330,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
 
     await ctx.stage("environment", "building the test environment")
     env = await prepare_environment(ctx, base, request)
+    outcome.environment = envlayer.describe_environment(env)
     baseline = await run_baseline(ctx, base, env, request)
     outcome.baseline = {s: sum(1 for v in baseline.tests.values() if v == s) for s in ("passed", "failed", "error")}
 
