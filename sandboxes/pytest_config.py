@@ -150,8 +150,8 @@ def read_pytest_config(repo: Path) -> PytestConfig:
     nose = _nose_settings(repo)
     if nose is not None:
         # nose's own selection (where=, tests=) becomes testpaths; the project's pytest settings still win.
-        values = {**nose, **values}
         native = native and not set(nose) - set(values)
+        values = {**nose, **values}
         source = source or "setup.cfg [nosetests]"
     kept = tuple((k, v) for k, v in values.items() if k in KEYS or k == "minversion")
     return PytestConfig(values=kept, source=source, native=native, nose=nose is not None)
