@@ -1,0 +1,120 @@
+"""Suites of older projects run for real in the bwrap sandbox, and a baseline that runs nothing says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandboxes.base import ExecResult, Limits, SandboxSpec
+from sandboxes.environment import BuiltEnvironment, prepare_environment, run_baseline
+from sandboxes.envspec import EnvironmentSpec
+from sandboxes.factory import make_sandbox
+from sandboxes.testrun import TestRun, diagnose_baseline
+from tests.test_envspec import write
+
+# Settings under setup.cfg's old [pytest] section (pytest >= 4 refuses it), test files that only the project's own
+# python_files pattern matches, and a nose-style `setup` method that pytest 8 no longer calls.
+OLD_PROJECT = {
+    "setup.cfg": "[pytest]\npython_files = check_*.py\n",
+    "setup.py": "from setuptools import setup\nsetup(name='oldie', version='0.1', py_modules=['oldie'])\n",
+    "oldie.py": "def double(x):\n    return 2 * x\n",
+    "tests/check_oldie.py": (
+        "import oldie\n\n\n"
+        "class TestDouble:\n"
+        "    def setup(self):\n        self.base = 21\n\n"
+        "    def test_double(self):\n        assert oldie.double(self.base) == 42\n\n\n"
+        "def test_zero():\n    assert oldie.double(0) == 0\n"
+    ),
+}
+
+
+async def _baseline(workspace: Path, env_cache: Path) -> tuple[BuiltEnvironment, TestRun]:
+    env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
+    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
+    async with make_sandbox("bwrap", spec) as sb:
+        _, run = await run_baseline(sb, env, timeout=300)
+    return env, run
+
+
+async def test_old_style_suite_is_collected_and_its_nose_setup_runs(tmp_path: Path, env_cache: Path) -> None:
+    workspace = write(tmp_path / "ws", OLD_PROJECT)
+    env, run = await _baseline(workspace, env_cache)
+    assert any(d.startswith("pytest<8") for d in env.spec.deps), env.spec.deps
+    assert env.spec.pytest_source == "setup.cfg [pytest]"
+    assert run.tests == {
+        "tests/check_oldie.py::TestDouble::test_double": "passed",
+        "tests/check_oldie.py::test_zero": "passed",
+    }, run.result.output[-2000:]
+    assert diagnose_baseline(run, env.spec) is None
+
+
+async def test_missing_module_is_named_as_an_environment_failure(tmp_path: Path, env_cache: Path) -> None:
+    workspace = write(
+        tmp_path / "ws",
+        {
+            "pyproject.toml": '[project]\nname = "needy"\nversion = "1"\n',
+            "needy.py": "import notinstalledanywhere\n",
+            "tests/test_needy.py": "import needy\n\ndef test_it():\n    assert needy\n",
+        },
+    )
+    env, run = await _baseline(workspace, env_cache)
+    problem = diagnose_baseline(run, env.spec)
+    assert problem is not None and "'notinstalledanywhere'" in problem and "ModuleNotFoundError" in problem
+
+
+async def test_nothing_collected_is_an_environment_failure(tmp_path: Path, env_cache: Path) -> None:
+    workspace = write(
+        tmp_path / "ws",
+        {
+            "pytest.ini": "[pytest]\npython_files = spec_*.py\n",
+            "tests/test_never_matched.py": "def test_it():\n    pass\n",
+        },
+    )
+    env, run = await _baseline(workspace, env_cache)
+    problem = diagnose_baseline(run, env.spec)
+    assert problem is not None and "collected no tests" in problem and "pytest.ini" in problem
+
+
+CONFTEST_FAILS = (
+    "ImportError while loading conftest '/workspace/conftest.py'.\nE   ModuleNotFoundError: No module named 'click'\n"
+)
+
+
+def _run(tests: dict[str, str], errors: dict[str, str], output: str, code: int) -> TestRun:
+    result = ExecResult(exit_code=code, stdout=output, stderr="", duration=0.1)
+    return TestRun(tests=tests, result=result, collection_errors=errors)
+
+
+@pytest.mark.parametrize(
+    ("tests", "errors", "output", "code", "expected"),
+    [
+        ({"a.py::t": "passed"}, {}, "", 0, None),
+        # A test that errors in its own fixture still ran: the environment works.
+        ({"a.py::t": "error"}, {}, "", 1, None),
+        (
+            {"tests/test_a.py": "error"},
+            {"tests/test_a.py": "tests/test_a.py:1: in <module>\n    import yaml\nE   ModuleNotFoundError: ..."},
+            "",
+            2,
+            "collecting the tests failed in tests/test_a.py: ModuleNotFoundError",
+        ),
+        (
+            {"tests/test_a.py": "error"},
+            {"tests/test_a.py": "E   SyntaxError: invalid syntax"},
+            "",
+            2,
+            "collecting the tests failed in tests/test_a.py: SyntaxError: invalid syntax",
+        ),
+        ({}, {}, CONFTEST_FAILS, 4, "cannot import 'click'"),
+        ({}, {}, "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --cov\n", 4, "exit code 4"),
+    ],
+)
+def test_diagnosis_names_the_cause(
+    tests: dict[str, str], errors: dict[str, str], output: str, code: int, expected: str | None
+) -> None:
+    problem = diagnose_baseline(_run(tests, errors, output, code), EnvironmentSpec())
+    if expected is None:
+        assert problem is None
+    else:
+        assert problem is not None and expected in problem, problem
