@@ -16,7 +16,7 @@ import yaml
 
 from sandboxes.interpreters import Interpreter, choose_interpreter, interpreter_for_path
 from sandboxes.pytest_config import (
-    PytestConfig,
+    NOSE_STYLE,
     SuiteSignals,
     pytest_requirement,
     read_pytest_config,
@@ -108,8 +108,9 @@ class EnvironmentSpec:
     #: pytest settings the runner passes in an ini file of its own (`-c`), because pytest would not read them
     #: where the project put them (setup.cfg [pytest], nose's [nosetests]); empty when pytest finds them itself.
     pytest_ini: tuple[tuple[str, str], ...] = ()
-    #: The project's addopts minus options that change how runs are measured (None: unchanged).
-    pytest_addopts: str | None = None
+    #: Settings passed as `-o key=value` when pytest reads the project's config itself: the project's addopts
+    #: minus options that change how runs are measured, nose's collection patterns for a nose-style suite.
+    pytest_overrides: tuple[tuple[str, str], ...] = ()
     #: Where the project's test-runner settings came from ("" when it has none).
     pytest_source: str = ""
     #: What detection could not honour, or left out on purpose (optional stacks), for the job's report.
@@ -349,7 +350,12 @@ def _python_spec(
     python_path = [".", "src"] if (repo / "src").is_dir() else ["."]
     unique = tuple(dict.fromkeys(d.strip() for d in deps if d.strip()))
     addopts = config.get("addopts")
-    sanitized = sanitize_addopts(addopts) if addopts else addopts
+    overrides = {"addopts": sanitize_addopts(addopts)} if addopts and sanitize_addopts(addopts) != addopts else {}
+    if config.nose or signals.nose_imports:
+        # nose collected more than pytest's defaults (utils_tests.py, TestX classes ending in Test): the
+        # project's own patterns still win where it set them.
+        project = dict(config.values)
+        overrides.update({k: v for k, v in NOSE_STYLE.items() if k not in project})
     return EnvironmentSpec(
         deps=unique,
         python_path=tuple(python_path),
@@ -358,18 +364,11 @@ def _python_spec(
         python=chosen.path if chosen else "",
         python_version=chosen.label if chosen else "",
         python_reason=reason,
-        pytest_ini=() if config.native else _ini_values(config, sanitized),
-        pytest_addopts=sanitized if sanitized != addopts else None,
+        pytest_ini=() if config.native else (*config.values, *overrides.items()),
+        pytest_overrides=tuple(overrides.items()) if config.native else (),
         pytest_source=config.source,
         notes=tuple(notes),
     )
-
-
-def _ini_values(config: PytestConfig, addopts: str) -> tuple[tuple[str, str], ...]:
-    values = dict(config.values)
-    if "addopts" in values:
-        values["addopts"] = addopts
-    return tuple(values.items())
 
 
 def _dist_name(requirement: str) -> str:

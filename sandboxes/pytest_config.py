@@ -70,15 +70,6 @@ class PytestConfig:
         """A setting's value, or pytest's default for the collection patterns ('' for others)."""
         return dict(self.values).get(key, PYTEST_DEFAULTS.get(key, ""))
 
-    def ini_text(self, overrides: dict[str, str] | None = None) -> str:
-        """The settings as a pytest.ini, optionally with some values replaced."""
-        values = {**dict(self.values), **(overrides or {})}
-        lines = ["[pytest]"]
-        for key, value in values.items():
-            body = value.replace("\n", "\n    ")
-            lines.append(f"{key} = {body}")
-        return "\n".join(lines) + "\n"
-
 
 @dataclass(frozen=True)
 class SuiteSignals:
@@ -203,7 +194,7 @@ def _is_test_name(name: str, prefixes: str) -> bool:
     return any(fnmatch.fnmatch(name, p) if "*" in p else name.startswith(p) for p in prefixes.split())
 
 
-def test_files(repo: Path, config: PytestConfig) -> list[Path]:
+def suite_files(repo: Path, config: PytestConfig) -> list[Path]:
     """Test modules (and conftest.py files) that pytest would collect under the config, nose-widened if nose."""
     patterns = config.get("python_files")
     if config.nose:
@@ -226,7 +217,7 @@ def scan_suite(repo: Path, config: PytestConfig) -> SuiteSignals:
     """Static signals from the test files: nose use, nose-style fixtures, yield tests, imported modules."""
     nose_imports = nose_fixtures = yield_tests = False
     imports: set[str] = set()
-    files = test_files(repo, config)
+    files = suite_files(repo, config)
     functions = config.get("python_functions")
     for path in files:
         try:

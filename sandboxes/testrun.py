@@ -98,12 +98,14 @@ def pytest_config_args(workspace: Path, spec: EnvironmentSpec) -> list[str]:
     if spec.pytest_ini:
         ini = workspace / PYTEST_INI
         ini.parent.mkdir(parents=True, exist_ok=True)
-        lines = ["[pytest]", *(f"{k} = {v.replace(chr(10), chr(10) + '    ')}" for k, v in spec.pytest_ini)]
+        # Later keys win, as in a dict: the ini holds each setting once.
+        values = dict(spec.pytest_ini)
+        lines = ["[pytest]", *(f"{k} = {v.replace(chr(10), chr(10) + '    ')}" for k, v in values.items())]
         ini.write_text("\n".join(lines) + "\n")
         # rootdir stays the workspace: test ids and conftest discovery must not move to the scratch folder.
         args += ["-c", f"{WORKSPACE_MOUNT}/{PYTEST_INI}", f"--rootdir={WORKSPACE_MOUNT}"]
-    elif spec.pytest_addopts is not None:
-        args += ["-o", f"addopts={spec.pytest_addopts}"]
+    for key, value in spec.pytest_overrides:
+        args += ["-o", f"{key}={value}"]
     return args
 
 

@@ -174,7 +174,7 @@ def test_addopts_with_cov_installs_the_plugin_and_is_overridden(tmp_path: Path) 
     write(tmp_path, {"setup.cfg": config, "tests/test_a.py": "def test_a(): pass\n"})
     spec = detect_spec(tmp_path)
     assert "pytest-cov" in spec.deps
-    assert spec.pytest_addopts == "-vvv"
+    assert spec.pytest_overrides == (("addopts", "-vvv"),)
 
 
 NOSE_STYLE = """

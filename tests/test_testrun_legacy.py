@@ -49,6 +49,27 @@ async def test_old_style_suite_is_collected_and_its_nose_setup_runs(tmp_path: Pa
     assert diagnose_baseline(run, env.spec) is None
 
 
+NOSE_PROJECT = {
+    "setup.cfg": "[nosetests]\nwhere = suite\n",
+    "setup.py": "from setuptools import setup\nsetup(name='nosey', version='0.1', py_modules=['nosey'])\n",
+    "nosey.py": "def shout(s):\n    return s.upper()\n",
+    # Neither file nor class matches pytest's default patterns; nose collects both.
+    "suite/shout_tests.py": (
+        "from nose.tools import assert_equal, with_setup\n\nimport nosey\n\n\n"
+        "class ShoutTest:\n"
+        "    def setup(self):\n        self.word = 'hey'\n\n"
+        "    def test_shout(self):\n        assert_equal(nosey.shout(self.word), 'HEY')\n"
+    ),
+}
+
+
+async def test_nose_suite_runs_with_nose_collection_rules(tmp_path: Path, env_cache: Path) -> None:
+    workspace = write(tmp_path / "ws", NOSE_PROJECT)
+    env, run = await _baseline(workspace, env_cache)
+    assert "nose" in env.spec.deps
+    assert run.tests == {"suite/shout_tests.py::ShoutTest::test_shout": "passed"}, run.result.output[-2000:]
+
+
 async def test_missing_module_is_named_as_an_environment_failure(tmp_path: Path, env_cache: Path) -> None:
     workspace = write(
         tmp_path / "ws",
