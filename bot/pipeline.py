@@ -333,6 +333,9 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     outcome.environment = envlayer.describe_environment(env)
     baseline = await run_baseline(ctx, base, env, request)
     outcome.baseline = {s: sum(1 for v in baseline.tests.values() if v == s) for s in ("passed", "failed", "error")}
+    if baseline.collection_errors:
+        # Part of the suite did not import (an undeclared optional dependency): worth a maintainer's look.
+        outcome.environment["collection_errors"] = baseline.collection_errors
 
     await ctx.stage("reproduce", "synthesizing a bug reproduction test")
     runner = TestRunner(env, timeout=request.test_timeout)

@@ -22,7 +22,15 @@ from sandboxes.interpreters import available_interpreters
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
-from sandboxes.testrun import ENV_MOUNT, META_DIR, Baseline, TestRun, TestRunner, diagnose_baseline
+from sandboxes.testrun import (
+    ENV_MOUNT,
+    META_DIR,
+    Baseline,
+    TestRun,
+    TestRunner,
+    diagnose_baseline,
+    error_summary,
+)
 
 __all__ = [
     "BASE_TEST_DEPS",
@@ -252,7 +260,12 @@ async def run_baseline(sandbox: Sandbox, env: BuiltEnvironment, *, timeout: floa
     """Run the whole suite on the unmodified workspace; the baseline statuses and the raw run."""
     started = time.monotonic()
     run = await TestRunner(env, timeout=timeout).run(sandbox, [])
-    baseline = Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
+    baseline = Baseline(
+        tests=run.tests,
+        seconds=time.monotonic() - started,
+        output_tail=run.result.output[-2000:],
+        collection_errors={t: error_summary(e) for t, e in run.collection_errors.items()},
+    )
     return baseline, run
 
 

@@ -230,6 +230,8 @@ class Baseline:
     tests: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     output_tail: str = ""
+    #: Test modules that did not import at baseline -> the error's last line (the rest of the suite still ran).
+    collection_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def passing(self) -> set[str]:
@@ -266,10 +268,7 @@ def diagnose_baseline(run: TestRun, spec: EnvironmentSpec) -> str | None:
         )
     if run.collection_errors:
         first_id, first = next(iter(run.collection_errors.items()))
-        found = _ERROR_LINE.findall(first)
-        lines = first.strip().splitlines()
-        detail = found[-1].strip() if found else (lines[-1].strip() if lines else "unknown error")
-        return f"collecting the tests failed in {first_id}: {detail[:300]}{where}"
+        return f"collecting the tests failed in {first_id}: {error_summary(first)}{where}"
     output = run.result.output
     if run.result.exit_code == 5 or "collected 0 items" in output or "no tests ran" in output:
         return (
@@ -279,3 +278,10 @@ def diagnose_baseline(run: TestRun, spec: EnvironmentSpec) -> str | None:
     complaint = [ln.strip() for ln in output.splitlines() if re.match(r"^\s*(ERROR|error|E\s+\w+Error)\b", ln)]
     tail = complaint[0] if complaint else (output.strip().splitlines() or ["no output"])[-1]
     return f"the test suite produced no results (pytest exit code {run.result.exit_code}): {tail[:300]}{where}"
+
+
+def error_summary(text: str) -> str:
+    """The line of a collection error that names it (`ModuleNotFoundError: No module named 'x'`)."""
+    found = _ERROR_LINE.findall(text)
+    lines = text.strip().splitlines()
+    return (found[-1].strip() if found else (lines[-1].strip() if lines else "unknown error"))[:300]

@@ -84,6 +84,25 @@ async def test_missing_module_is_named_as_an_environment_failure(tmp_path: Path,
     assert problem is not None and "'notinstalledanywhere'" in problem and "ModuleNotFoundError" in problem
 
 
+async def test_a_partly_importable_suite_runs_and_records_what_did_not_import(tmp_path: Path, env_cache: Path) -> None:
+    workspace = write(
+        tmp_path / "ws",
+        {
+            "pyproject.toml": '[project]\nname = "half"\nversion = "1"\n',
+            "tests/test_ok.py": "def test_ok():\n    pass\n",
+            "tests/test_optional.py": "import someoptionalstack\n\ndef test_it():\n    pass\n",
+        },
+    )
+    env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
+    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
+    async with make_sandbox("bwrap", spec) as sb:
+        baseline, run = await run_baseline(sb, env, timeout=300)
+    assert diagnose_baseline(run, env.spec) is None, "one module that does not import leaves the rest usable"
+    assert baseline.passing == {"tests/test_ok.py::test_ok"}
+    [(module, error)] = baseline.collection_errors.items()
+    assert "test_optional" in module and "No module named 'someoptionalstack'" in error
+
+
 async def test_nothing_collected_is_an_environment_failure(tmp_path: Path, env_cache: Path) -> None:
     workspace = write(
         tmp_path / "ws",
