@@ -251,8 +251,9 @@ _ERROR_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_][\w.]*(?:Error|Exception|Exit)
 def diagnose_baseline(run: TestRun, spec: EnvironmentSpec) -> str | None:
     """Why a pytest baseline ran no test at all (an environment failure, not a verdict on the bug); None if tests ran.
 
-    Names the missing module, the collection error or pytest's own complaint, and where the runner's settings
-    came from, so a maintainer can tell a missing dependency from a test-discovery mismatch.
+    Names the missing module, the collection error, an empty collection or pytest's own complaint (usage or
+    internal error), and where the runner's settings came from, so a maintainer can tell a missing dependency
+    from a test-discovery mismatch. A run killed after collecting (output flood, memory) is not diagnosed here.
     """
     ran = [t for t, s in run.tests.items() if s != "error" or t not in run.collection_errors]
     if ran:
@@ -275,9 +276,12 @@ def diagnose_baseline(run: TestRun, spec: EnvironmentSpec) -> str | None:
             "pytest collected no tests: no test file matches the project's test settings or pytest's defaults "
             f"(python_files, testpaths){where}"
         )
+    if run.result.exit_code not in (2, 3, 4):
+        # Killed (a flood of output, memory) or stopped some other way after collecting: not a setup fault.
+        return None
     complaint = [ln.strip() for ln in output.splitlines() if re.match(r"^\s*(ERROR|error|E\s+\w+Error)\b", ln)]
     tail = complaint[0] if complaint else (output.strip().splitlines() or ["no output"])[-1]
-    return f"the test suite produced no results (pytest exit code {run.result.exit_code}): {tail[:300]}{where}"
+    return f"pytest could not start the suite (exit code {run.result.exit_code}): {tail[:300]}{where}"
 
 
 def error_summary(text: str) -> str:

@@ -148,6 +148,8 @@ def _run(tests: dict[str, str], errors: dict[str, str], output: str, code: int) 
         ),
         ({}, {}, CONFTEST_FAILS, 4, "cannot import 'click'"),
         ({}, {}, "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --cov\n", 4, "exit code 4"),
+        # Killed mid-run (a flood of output): the sandbox's verdict, not a broken environment.
+        ({}, {}, "....", 137, None),
     ],
 )
 def test_diagnosis_names_the_cause(
