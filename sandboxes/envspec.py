@@ -17,6 +17,7 @@ import yaml
 from sandboxes.interpreters import Interpreter, choose_interpreter, interpreter_for_path
 from sandboxes.pytest_config import (
     NOSE_STYLE,
+    PYTEST_DEFAULTS,
     SuiteSignals,
     pytest_requirement,
     read_pytest_config,
@@ -113,6 +114,8 @@ class EnvironmentSpec:
     pytest_overrides: tuple[tuple[str, str], ...] = ()
     #: Where the project's test-runner settings came from ("" when it has none).
     pytest_source: str = ""
+    #: The effective python_classes / python_functions where the project changed pytest's defaults.
+    pytest_collect: tuple[tuple[str, str], ...] = ()
     #: What detection could not honour, or left out on purpose (optional stacks), for the job's report.
     notes: tuple[str, ...] = ()
 
@@ -366,6 +369,11 @@ def _python_spec(
         python_reason=reason,
         pytest_ini=() if config.native else (*config.values, *overrides.items()),
         pytest_overrides=tuple(overrides.items()) if config.native else (),
+        pytest_collect=tuple(
+            (k, v)
+            for k in ("python_classes", "python_functions")
+            if (v := overrides.get(k, config.get(k))) != PYTEST_DEFAULTS[k]
+        ),
         pytest_source=config.source,
         notes=tuple(notes),
     )

@@ -109,6 +109,20 @@ def pytest_config_args(workspace: Path, spec: EnvironmentSpec) -> list[str]:
     return args
 
 
+def selection_collect_args(spec: EnvironmentSpec) -> list[str]:
+    """For runs of chosen tests: pytest's default class and function prefixes added to the project's own.
+
+    A test reprobot writes (`test_...` in a `Test...` class) must be collected even where the project named
+    its tests otherwise (python_functions = check_*); the project's own tests keep being collected too.
+    """
+    defaults = {"python_classes": "Test", "python_functions": "test"}
+    args: list[str] = []
+    for key, value in spec.pytest_collect:
+        if defaults[key] not in value.split():
+            args += ["-o", f"{key}={value} {defaults[key]}"]
+    return args
+
+
 def pytest_extra_args(command: tuple[str, ...]) -> list[str]:
     """Arguments the spec's test command gives pytest (after `pytest` / `python -m pytest`)."""
     for i, word in enumerate(command):
@@ -169,6 +183,7 @@ class TestRunner:
             "junit_family=xunit1",
             f"--timeout={per_test_timeout or self.per_test_timeout}",
             *pytest_config_args(sandbox.spec.workspace, self.env.spec),
+            *(selection_collect_args(self.env.spec) if selection else []),
             *extra_args,
             # The spec's own pytest arguments (paths, options) apply to whole-suite runs only, and there
             # a module that fails to import must not hide every other test's baseline status.

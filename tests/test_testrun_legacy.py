@@ -10,7 +10,7 @@ from sandboxes.base import ExecResult, Limits, SandboxSpec
 from sandboxes.environment import BuiltEnvironment, prepare_environment, run_baseline
 from sandboxes.envspec import EnvironmentSpec
 from sandboxes.factory import make_sandbox
-from sandboxes.testrun import TestRun, diagnose_baseline
+from sandboxes.testrun import TestRun, TestRunner, diagnose_baseline
 from tests.test_envspec import write
 
 # Settings under setup.cfg's old [pytest] section (pytest >= 4 refuses it), test files that only the project's own
@@ -68,6 +68,26 @@ async def test_nose_suite_runs_with_nose_collection_rules(tmp_path: Path, env_ca
     env, run = await _baseline(workspace, env_cache)
     assert "nose" in env.spec.deps
     assert run.tests == {"suite/shout_tests.py::ShoutTest::test_shout": "passed"}, run.result.output[-2000:]
+
+
+async def test_project_naming_rules_hold_for_the_suite_and_a_written_test_is_still_collected(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    workspace = write(
+        tmp_path / "ws",
+        {
+            "pytest.ini": "[pytest]\npython_functions = check_*\npython_classes = Check\n",
+            "tests/test_math.py": "def check_add():\n    assert 1 + 1 == 2\n\ndef helper_not_a_test():\n    raise X\n",
+        },
+    )
+    env, run = await _baseline(workspace, env_cache)
+    assert run.tests == {"tests/test_math.py::check_add": "passed"}
+    # A reproduction test written the usual way (test_ prefix) runs when selected, beside the project's rules.
+    write(workspace, {"tests/test_brt.py": "class TestBug:\n    def test_bug(self):\n        assert 1 + 1 == 3\n"})
+    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
+    async with make_sandbox("bwrap", spec) as sb:
+        brt = await TestRunner(env, timeout=300).run(sb, ["tests/test_brt.py"])
+    assert brt.tests == {"tests/test_brt.py::TestBug::test_bug": "failed"}, brt.result.output[-2000:]
 
 
 async def test_missing_module_is_named_as_an_environment_failure(tmp_path: Path, env_cache: Path) -> None:
