@@ -24,8 +24,6 @@ from packaging.version import Version
 
 log = logging.getLogger(__name__)
 
-#: Settings that decide what is collected and how; the rest of a config is left to pytest.
-KEYS = ("python_files", "python_classes", "python_functions", "testpaths", "markers", "addopts", "norecursedirs")
 PYTEST_DEFAULTS = {"python_files": "test_*.py *_test.py", "python_classes": "Test", "python_functions": "test"}
 #: What nose collects by default (its testMatch `(?:^|[\b_./-])[Tt]est`), as pytest globs and prefixes.
 NOSE_STYLE = {
@@ -144,8 +142,8 @@ def read_pytest_config(repo: Path) -> PytestConfig:
         native = native and not set(nose) - set(values)
         values = {**nose, **values}
         source = source or "setup.cfg [nosetests]"
-    kept = tuple((k, v) for k, v in values.items() if k in KEYS or k == "minversion")
-    return PytestConfig(values=kept, source=source, native=native, nose=nose is not None)
+    # Every key is kept: where pytest does not read the section itself, all of it is handed over.
+    return PytestConfig(values=tuple(values.items()), source=source, native=native, nose=nose is not None)
 
 
 def _nose_settings(repo: Path) -> dict[str, str] | None:

@@ -312,3 +312,10 @@ def test_optional_stacks_only_where_tests_import_them(tmp_path: Path) -> None:
     assert "pyyaml" in deps, "the project itself imports it at module level"
     assert not {"tensorflow>=2", "scikit-learn"} & deps, "heavy stacks no test imports stay out"
     assert any("tensorflow>=2" in n and "scikit-learn" in n for n in spec.notes)
+
+
+def test_an_old_pytest_section_is_handed_over_whole(tmp_path: Path) -> None:
+    write(tmp_path, {"setup.cfg": "[pytest]\nxfail_strict = true\ntestpaths = t\naddopts = -x --tb=short\n"})
+    spec = detect_spec(tmp_path)
+    assert dict(spec.pytest_ini) == {"xfail_strict": "true", "testpaths": "t", "addopts": "--tb=short"}
+    assert spec.pytest_overrides == (), "everything goes into the ini reprobot passes with -c"
