@@ -8,6 +8,8 @@ WHEELHOUSE := .reprobot/wheelhouse
 # six stands in for a dependency of a tested project (tests/test_environment.py); setuptools and wheel
 # build the source-only dependencies of tests/test_host_exec.py inside the sandbox.
 TEST_WHEELS := pytest pytest-timeout coverage six setuptools wheel
+# The last pytest before 8 and nose, for suites of their era (nose-style setup/teardown; tests/test_testrun_legacy.py).
+OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
@@ -24,6 +26,8 @@ venv: $(STAMP)
 $(WHEELHOUSE)/.stamp: $(STAMP) Makefile
 	$(BIN)/python -m pip download -q --disable-pip-version-check --only-binary=:all: -d $(WHEELHOUSE) \
 		--python-version "$$($(SANDBOX_PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')" $(TEST_WHEELS)
+	$(BIN)/python -m pip download -q --disable-pip-version-check --only-binary=:all: -d $(WHEELHOUSE) \
+		--python-version "$$($(SANDBOX_PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')" $(OLD_PYTEST)
 	touch $@
 
 wheelhouse: $(WHEELHOUSE)/.stamp

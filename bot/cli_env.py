@@ -74,9 +74,16 @@ def run_env_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _detect(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
     from sandboxes.envspec import detect_spec
+    from sandboxes.interpreters import available_interpreters
 
     try:
-        spec = detect_spec(repo, setup=args.setup, test=args.test)
+        spec = detect_spec(
+            repo,
+            setup=args.setup,
+            test=args.test,
+            interpreters=available_interpreters(Path("/"), settings.rootfs),
+            default_python=settings.sandbox_python,
+        )
     except ValueError as exc:
         if not settings.llm_configured:
             print(f"reprobot: {exc}", file=sys.stderr)
@@ -94,6 +101,10 @@ def _detect(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
         print(f"test command: {' '.join(spec.test_command)}")
         print(f"report:       {spec.report_format}")
         print(f"deps:         {len(spec.deps)}  install steps: {len(spec.install_steps)}")
+        if spec.python_version:
+            print(f"python:       {spec.python_version} ({spec.python_reason})")
+        for note in spec.notes:
+            print(f"note:         {note}")
     return EXIT_OK
 
 
@@ -123,7 +134,7 @@ async def _discover(repo: Path, backend: str, settings: Settings) -> Any:
 async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
     from bot.setup_model import setup_agent_for
     from sandboxes.base import Limits, SandboxSpec
-    from sandboxes.environment import EnvironmentError_, prepare_environment, run_baseline
+    from sandboxes.environment import EnvironmentError_, diagnose_baseline, prepare_environment, run_baseline
     from sandboxes.factory import SandboxUnavailable, make_sandbox
     from sandboxes.results import summarize
     from sandboxes.workspace import GitError, clone_workspace
@@ -178,6 +189,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
         "cache_hit": env.cache_hit,
         "sandbox": args.sandbox,
         "language": env.spec.language,
+        "python": env.spec.python_version or None,
         "timed_out": run.result.timed_out,
         "tests": baseline.tests,
     }
@@ -188,8 +200,10 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
             f"{report['passed']} passed, {report['failed']} failed, {report['skipped']} skipped, "
             f"{report['errors']} errors in {report['seconds']}s ({args.sandbox})"
         )
-    if not baseline.tests:
-        print(f"reprobot: no test results; output tail:\n{run.result.output[-2000:]}", file=sys.stderr)
+    problem = diagnose_baseline(run, env.spec) if env.spec.report_format == "junit-xml" else None
+    if problem is not None or not baseline.tests:
+        print(f"reprobot: environment: {problem or 'no test results'}", file=sys.stderr)
+        print(f"output tail:\n{run.result.output[-2000:]}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     return EXIT_OK
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.config import Settings
-from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, read_issue_file
+from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, read_issue_file, run_folder
 from bot.llm import check_endpoint
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
@@ -146,7 +146,7 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
                     ReproductionContext(issue.ref, outcome.brt, rerun_command(None, outcome.brt.path))
                 )
                 result["brt"]["source"] = outcome.brt.source
-            out_dir = args.out or settings.data_dir / "runs" / issue.slug
+            out_dir = args.out or run_folder(settings.data_dir / "runs", issue.slug, job.id)
             LocalForge.write_outputs(out_dir, pr_body=pr_body, comment=comment, result=result)
             result["out_dir"] = str(out_dir)
     except asyncio.CancelledError:

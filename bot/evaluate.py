@@ -98,6 +98,10 @@ class CaseResult:
     selections: dict[str, str | None] = field(default_factory=dict)
     selection_explanations: dict[str, str] = field(default_factory=dict)
     outcomes: list[TrajectoryOutcome] = field(default_factory=list)
+    #: The base commit's test counts (empty when no baseline ran) and how the environment was set up.
+    baseline: dict[str, int] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Per case, per trajectory, per selector."""
@@ -106,6 +110,9 @@ class CaseResult:
             "status": self.status,
             "error": self.error or None,
             "seconds": round(self.seconds, 2),
+            "reasons": self.reasons,
+            "baseline": self.baseline,
+            "environment": self.environment,
             "trajectories": self.trajectories,
             "selections": {
                 name: {
@@ -155,6 +162,7 @@ async def _score(
     case: BenchCase, outcome: JobOutcome, result: CaseResult, settings: Settings, sandbox: str, workdir: Path
 ) -> None:
     result.status = outcome.status
+    result.baseline, result.environment, result.reasons = outcome.baseline, outcome.environment, outcome.reasons
     if outcome.status == "error":
         result.error = "; ".join(outcome.reasons)
     scorer = OracleScorer(workdir / "repo", case.oracle, case.meta, settings, sandbox, workdir / "oracle")

@@ -104,6 +104,8 @@ class JobOutcome:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     cost: str = ""
     budget_stops: list[str] = field(default_factory=list)
+    #: How the environment was set up: interpreter (and why), pytest, settings sources, what was left out.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
         """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
@@ -153,6 +155,7 @@ class JobOutcome:
                 "llm_score": self.abstention.llm_score,
             },
             "baseline": self.baseline,
+            "environment": self.environment,
             **({"llm": {**self.llm_usage, "budget_stops": self.budget_stops}} if self.llm_usage else {}),
         }
 
@@ -259,6 +262,11 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
             f"the test suite did not finish within {request.test_timeout:g} s on the base commit (timed out); "
             "raise the timeout or fix the hanging test"
         )
+    if env.spec.report_format == "junit-xml":
+        # A suite that runs no test says nothing about the bug: the environment is at fault, not the report.
+        problem = envlayer.diagnose_baseline(run, env.spec)
+        if problem is not None:
+            raise EnvironmentError_(problem)
     return baseline
 
 
@@ -327,8 +335,12 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
 
     await ctx.stage("environment", "building the test environment")
     env = await prepare_environment(ctx, base, request)
+    outcome.environment = envlayer.describe_environment(env)
     baseline = await run_baseline(ctx, base, env, request)
     outcome.baseline = {s: sum(1 for v in baseline.tests.values() if v == s) for s in ("passed", "failed", "error")}
+    if baseline.collection_errors:
+        # Part of the suite did not import (an undeclared optional dependency): worth a maintainer's look.
+        outcome.environment["collection_errors"] = baseline.collection_errors
 
     await ctx.stage("reproduce", "synthesizing a bug reproduction test")
     runner = TestRunner(env, timeout=request.test_timeout)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -17,12 +19,13 @@ from pathlib import Path
 from sandboxes.base import Mount, Sandbox, SandboxError
 from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
 from sandboxes.hostrun import run_host
+from sandboxes.interpreters import available_interpreters
 from sandboxes.pydeps import Classified, DependencyError
 from sandboxes.pyenv import build_python_env, refuse_direct_references
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
-from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestRunner
+from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestRunner, diagnose_baseline, error_summary
 
 __all__ = [
     "BASE_TEST_DEPS",
@@ -34,8 +37,10 @@ __all__ = [
     "TestRun",
     "TestRunner",
     "build_environment",
+    "describe_environment",
     "detect_python_spec",
     "detect_spec",
+    "diagnose_baseline",
     "parse_junit_xml",
     "prepare_environment",
     "run_baseline",
@@ -289,11 +294,19 @@ async def prepare_environment(
 ) -> BuiltEnvironment:
     """Detect (policy, then repo signals, then the setup agent if given), fetch and build (or reuse) the env.
 
-    The environment is built in a `sandbox` sandbox (on `rootfs` when given); see build_environment.
+    `python` is the configured interpreter; a Python project gets the one its requires-python or classifiers
+    ask for among those on the host (and in `rootfs`, the sandbox root, when one is used). The environment is
+    built in a `sandbox` sandbox (on `rootfs` when given); see build_environment.
     """
     if spec is None:
         try:
-            spec = detect_spec(workspace, setup=setup, test=test)
+            interpreters = await asyncio.to_thread(available_interpreters, Path("/"), rootfs)
+            # Detection parses the repo's test files: off the event loop.
+            spec = await asyncio.to_thread(
+                functools.partial(
+                    detect_spec, workspace, setup=setup, test=test, interpreters=interpreters, default_python=python
+                )
+            )
         except ValueError as exc:
             if agent is None:
                 raise EnvironmentError_(str(exc)) from exc
@@ -304,10 +317,11 @@ async def prepare_environment(
             except SetupFailed as failed:
                 raise EnvironmentError_(f"{exc}; the setup agent failed too: {failed}") from failed
     await run_fetch_steps(spec, workspace)
+    chosen = Path(spec.python) if spec.python else python
     return await build_environment(
         spec,
         cache_dir,
-        python=python,
+        python=chosen,
         index_url=index_url,
         workspace=workspace,
         sandbox=sandbox,
@@ -320,8 +334,30 @@ async def run_baseline(sandbox: Sandbox, env: BuiltEnvironment, *, timeout: floa
     """Run the whole suite on the unmodified workspace; the baseline statuses and the raw run."""
     started = time.monotonic()
     run = await TestRunner(env, timeout=timeout).run(sandbox, [])
-    baseline = Baseline(tests=run.tests, seconds=time.monotonic() - started, output_tail=run.result.output[-2000:])
+    baseline = Baseline(
+        tests=run.tests,
+        seconds=time.monotonic() - started,
+        output_tail=run.result.output[-2000:],
+        collection_errors={t: error_summary(e) for t, e in run.collection_errors.items()},
+    )
     return baseline, run
+
+
+def describe_environment(env: BuiltEnvironment) -> dict[str, object]:
+    """The environment as reported in a job's JSON: interpreter and why, pytest, where settings came from."""
+    spec = env.spec
+    pytest_req = next((d for d in spec.deps if re.match(r"^pytest\b(?![-_.\w])", d)), None)
+    return {
+        "language": spec.language,
+        "python": spec.python_version or None,
+        "interpreter": spec.python or None,
+        "python_reason": spec.python_reason or None,
+        "pytest": pytest_req,
+        "test_settings": spec.pytest_source or None,
+        "sources": list(spec.sources),
+        "notes": list(spec.notes),
+        "cache_hit": env.cache_hit,
+    }
 
 
 def host_python_version() -> str:

@@ -7,34 +7,68 @@ import json
 import logging
 import re
 import shlex
+import sys
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
+from sandboxes.interpreters import Interpreter, choose_interpreter, interpreter_for_path
+from sandboxes.pytest_config import (
+    NOSE_STYLE,
+    PYTEST_DEFAULTS,
+    SuiteSignals,
+    pytest_requirement,
+    read_pytest_config,
+    sanitize_addopts,
+    scan_suite,
+)
 from sandboxes.rust import manifest_digest
+from sandboxes.setup_meta import marker_requirements, read_setup_metadata
 
 log = logging.getLogger(__name__)
 
 #: Always installed for Python: the test runner, per-test timeouts and coverage for fault localization.
 BASE_TEST_DEPS = ("pytest", "pytest-timeout", "coverage")
+#: Requirement files always read when present (the common names); see requirement_files() for the rest.
 REQUIREMENT_FILES = (
     "requirements.txt",
     "requirements-dev.txt",
     "requirements-test.txt",
     "requirements_test.txt",
     "requirements-tests.txt",
+    "requirements_tests.txt",
     "test-requirements.txt",
+    "test_requirements.txt",
+    "tests-requirements.txt",
+    "tests_requirements.txt",
     "dev-requirements.txt",
+    "dev_requirements.txt",
+    "requirements_dev.txt",
     "requirements/test.txt",
     "requirements/tests.txt",
+    "requirements/testing.txt",
     "requirements/dev.txt",
+    "requirements/base.txt",
 )
+#: Qualifiers of a requirement file's name (requirements-<q>.txt, <q>_requirements.txt, requirements/<q>.txt)
+#: whose packages the tests need; any other qualifier (docs, lint, release...) is for something else.
+_REQ_QUALIFIERS = {"", "test", "tests", "testing", "dev", "develop", "development", "ci", "base", "common", "install"}
+_REQ_NAME = re.compile(r"^(?:(?P<a>[a-z0-9]+)[-_.])?req(?:uirement)?s(?:[-_.](?P<b>[a-z0-9]+))?\.(?:txt|in|pip)$")
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
+#: Extras that gather every optional stack of a project: their packages are kept only where tests import them.
+OPTIONAL_EXTRAS = ("all", "full", "complete", "everything", "extras", "optional")
+#: Distribution name -> module name where they differ and a guess from the name would miss.
+_IMPORT_NAMES = {
+    "pillow": "PIL", "pyyaml": "yaml", "scikit-learn": "sklearn", "scikit-image": "skimage",
+    "beautifulsoup4": "bs4", "opencv-python": "cv2", "opencv-python-headless": "cv2", "python-dateutil": "dateutil",
+    "protobuf": "google", "attrs": "attr", "pyzmq": "zmq", "pymysql": "pymysql", "tensorflow-cpu": "tensorflow",
+    "tensorflow-gpu": "tensorflow", "torch": "torch", "pyjwt": "jwt", "msgpack-python": "msgpack",
+}  # fmt: skip
 #: Bumped when the on-disk layout of built environments changes, so old caches are not reused (4: built in the
-#: sandbox from host-downloaded wheels).
-ENV_LAYOUT = 4
+#: sandbox from host-downloaded wheels; 5: the interpreter and pytest era are part of the spec).
+ENV_LAYOUT = 5
 _PY_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "pytest.ini", "conftest.py")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-\[\],]*\s*(?:[<>=!~;].*)?)$")
 #: Requirement-file lines that name a path, URL or VCS checkout instead of a project on an index.
@@ -70,6 +104,23 @@ class EnvironmentSpec:
     ci_commands: tuple[str, ...] = field(default=())
     #: Hash of dependency manifests not listed in `deps` (Cargo.toml/Cargo.lock), part of the cache key.
     manifest_digest: str = ""
+    #: The interpreter chosen for the project (its path inside the sandbox; "" keeps the configured one),
+    #: its version and why it was chosen.
+    python: str = ""
+    python_version: str = ""
+    python_reason: str = ""
+    #: pytest settings the runner passes in an ini file of its own (`-c`), because pytest would not read them
+    #: where the project put them (setup.cfg [pytest], nose's [nosetests]); empty when pytest finds them itself.
+    pytest_ini: tuple[tuple[str, str], ...] = ()
+    #: Settings passed as `-o key=value` when pytest reads the project's config itself: the project's addopts
+    #: minus options that change how runs are measured, nose's collection patterns for a nose-style suite.
+    pytest_overrides: tuple[tuple[str, str], ...] = ()
+    #: Where the project's test-runner settings came from ("" when it has none).
+    pytest_source: str = ""
+    #: The effective python_classes / python_functions where the project changed pytest's defaults.
+    pytest_collect: tuple[tuple[str, str], ...] = ()
+    #: What detection could not honour, or left out on purpose (optional stacks), for the job's report.
+    notes: tuple[str, ...] = ()
 
     def cache_key(self, python: str) -> str:
         """Hash of everything that determines the built environment."""
@@ -131,24 +182,98 @@ def _norm(name: str) -> str:
 
 def _expand_extras(project: dict[str, object], names: tuple[str, ...]) -> list[str]:
     """Requirements of the named extras, expanding `self[extra]` references instead of installing self."""
-    own = _norm(str(project.get("name", "")))
     extras = project.get("optional-dependencies", {})
     if not isinstance(extras, dict):
         return []
-    out: list[str] = []
-    todo, done = [n for n in names if isinstance(extras.get(n), list)], set()
+    table = {str(k): tuple(str(r) for r in v) for k, v in extras.items() if isinstance(v, list)}
+    required, optional = expand_extras(str(project.get("name", "")), table, names)
+    return [*required, *(f"{OPTIONAL_MARK}{r}" for r in optional)]
+
+
+#: Prefix of a requirement reached only through an "all"-like extra or tox.ini, until the test imports decide.
+OPTIONAL_MARK = "\x00optional:"
+
+
+def expand_extras(
+    own_name: str, extras: dict[str, tuple[str, ...]], names: tuple[str, ...]
+) -> tuple[list[str], list[str]]:
+    """Requirements of the named extras: (required, optional).
+
+    `self[extra]` references are expanded instead of installing the project itself; what is reached through
+    an "all"-like extra (OPTIONAL_EXTRAS) is optional: it is installed only when the tests import it.
+    """
+    own = _norm(own_name)
+    required: list[str] = []
+    optional: list[str] = []
+    todo = [(n, n in OPTIONAL_EXTRAS) for n in names if n in extras]
+    done: set[str] = set()
     while todo:
-        extra = todo.pop(0)
+        extra, is_optional = todo.pop(0)
         if extra in done:
             continue
         done.add(extra)
-        for req in extras.get(extra, []):
-            match = _NAME.match(str(req))
+        for req in extras.get(extra, ()):
+            match = _NAME.match(req)
             if match and own and _norm(match.group(1)) == own:
-                todo.extend(e.strip() for e in (match.group(2) or "").split(",") if e.strip())
+                for name in (e.strip() for e in (match.group(2) or "").split(",")):
+                    if name and name in extras:
+                        todo.append((name, is_optional or name in OPTIONAL_EXTRAS))
             else:
-                out.append(str(req))
-    return out
+                (optional if is_optional else required).append(req)
+    return required, optional
+
+
+def requirement_files(repo: Path) -> list[str]:
+    """Requirement files the tests need, by name: the common names first, then any other file named like one.
+
+    Matches requirements.txt, requirements-test.txt, test_requirements.txt, requirements/dev.txt and the like at
+    the root or in a requirements/ (or reqs/) folder, with a test/dev/ci-like qualifier (or none).
+    """
+    found = [rel for rel in REQUIREMENT_FILES if (repo / rel).is_file()]
+    candidates = sorted(p for p in repo.glob("*.txt") if p.is_file())
+    for folder in ("requirements", "reqs", "requirement"):
+        if (repo / folder).is_dir():
+            candidates += sorted(p for p in (repo / folder).glob("*.txt") if p.is_file())
+    for path in candidates:
+        rel = path.relative_to(repo).as_posix()
+        if rel in found:
+            continue
+        if path.parent != repo:
+            qualifier = path.stem.lower()
+        else:
+            match = _REQ_NAME.match(path.name.lower())
+            if match is None:
+                continue
+            qualifier = match.group("a") or match.group("b") or ""
+        if qualifier in _REQ_QUALIFIERS:
+            found.append(rel)
+    return found
+
+
+def _import_name(requirement: str) -> str:
+    match = _NAME.match(requirement)
+    if match is None:
+        return ""
+    name = _norm(match.group(1))
+    return _IMPORT_NAMES.get(name, name.removeprefix("python-").removesuffix("-python").replace("-", "_"))
+
+
+def keep_optional(requirement: str, signals: SuiteSignals) -> bool:
+    """Whether an optional requirement is needed: a pytest plugin, or a module the collected tests import.
+
+    Modules the project's own code imports unconditionally count too: the tests cannot import the project
+    without them. Stacks imported lazily or under try/except ImportError are optional integrations.
+    """
+    match = _NAME.match(requirement)
+    if match is None:
+        return False
+    name = _norm(match.group(1))
+    if name == "pytest" or name.startswith("pytest-"):
+        return True
+    if signals.files == 0:
+        return True  # no test file to judge by: keep what the project lists
+    module = _import_name(requirement).lower()
+    return module in {m.lower() for m in (*signals.imports, *signals.package_imports)}
 
 
 def _pkg_info(repo: Path) -> tuple[str, str] | None:
@@ -166,10 +291,15 @@ def _pkg_info(repo: Path) -> tuple[str, str] | None:
     return None
 
 
-def _python_spec(repo: Path) -> EnvironmentSpec:
+def _python_spec(
+    repo: Path, interpreters: list[Interpreter] | None = None, default_python: Path | None = None
+) -> EnvironmentSpec:
     deps: list[str] = list(BASE_TEST_DEPS)
     sources: list[str] = []
+    notes: list[str] = []
     project_meta = _pkg_info(repo)
+    requires_python = ""
+    classifiers: tuple[str, ...] = ()
     pyproject = repo / "pyproject.toml"
     if pyproject.is_file():
         try:
@@ -189,19 +319,118 @@ def _python_spec(repo: Path) -> EnvironmentSpec:
                     deps.extend(str(d) for d in groups[name] if isinstance(d, str))
         if project_meta is None and isinstance(project.get("name"), str) and isinstance(project.get("version"), str):
             project_meta = (project["name"], project["version"])
+        if isinstance(project.get("requires-python"), str):
+            requires_python = project["requires-python"]
+        if isinstance(project.get("classifiers"), list):
+            classifiers = tuple(str(c) for c in project["classifiers"])
         sources.append("pyproject.toml")
-    for rel in REQUIREMENT_FILES:
-        path = repo / rel
-        if path.is_file():
-            deps.extend(requirements_from_file(path))
-            sources.append(rel)
+    # setup.py (read with ast, never run) and setup.cfg's [options]: the legacy places for the same facts.
+    legacy = read_setup_metadata(repo)
+    if legacy.sources:
+        deps.extend(legacy.install_requires)
+        deps.extend(legacy.tests_require)
+        deps.extend(marker_requirements(legacy.extras_require))
+        required, optional = expand_extras(legacy.name, legacy.extras_require, TEST_EXTRAS)
+        deps.extend([*required, *(f"{OPTIONAL_MARK}{r}" for r in optional)])
+        requires_python = requires_python or legacy.python_requires
+        classifiers = classifiers or legacy.classifiers
+        if project_meta is None and legacy.name and legacy.version:
+            project_meta = (legacy.name, legacy.version)
+    for rel in requirement_files(repo):
+        deps.extend(requirements_from_file(repo / rel))
+        sources.append(rel)
     for rel in ("setup.cfg", "tox.ini", "noxfile.py", "setup.py", "pytest.ini"):
         if (repo / rel).is_file() and rel not in sources:
             sources.append(rel)
-    deps.extend(_tox_deps(repo))
+    # tox.ini's deps serve every tox env at once, and often carry heavy optional stacks: tests decide.
+    deps.extend(f"{OPTIONAL_MARK}{d}" for d in _tox_deps(repo))
+
+    config = read_pytest_config(repo)
+    signals = scan_suite(repo, config)
+    deps = _resolve_optional(deps, signals, notes)
+    if project_meta is not None:
+        own = _norm(project_meta[0])
+        deps = [d for d in deps if not ((m := _NAME.match(d)) and _norm(m.group(1)) == own)]
+    if signals.nose_imports and not any(_dist_name(d) in ("nose", "pynose", "nose-py3", "nose3") for d in deps):
+        deps.append("nose")  # the tests import nose.tools but nothing declares it (it came with the old tox setup)
+    if "--cov" in config.get("addopts") and not any(_dist_name(d) == "pytest-cov" for d in deps):
+        deps.append("pytest-cov")  # the config's addopts name its options; pytest refuses unknown ones
+
+    chosen, reason = _choose_python(requires_python, classifiers, interpreters, default_python)
+    version = chosen.version if chosen else (sys.version_info[0], sys.version_info[1])
+    pins = [d for d in deps if _dist_name(d) == "pytest"]
+    specifiers = [str(d)[len(m.group(0)) :].split(";")[0].strip() for d in pins if (m := _NAME.match(d))]
+    requirement, pytest_notes = pytest_requirement([x for x in specifiers if x], signals, config, version)
+    notes.extend(pytest_notes)
+    deps = [requirement, *(d for d in deps if _dist_name(d) != "pytest")]
+
     python_path = [".", "src"] if (repo / "src").is_dir() else ["."]
     unique = tuple(dict.fromkeys(d.strip() for d in deps if d.strip()))
-    return EnvironmentSpec(deps=unique, python_path=tuple(python_path), sources=tuple(sources), project=project_meta)
+    addopts = config.get("addopts")
+    overrides = {"addopts": sanitize_addopts(addopts)} if addopts and sanitize_addopts(addopts) != addopts else {}
+    if config.nose or signals.nose_imports:
+        # nose collected more than pytest's defaults (utils_tests.py, TestX classes ending in Test): the
+        # project's own patterns still win where it set them.
+        project = dict(config.values)
+        overrides.update({k: v for k, v in NOSE_STYLE.items() if k not in project})
+    return EnvironmentSpec(
+        deps=unique,
+        python_path=tuple(python_path),
+        sources=tuple(sources),
+        project=project_meta,
+        python=chosen.path if chosen else "",
+        python_version=chosen.label if chosen else "",
+        python_reason=reason,
+        pytest_ini=() if config.native else (*config.values, *overrides.items()),
+        pytest_overrides=tuple(overrides.items()) if config.native else (),
+        pytest_collect=tuple(
+            (k, v)
+            for k in ("python_classes", "python_functions")
+            if (v := overrides.get(k, config.get(k))) != PYTEST_DEFAULTS[k]
+        ),
+        pytest_source=config.source,
+        notes=tuple(notes),
+    )
+
+
+def _dist_name(requirement: str) -> str:
+    match = _NAME.match(requirement)
+    return _norm(match.group(1)) if match else ""
+
+
+def _resolve_optional(deps: list[str], signals: SuiteSignals, notes: list[str]) -> list[str]:
+    """Optional requirements kept where the tests need them, dropped (and noted) otherwise."""
+    out: list[str] = []
+    dropped: list[str] = []
+    for dep in deps:
+        if not dep.startswith(OPTIONAL_MARK):
+            out.append(dep)
+            continue
+        req = dep.removeprefix(OPTIONAL_MARK)
+        required = (d for d in deps if not d.startswith(OPTIONAL_MARK))
+        if keep_optional(req, signals) or any(_dist_name(d) == _dist_name(req) for d in required):
+            out.append(req)
+        else:
+            dropped.append(req)
+    if dropped:
+        notes.append(
+            "left out optional packages no collected test imports (from tox.ini or an 'all' extra): "
+            + ", ".join(sorted(set(dropped)))
+        )
+    return out
+
+
+def _choose_python(
+    requires: str, classifiers: tuple[str, ...], interpreters: list[Interpreter] | None, default: Path | None
+) -> tuple[Interpreter | None, str]:
+    if interpreters is None:
+        return None, ""
+    configured = interpreter_for_path(default, interpreters) if default is not None else None
+    chosen, reason = choose_interpreter(requires, classifiers, interpreters, configured)
+    if chosen is not None and configured is not None and chosen.version == configured.version and default:
+        # The configured path (often /usr/bin/python3) is the same interpreter: keep it, and its cached envs.
+        chosen = Interpreter(chosen.version, str(default))
+    return chosen, reason
 
 
 def _tox_deps(repo: Path) -> list[str]:
@@ -365,15 +594,24 @@ def _walk_run_steps(node: object) -> list[str]:
     return out
 
 
-def detect_spec(repo: Path, *, setup: list[str] | None = None, test: str | None = None) -> EnvironmentSpec:
+def detect_spec(
+    repo: Path,
+    *,
+    setup: list[str] | None = None,
+    test: str | None = None,
+    interpreters: list[Interpreter] | None = None,
+    default_python: Path | None = None,
+) -> EnvironmentSpec:
     """The EnvironmentSpec for a repo: the policy's setup/test first, then repo signals, then CI steps.
 
+    For Python, `interpreters` (those available to sandboxes) lets the spec choose the project's Python
+    (`default_python` is the configured one); without them the configured interpreter is kept.
     Raises ValueError when nothing tells how to test the repo (the caller may then run the setup agent).
     """
     ci = tuple(ci_test_commands(repo))
     spec: EnvironmentSpec | None = None
-    if any((repo / m).is_file() for m in _PY_MARKERS) or any((repo / r).is_file() for r in REQUIREMENT_FILES):
-        spec = _python_spec(repo)
+    if any((repo / m).is_file() for m in _PY_MARKERS) or requirement_files(repo):
+        spec = _python_spec(repo, interpreters, default_python)
     elif (repo / "package.json").is_file():
         spec = _node_spec(repo)
     if spec is None:

@@ -26,6 +26,21 @@ def parse_junit_xml(text: str) -> dict[str, str]:
     return tests
 
 
+def junit_collection_errors(text: str) -> dict[str, str]:
+    """Test ids of pytest's collection failures (a module that did not import) -> the error text pytest wrote."""
+    errors: dict[str, str] = {}
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return errors
+    for case in root.iter("testcase"):
+        for child in case:
+            if child.tag == "error" and "collection failure" in (child.get("message") or ""):
+                test_id = _pytest_id(case.get("classname", ""), case.get("name", ""), case.get("file"))
+                errors[test_id] = child.text or ""
+    return errors
+
+
 def _case_status(case: ET.Element) -> str:
     status = "passed"
     for child in case:

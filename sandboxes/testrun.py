@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import Protocol
 
 from sandboxes.base import WORKSPACE_MOUNT, ExecResult, Sandbox
 from sandboxes.envspec import EnvironmentSpec
-from sandboxes.results import parse_junit_xml, parse_report
+from sandboxes.results import junit_collection_errors, parse_junit_xml, parse_report
 from sandboxes.rust import sandbox_env as rust_sandbox_env
 from sandboxes.workspace import SCRATCH_DIR
 
@@ -42,6 +43,8 @@ class TestRun:
     tests: dict[str, str]
     result: ExecResult
     collected: bool = True
+    #: Test modules pytest could not collect (import errors), with the error pytest reported for each.
+    collection_errors: dict[str, str] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         """How many tests ended with `status` (passed, failed, error, skipped)."""
@@ -83,6 +86,41 @@ def write_metadata_shim(workspace: Path, spec: EnvironmentSpec) -> None:
         text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     (dist / "METADATA").write_text(text)
     (dist / "INSTALLER").write_text("reprobot\n")
+
+
+#: The ini file the runner writes when the project's pytest settings sit where pytest would not read them.
+PYTEST_INI = f"{SCRATCH_DIR}/pytest.ini"
+
+
+def pytest_config_args(workspace: Path, spec: EnvironmentSpec) -> list[str]:
+    """pytest arguments that hand it the project's settings: `-c` an ini of ours, or an addopts override."""
+    args: list[str] = []
+    if spec.pytest_ini:
+        ini = workspace / PYTEST_INI
+        ini.parent.mkdir(parents=True, exist_ok=True)
+        # Later keys win, as in a dict: the ini holds each setting once.
+        values = dict(spec.pytest_ini)
+        lines = ["[pytest]", *(f"{k} = {v.replace(chr(10), chr(10) + '    ')}" for k, v in values.items())]
+        ini.write_text("\n".join(lines) + "\n")
+        # rootdir stays the workspace: test ids and conftest discovery must not move to the scratch folder.
+        args += ["-c", f"{WORKSPACE_MOUNT}/{PYTEST_INI}", f"--rootdir={WORKSPACE_MOUNT}"]
+    for key, value in spec.pytest_overrides:
+        args += ["-o", f"{key}={value}"]
+    return args
+
+
+def selection_collect_args(spec: EnvironmentSpec) -> list[str]:
+    """For runs of chosen tests: pytest's default class and function prefixes added to the project's own.
+
+    A test reprobot writes (`test_...` in a `Test...` class) must be collected even where the project named
+    its tests otherwise (python_functions = check_*); the project's own tests keep being collected too.
+    """
+    defaults = {"python_classes": "Test", "python_functions": "test"}
+    args: list[str] = []
+    for key, value in spec.pytest_collect:
+        if defaults[key] not in value.split():
+            args += ["-o", f"{key}={value} {defaults[key]}"]
+    return args
 
 
 def pytest_extra_args(command: tuple[str, ...]) -> list[str]:
@@ -144,6 +182,8 @@ class TestRunner:
             "-o",
             "junit_family=xunit1",
             f"--timeout={per_test_timeout or self.per_test_timeout}",
+            *pytest_config_args(sandbox.spec.workspace, self.env.spec),
+            *(selection_collect_args(self.env.spec) if selection else []),
             *extra_args,
             # The spec's own pytest arguments (paths, options) apply to whole-suite runs only, and there
             # a module that fails to import must not hide every other test's baseline status.
@@ -155,13 +195,15 @@ class TestRunner:
             argv = [self.env.python, "-m", "pytest"]
         result = await sandbox.run([*argv, *pytest_args], timeout=timeout or self.timeout, env=self._env_vars())
         tests: dict[str, str] = {}
+        errors: dict[str, str] = {}
         report_path = sandbox.spec.workspace / report
         if report_path.is_file():
-            tests = parse_junit_xml(report_path.read_text(errors="replace"))
+            text = report_path.read_text(errors="replace")
+            tests, errors = parse_junit_xml(text), junit_collection_errors(text)
             report_path.unlink(missing_ok=True)
         # Exit code 5 means nothing was collected; 2/3/4 mean pytest itself could not run the selection.
         collected = result.exit_code not in (2, 3, 4, 5) or bool(tests)
-        return TestRun(tests=tests, result=result, collected=collected)
+        return TestRun(tests=tests, result=result, collected=collected, collection_errors=errors)
 
     async def _run_other(self, sandbox: Sandbox, selection: list[str], timeout: float) -> TestRun:
         """Non-pytest suites: the spec's command (or per-test template), then its report format's parser."""
@@ -203,6 +245,8 @@ class Baseline:
     tests: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     output_tail: str = ""
+    #: Test modules that did not import at baseline -> the error's last line (the rest of the suite still ran).
+    collection_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def passing(self) -> set[str]:
@@ -213,3 +257,50 @@ class Baseline:
     def failing(self) -> set[str]:
         """Tests that already failed at baseline (ignored by regression checks)."""
         return {t for t, s in self.tests.items() if s in ("failed", "error")}
+
+
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+_ERROR_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_][\w.]*(?:Error|Exception|Exit))\b.*)$", re.M)
+
+
+def diagnose_baseline(run: TestRun, spec: EnvironmentSpec) -> str | None:
+    """Why a pytest baseline ran no test at all (an environment failure, not a verdict on the bug); None if tests ran.
+
+    Names the missing module, the collection error, an empty collection or pytest's own complaint (usage or
+    internal error), and where the runner's settings came from, so a maintainer can tell a missing dependency
+    from a test-discovery mismatch. A run killed after collecting (output flood, memory) is not diagnosed here.
+    """
+    ran = [t for t, s in run.tests.items() if s != "error" or t not in run.collection_errors]
+    if ran:
+        return None
+    texts = [*run.collection_errors.values(), run.result.output]
+    missing = sorted({m for text in texts for m in _MISSING_MODULE.findall(text)})
+    where = f" (test settings from {spec.pytest_source})" if spec.pytest_source else ""
+    if missing:
+        names = ", ".join(repr(m) for m in missing)
+        return (
+            f"the tests cannot import {names} (ModuleNotFoundError while collecting): a dependency the project "
+            f"does not declare where reprobot reads them, or the project itself is not importable{where}"
+        )
+    if run.collection_errors:
+        first_id, first = next(iter(run.collection_errors.items()))
+        return f"collecting the tests failed in {first_id}: {error_summary(first)}{where}"
+    output = run.result.output
+    if run.result.exit_code == 5 or "collected 0 items" in output or "no tests ran" in output:
+        return (
+            "pytest collected no tests: no test file matches the project's test settings or pytest's defaults "
+            f"(python_files, testpaths){where}"
+        )
+    if run.result.exit_code not in (2, 3, 4):
+        # Killed (a flood of output, memory) or stopped some other way after collecting: not a setup fault.
+        return None
+    complaint = [ln.strip() for ln in output.splitlines() if re.match(r"^\s*(ERROR|error|E\s+\w+Error)\b", ln)]
+    tail = complaint[0] if complaint else (output.strip().splitlines() or ["no output"])[-1]
+    return f"pytest could not start the suite (exit code {run.result.exit_code}): {tail[:300]}{where}"
+
+
+def error_summary(text: str) -> str:
+    """The line of a collection error that names it (`ModuleNotFoundError: No module named 'x'`)."""
+    found = _ERROR_LINE.findall(text)
+    lines = text.strip().splitlines()
+    return (found[-1].strip() if found else (lines[-1].strip() if lines else "unknown error"))[:300]

@@ -135,10 +135,14 @@ def test_reproduce_writes_the_comment_and_creates_no_branch(tmp_path: Path, data
     repo = calc_repo(tmp_path / "calc")
     issue = tmp_path / "issue.md"
     issue.write_text(ISSUE)
-    code, doc, _ = run_cli("reproduce", "--repo", repo, "--issue", issue, "--out", tmp_path / "o", data=data_dir)
+    code, doc, _ = run_cli("reproduce", "--repo", repo, "--issue", issue, data=data_dir)
     assert code == 0 and doc["status"] == "reproduced"
     assert doc["brt"]["fails_before"] and "clamp(15, 0, 10)" in doc["brt"]["source"]
-    comment = (tmp_path / "o" / "comment.md").read_text()
+    # Without --out, the run gets its own folder runs/<slug>/<job id>, and `latest` points at it.
+    out = Path(doc["out_dir"])
+    assert out.parent.parent == data_dir / "runs" and out.name == str(doc["job_id"])
+    assert (out.parent / "latest").resolve() == out.resolve()
+    comment = (out / "comment.md").read_text()
     assert "python -m pytest" in comment and doc["brt"]["path"] in comment
     assert branches(repo) == ["main"]
 

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.forges.local import BadIssueFile, DirtyTree, LocalForge, NotAGitRepo, RepoNotFound, read_issue_file
+from bot.forges.local import (
+    BadIssueFile,
+    DirtyTree,
+    LocalForge,
+    NotAGitRepo,
+    RepoNotFound,
+    read_issue_file,
+    run_folder,
+)
 from sandboxes.workspace import clone_workspace, head_commit
 from tests.conftest import make_git_repo
 
@@ -71,3 +79,18 @@ async def test_publish_creates_branch_without_touching_work_tree(tmp_path: Path)
     assert (repo / "notes.txt").exists()
     current = subprocess.run(["git", "branch", "--show-current"], cwd=repo, capture_output=True, text=True)
     assert current.stdout.strip() == "main"
+
+
+def test_each_run_gets_its_own_folder_and_latest_follows(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    fix = run_folder(runs, "crash-in-parse", 7)
+    LocalForge.write_outputs(fix, pr_body="the PR", comment=None, result={"status": "fixed"})
+    repro = run_folder(runs, "crash-in-parse", 8)
+    LocalForge.write_outputs(repro, pr_body=None, comment="the comment", result={"status": "reproduced"})
+    assert fix == runs / "crash-in-parse" / "7" and repro == runs / "crash-in-parse" / "8"
+    assert (fix / "pr.md").read_text() == "the PR", "a later run does not overwrite an earlier one"
+    assert '"fixed"' in (fix / "result.json").read_text() and '"reproduced"' in (repro / "result.json").read_text()
+    latest = runs / "crash-in-parse" / "latest"
+    assert latest.is_symlink() and latest.resolve() == repro.resolve()
+    assert (latest / "comment.md").read_text() == "the comment"
+    assert sorted(p.name for p in (runs / "crash-in-parse").iterdir()) == ["7", "8", "latest"], "no staging link left"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -161,3 +162,21 @@ class LocalForge:
         if result.get("patch"):
             (out_dir / "patch.diff").write_text(str(result["patch"]))
         (out_dir / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+
+
+def run_folder(runs_root: Path, slug: str, job_id: int) -> Path:
+    """A fresh folder runs_root/<slug>/<job_id> for one run, with `latest` in runs_root/<slug> pointing at it.
+
+    Every run gets its own folder, so `fix` and `reproduce` on the same issue never overwrite each other;
+    the link is replaced atomically (a reader sees the old run or the new one, never no link).
+    """
+    issue_dir = runs_root / slug
+    folder = issue_dir / str(job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    latest = issue_dir / "latest"
+    staging = issue_dir / f".latest-{os.getpid()}"
+    staging.unlink(missing_ok=True)
+    # Relative, so the runs folder can be moved or mounted elsewhere without breaking the link.
+    staging.symlink_to(folder.name, target_is_directory=True)
+    os.replace(staging, latest)
+    return folder
