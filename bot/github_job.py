@@ -164,8 +164,9 @@ async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
         jobs = deps.store.list_jobs(issue_id=job.issue_id, limit=10)
         lines = [f"- job {j.id} `{j.kind}`: {j.status}" for j in jobs if j.id != job.id]
         text = "reprobot on this issue:\n\n" + ("\n".join(lines) or "- no jobs")
-    made = await forge.gh.post(f"/repos/{forge.repo}/issues/{forge.number}/comments", data={"body": text})
-    return {"status": "replied", "comment_id": made.get("id")}
+    # Keyed by the job, which keeps its id across retries: a taken-over job finds its own reply.
+    comment_id = await forge.reply_once(f"job-{job.id}", text)
+    return {"status": "replied", "comment_id": comment_id}
 
 
 async def _run_and_publish(
