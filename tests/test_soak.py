@@ -92,7 +92,7 @@ def _serve(env: GitHubEnv, tmp: Path, port: int, workers: int = 0) -> Proc:
 
 
 def _soak_worker(env: GitHubEnv, tmp: Path, **extra: str) -> Proc:
-    environ = _worker_env(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "REPROBOT_WORKERS": "2"}
+    environ = _worker_env(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "REPROBOT_WORKERS": "4"}
     environ |= {"SOAK_FLAG_DIR": str(tmp)} | extra
     return Proc([sys.executable, "-m", "tests.soak_worker"], environ, tmp / "worker.log")
 
@@ -276,34 +276,49 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                         delivery = str(uuid.uuid4())
                         bodies[delivery] = json.dumps(payload).encode()
                         await deliver(delivery, deadline)
+                        await asyncio.sleep(random.uniform(0.05, 0.25))  # about 25 new deliveries a second in all
 
                 async def killer() -> None:
                     while time.monotonic() < deadline - 1:
-                        await asyncio.sleep(random.uniform(0.5, 2.5))
+                        await asyncio.sleep(random.uniform(0.5, 3.0))
                         victims = random.choice([[server], [worker], [server, worker]])
                         for proc in victims:
                             proc.kill9()
                         await asyncio.sleep(random.uniform(0.0, 0.5))
                         for proc in victims:
-                            proc.start()
+                            if not proc.alive():
+                                proc.start()
 
-                await asyncio.gather(killer(), *(sender() for _ in range(4)))
-                # GitHub keeps redelivering what was never acknowledged (bounded); those were never acked, so
-                # they cannot count as lost, but they must not be lost or doubled either.
-                for proc in (server, worker):
-                    if not proc.alive():
-                        proc.start()
-                await _ready(session, url)
-                unacked = [d for d in bodies if d not in acked]
-                await asyncio.gather(*(deliver(d, time.monotonic() + 30) for d in unacked))
+                async def watchdog() -> None:
+                    """Restart a process that died on its own (the worker's kill points), as systemd would."""
+                    while not done.is_set():
+                        for proc in (server, worker):
+                            if not proc.alive():
+                                proc.start()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(done.wait(), 0.5)
+
+                done = asyncio.Event()
+                guard = asyncio.create_task(watchdog())
+                try:
+                    await asyncio.gather(killer(), *(sender() for _ in range(4)))
+                    await _ready(session, url)
+                    # GitHub keeps redelivering what was never acknowledged (bounded); those were never acked, so
+                    # they cannot count as lost, but they must not be lost or doubled either.
+                    unacked = [d for d in bodies if d not in acked]
+                    await asyncio.gather(*(deliver(d, time.monotonic() + 30) for d in unacked))
+                    with Store.open(env.settings.store_path) as store:
+
+                        def settled() -> bool:
+                            return store.pending_deliveries() == 0 and not [
+                                j for j in store.list_jobs(limit=100_000) if j.status in ("queued", "running")
+                            ]
+
+                        await _wait_for(settled, 120 + len(bodies) / 10)
+                finally:
+                    done.set()
+                    await guard
             with Store.open(env.settings.store_path) as store:
-
-                def settled() -> bool:
-                    return store.pending_deliveries() == 0 and not [
-                        j for j in store.list_jobs(limit=100_000) if j.status in ("queued", "running")
-                    ]
-
-                await _wait_for(settled, 120)
                 jobs = store.list_jobs(limit=100_000)
                 by_delivery = Counter(str(j.payload.get("delivery_id")) for j in jobs)
                 deliveries = {d: store.get_delivery(d) for d in acked}
