@@ -39,11 +39,11 @@ def _describe(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _at(data: Mapping[str, Any], path: str) -> tuple[bool, object]:
-    """Walk a dotted path through objects; (False, None) when a step is missing (that is checked elsewhere)."""
+def _at(data: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[bool, object]:
+    """Walk a path through objects; (False, None) when a step is missing (that is checked elsewhere)."""
     node: object = data
-    for key in path.split("."):
-        if not isinstance(node, Mapping) or key not in node:
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
             return False, None
         node = node[key]
     return True, node
@@ -167,6 +167,18 @@ _FIELDS: dict[str, tuple[_Field, ...]] = {
 }
 
 
+def _plan(fields: tuple[_Field, ...]) -> tuple[tuple[str, tuple[str, ...], Check, bool, bool], ...]:
+    """The fields with their paths split once, and each path checked once (an event's own rule wins)."""
+    seen: dict[str, _Field] = {}
+    for f in fields:
+        seen[f[0]] = f
+    return tuple((path, tuple(path.split(".")), check, req, null) for path, check, req, null in seen.values())
+
+
+_PLANS = {event: _plan((*_COMMON, *fields)) for event, fields in _FIELDS.items()}
+_UNHANDLED = _plan(_COMMON)
+
+
 def validate_payload(event: str, data: object) -> None:
     """Raise PayloadError naming the first field a handler of `event` reads that has a bad type or value.
 
@@ -175,8 +187,8 @@ def validate_payload(event: str, data: object) -> None:
     if not isinstance(data, Mapping):
         raise PayloadError(f"the JSON body must be an object, not {_describe(data)}")
     handled = event in _FIELDS
-    for path, check, required, nullable in (*_COMMON, *_FIELDS.get(event, ())):
-        present, value = _at(data, path)
+    for path, keys, check, required, nullable in _PLANS.get(event, _UNHANDLED):
+        present, value = _at(data, keys)
         if not present:
             if required:
                 raise PayloadError(f"`{path}` is missing")
