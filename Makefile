@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint bench venv wheelhouse clean system-packages
+.PHONY: demo test lint bench soak venv wheelhouse clean system-packages
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,12 @@ lint: $(STAMP)
 
 test: lint wheelhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The soak suite, long (tests/test_soak.py; make test runs its short form). Bounded: pytest's timeout is set from it.
+SOAK_SECONDS ?= 600
+soak: $(STAMP) wheelhouse
+	REPROBOT_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
+		--timeout=$$(( $(SOAK_SECONDS) + 900 )) tests/test_soak.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

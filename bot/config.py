@@ -62,6 +62,12 @@ class Settings:
     github_retry_base: float = 1.0
     #: REPROBOT_WEBHOOK_MAX_BYTES: larger webhook bodies are refused with 413 (GitHub caps payloads at 25 MB).
     webhook_max_bytes: int = 25 * 1024 * 1024
+    #: REPROBOT_WEBHOOK_INFLIGHT_BYTES: bytes of webhook bodies read but not yet verified, across all requests;
+    #: past it a request gets 503 (unsigned senders cannot make the server buffer connections x max bytes).
+    webhook_inflight_bytes: int = 64 * 1024 * 1024
+    #: REPROBOT_PERMISSION_TIMEOUT: seconds the webhook ack may wait on GitHub's collaborator-permission lookup
+    #: for a command from a non-member; past it the job, which checks again, decides (GitHub waits 10 s at most).
+    permission_timeout: float = 1.5
     #: REPROBOT_WORKER_LEASE: seconds a worker's job lease lasts between heartbeats (a dead worker's job is
     #: claimed again after this).
     worker_lease: float = 60.0
@@ -157,6 +163,8 @@ class Settings:
             ("LLM_TIMEOUT", "llm_timeout", float),
             ("GITHUB_RETRY_BASE", "github_retry_base", float),
             ("WEBHOOK_MAX_BYTES", "webhook_max_bytes", int),
+            ("WEBHOOK_INFLIGHT_BYTES", "webhook_inflight_bytes", int),
+            ("PERMISSION_TIMEOUT", "permission_timeout", float),
             ("WORKER_LEASE", "worker_lease", float),
             ("WORKER_POLL", "worker_poll", float),
             ("WORKERS", "workers", int),
@@ -200,6 +208,10 @@ class Settings:
             )
         if not settings.sandbox_reap_interval > 0:
             raise SettingsError("REPROBOT_SANDBOX_REAP_INTERVAL must be a positive number of seconds")
+        if settings.webhook_max_bytes < 1 or settings.webhook_inflight_bytes < settings.webhook_max_bytes:
+            raise SettingsError("REPROBOT_WEBHOOK_INFLIGHT_BYTES must be at least REPROBOT_WEBHOOK_MAX_BYTES (>= 1)")
+        if not 0 < settings.permission_timeout <= 5:
+            raise SettingsError("REPROBOT_PERMISSION_TIMEOUT must be more than 0 and at most 5 seconds")
         if settings.delivery_body_days < 0:
             raise SettingsError("REPROBOT_DELIVERY_BODY_DAYS must be 0 (keep forever) or more")
         return settings

@@ -27,7 +27,7 @@ from bot.report import (
     render_reproduction_comment,
 )
 from bot.store import Job, Store
-from handlers.commands import HELP_TEXT, association_allows, permission_allows
+from handlers.commands import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
 from patch_selectors.paths import diff_path_problems
 from sandboxes.text import clean_text, clean_title
 from sandboxes.workspace import head_commit
@@ -92,6 +92,7 @@ async def run_github_job(job: Job, deps: JobDeps) -> dict[str, Any]:
     elif job.kind in ("github.fix", "github.reproduce"):
         mode = "fix" if job.kind == "github.fix" else "reproduce"
         if not await _command_allowed(job, forge, policy):
+            _queue_polite_reply(job, forge, deps, policy)
             return {"status": "not_allowed"}
         await forge.react(comment_id, "eyes")
     else:
@@ -124,8 +125,26 @@ async def _command_allowed(job: Job, forge: GitHubForge, policy: dict[str, Any])
     return permission_allows(await forge.permission(str(job.payload.get("actor", ""))), cmd["permission"])
 
 
+def _queue_polite_reply(job: Job, forge: GitHubForge, deps: JobDeps, policy: dict[str, Any]) -> None:
+    """A command the webhook could not check in time turned out not allowed: queue the one polite reply."""
+    if not job.payload.get("permission_unverified") or not policy["triggers"]["commands"]["reply_to_others"]:
+        return
+    payload: dict[str, Any] = {k: job.payload[k] for k in ("installation_id", "repo", "number") if k in job.payload}
+    payload |= {"text": polite_text(str(job.payload.get("actor", ""))), "polite": True}
+    key = polite_key(forge.repo, forge.number)
+    Queue(deps.store).enqueue("github.reply", job.issue_id, payload, concurrency_key=None, dedupe_key=key)
+
+
 async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
     p = job.payload
+    if p.get("permission_unverified"):  # the webhook's permission lookup timed out: check before answering
+        try:
+            policy = await load_policy(forge.fetch_file, forge.repo)
+        except PolicyError:
+            return {"status": "policy_error"}
+        if not await _command_allowed(job, forge, policy):
+            _queue_polite_reply(job, forge, deps, policy)
+            return {"status": "not_allowed"}
     if p.get("polite"):
         try:
             policy = await load_policy(forge.fetch_file, forge.repo)
@@ -147,8 +166,9 @@ async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
         jobs = deps.store.list_jobs(issue_id=job.issue_id, limit=10)
         lines = [f"- job {j.id} `{j.kind}`: {j.status}" for j in jobs if j.id != job.id]
         text = "reprobot on this issue:\n\n" + ("\n".join(lines) or "- no jobs")
-    made = await forge.gh.post(f"/repos/{forge.repo}/issues/{forge.number}/comments", data={"body": text})
-    return {"status": "replied", "comment_id": made.get("id")}
+    # Keyed by the job, which keeps its id across retries: a taken-over job finds its own reply.
+    comment_id = await forge.reply_once(f"job-{job.id}", text)
+    return {"status": "replied", "comment_id": comment_id}
 
 
 async def _run_and_publish(

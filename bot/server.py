@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -13,8 +14,10 @@ from gidgethub.sansio import Event
 
 from bot.config import Settings
 from bot.store import Store
-from bot.store_intake import DeliveryRecord
+from bot.store_intake import DeliveryRecord, DeliveryRejected
+from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
+from handlers.github_payload import PayloadError, validate_payload
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +25,8 @@ STORE: web.AppKey[Store] = web.AppKey("store", Store)
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
 PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
 COMMITS: web.AppKey[Any] = web.AppKey("commits", object)
+BUDGET: web.AppKey[Any] = web.AppKey("budget", object)
+SUPERVISOR: web.AppKey[Any] = web.AppKey("supervisor", object)
 
 
 class GroupCommit:
@@ -97,7 +102,7 @@ class GroupCommit:
 
 def _settle(
     batch: list[tuple[DeliveryRecord, asyncio.Future[bool]]],
-    results: list[bool] | None = None,
+    results: Sequence[bool | DeliveryRejected] | None = None,
     *,
     error: Exception | None = None,
 ) -> None:
@@ -106,51 +111,116 @@ def _settle(
             continue
         if error is not None or results is None:
             future.set_exception(error or RuntimeError("no result"))
+        elif isinstance(results[i], DeliveryRejected):  # this delivery alone failed; its neighbours are stored
+            future.set_exception(results[i])  # type: ignore[arg-type]
         else:
-            future.set_result(results[i])
+            future.set_result(bool(results[i]))
 
 
 def _reply(status: int, message: str, **extra: Any) -> web.Response:
     return web.json_response({"message": message, **extra}, status=status)
 
 
-async def webhook(request: web.Request) -> web.Response:
-    """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
-    settings = request.app[SETTINGS]
+class BodyBudget:
+    """Bytes of webhook bodies being read before their signature is checked, across all requests.
+
+    A body must be read whole before its HMAC can be checked, so unauthenticated senders could otherwise make
+    the server hold `connections x max body` bytes. Past the budget a request is refused with 503 at once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, n: int) -> bool:
+        """Reserve `n` more bytes; False (nothing reserved) when that would pass the budget."""
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        """Return `n` reserved bytes."""
+        self.used -= n
+
+
+async def _read_body(request: web.Request, settings: Settings) -> bytes | web.Response:
+    """The request body read in chunks, refused as soon as it passes the size limit or the shared budget."""
     limit = settings.webhook_max_bytes
     if request.content_length is not None and request.content_length > limit:
         return _reply(413, f"body larger than {limit} bytes")
+    budget = request.app[BUDGET]
+    chunks: list[bytes] = []
+    size = 0
     try:
-        body = await request.read()  # aiohttp stops at client_max_size (= the limit) when no length was sent
-    except web.HTTPRequestEntityTooLarge:
-        return _reply(413, f"body larger than {limit} bytes")
-    if not settings.github_webhook_secret:
+        async for chunk in request.content.iter_chunked(64 * 1024):
+            size += len(chunk)
+            if size > limit:
+                return _reply(413, f"body larger than {limit} bytes")
+            if not budget.take(len(chunk)):
+                size -= len(chunk)
+                return _reply(503, "too many webhook bodies are being received at once; retry later")
+            chunks.append(chunk)
+    finally:
+        budget.give(size)  # the body is verified (or refused) right after: it no longer counts
+    return b"".join(chunks)
+
+
+def _parse(headers: Any, body: bytes, secret: str) -> Event | web.Response:
+    """Verify the signature and decode the body; any failure is the sender's: 401 or 400, never 5xx."""
+    try:
+        event = Event.from_http(headers, body, secret=secret)
+    except ValidationFailure as exc:
+        log.warning("delivery %s: rejected: %s", headers.get("x-github-delivery"), exc)
+        return _reply(401, f"signature check failed: {exc}")
+    except BadRequest as exc:  # gidgethub's answer to a bad content type or a body that is not JSON
+        cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+        return _reply(400, f"unsupported or malformed body: {exc}{cause}"[:500])
+    except RecursionError:  # json's answer to deeply nested arrays or objects
+        return _reply(400, "malformed JSON: nested too deeply")
+    except (ValueError, LookupError) as exc:  # bytes that are not text in the declared charset, or no such charset
+        return _reply(400, f"malformed body: {exc}"[:500])
+    try:
+        validate_payload(event.event, event.data)
+    except PayloadError as exc:
+        log.warning("delivery %s: %s payload refused: %s", event.delivery_id, event.event, exc)
+        return _reply(400, f"payload of {event.event} refused: {exc}")
+    return event
+
+
+async def webhook(request: web.Request) -> web.Response:
+    """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
+    settings = request.app[SETTINGS]
+    secret = settings.github_webhook_secret
+    # Everything that can be refused without the body is refused before a byte of it is read.
+    if not secret:
         return _reply(401, "REPROBOT_GITHUB_WEBHOOK_SECRET is not set: no delivery can be verified")
     headers = request.headers  # case-insensitive, as gidgethub expects of its lowercase lookups
     if not headers.get("x-github-event") or not headers.get("x-github-delivery"):
         return _reply(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
-    try:
-        event = Event.from_http(headers, body, secret=settings.github_webhook_secret)
-    except ValidationFailure as exc:
-        log.warning("delivery %s: rejected: %s", headers.get("x-github-delivery"), exc)
-        return _reply(401, f"signature check failed: {exc}")
-    except BadRequest as exc:
-        return _reply(400, f"unsupported body: {exc}")
-    except ValueError as exc:  # json.JSONDecodeError: a truncated or malformed body
-        return _reply(400, f"malformed JSON: {exc}")
-    if not isinstance(event.data, dict):
-        return _reply(400, "the JSON body must be an object")
+    if not headers.get("x-hub-signature-256", headers.get("x-hub-signature")):
+        return _reply(401, "signature check failed: signature is missing")
+    body = await _read_body(request, settings)
+    if isinstance(body, web.Response):
+        return body
+    event = _parse(headers, body, secret)
+    if isinstance(event, web.Response):
+        return event
     if event.event == "ping":
         return _reply(200, "pong", zen=event.data.get("zen"))
     store = request.app[STORE]
-    intake = Intake(store, permission=request.app[PERMISSION])
+    intake = Intake(store, permission=request.app[PERMISSION], permission_timeout=settings.permission_timeout)
     try:
         await router.dispatch(event, None, intake=intake)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a shape validate_payload does not know
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
-        return _reply(400, f"payload of {event.event} lacks a field: {exc}")
+        return _reply(400, f"payload of {event.event} lacks a field or has a bad one: {exc!r}"[:500])
     planned = intake.planned
-    if not await request.app[COMMITS].accept((event.delivery_id, "github", event.event, planned, body)):
+    try:
+        accepted = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, planned, body))
+    except DeliveryRejected as exc:
+        return _reply(400, str(exc)[:500])
+    if not accepted:
         # Handlers only plan, so running them again for a redelivery changed nothing. The read goes to a
         # thread: an in-process worker may hold the store's connection while it waits for a write lock.
         seen = await asyncio.to_thread(store.get_delivery, event.delivery_id)
@@ -170,12 +240,21 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """GET /readyz: the store answers and accepts writes."""
+    """GET /readyz: the store answers and accepts writes, and the in-process worker (if any) is running."""
+    supervisor = request.app.get(SUPERVISOR)
+    if supervisor is not None and not supervisor.up:
+        return _reply(
+            503,
+            "the in-process worker is down; it is being restarted",
+            deaths=supervisor.deaths,
+            error=supervisor.last_error,
+        )
     try:
         await asyncio.to_thread(request.app[STORE].ping_write)
     except Exception as exc:  # any store failure means not ready; report it rather than crash the probe
         return _reply(503, f"store not writable: {exc}")
-    return _reply(200, "ready")
+    extra = {"worker_deaths": supervisor.deaths} if supervisor is not None else {}
+    return _reply(200, "ready", **extra)
 
 
 def _permission_lookup(settings: Settings) -> PermissionLookup | None:
@@ -187,7 +266,9 @@ def _permission_lookup(settings: Settings) -> PermissionLookup | None:
     tokens = InstallationTokens(settings)
 
     async def lookup(installation_id: int, repo: str, user: str) -> str:
-        async with aiohttp.ClientSession() as session:
+        # The ack waits for this lookup: never aiohttp's default 300 s (GitHub gives up on an ack after 10 s).
+        timeout = aiohttp.ClientTimeout(total=settings.permission_timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
             token = await tokens.token(session, installation_id)
             return await collaborator_permission(client(session, settings, token), repo, user)
 
@@ -219,7 +300,9 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
             from bot.worker import Worker
 
             worker = Worker(settings, app[STORE], concurrency=workers)
-            task = asyncio.create_task(worker.run())
+            supervisor = Supervisor("in-process worker", worker.run, delay=settings.worker_poll)
+            app[SUPERVISOR] = supervisor
+            task = asyncio.create_task(supervisor.run())
         yield
         if task is not None:
             task.cancel()
@@ -232,6 +315,7 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
 
     app[SETTINGS] = settings
     app[PERMISSION] = _permission_lookup(settings)
+    app[BUDGET] = BodyBudget(settings.webhook_inflight_bytes)
     app.cleanup_ctx.append(lifecycle)
     app.router.add_post("/webhooks/github", webhook)
     app.router.add_get("/healthz", healthz)

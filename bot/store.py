@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from bot.store_core import check_choice, dumps, iso, parse_iso
-from bot.store_intake import PlannedJob, StoreIntake
+from bot.store_intake import DeliveryRejected, PlannedJob, StoreIntake
 from bot.store_rows import (
     Delivery,
     EnvironmentRecord,
@@ -26,6 +26,7 @@ from bot.store_schema import JOB_STATUSES, LATEST_VERSION, SchemaTooNew, StoreEr
 __all__ = [
     "LATEST_VERSION",
     "Delivery",
+    "DeliveryRejected",
     "EnvironmentRecord",
     "Installation",
     "Issue",

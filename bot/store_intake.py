@@ -24,6 +24,14 @@ log = logging.getLogger(__name__)
 DeliveryRecord = tuple[str, str, str, Sequence["PlannedJob"], bytes]
 
 
+#: A delivery ready for its INSERTs: (delivery id, source, event, planned jobs as JSON text, body text).
+_Prepared = tuple[str, str, str, str | None, str]
+
+
+class DeliveryRejected(ValueError):
+    """A delivery that cannot be stored (e.g. text that is not valid Unicode); nothing of it was written."""
+
+
 @dataclass(frozen=True)
 class PlannedJob:
     """A job a webhook asks for, with the issue it is about; kept on the delivery until a worker promotes it."""
@@ -107,21 +115,31 @@ class StoreIntake(StoreCore):
         """Record a delivery with its body and planned jobs; False for a redelivery (nothing is written).
 
         The planned jobs wait in the inbox until `promote_deliveries` (run by every worker's claim) queues them.
+        Raises DeliveryRejected when the delivery cannot be stored (nothing is written).
         """
-        return self.accept_deliveries([(delivery_id, source, event, jobs, payload)])[0]
+        result = self.accept_deliveries([(delivery_id, source, event, jobs, payload)])[0]
+        if isinstance(result, DeliveryRejected):
+            raise result
+        return result
 
-    def accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool]:
-        """`accept_delivery` for several deliveries in one transaction (the server's group commit)."""
+    def accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool | DeliveryRejected]:
+        """`accept_delivery` for several deliveries in one transaction (the server's group commit).
+
+        Each delivery is isolated: one that cannot be stored gets a DeliveryRejected in its place and the
+        others are written all the same.
+        """
+        prepared = [_prepare(delivery) for delivery in deliveries]
         now = iso(self.clock())
         with self._write() as db:
-            return [self._record(db.conn, now, *delivery) for delivery in deliveries]
+            return [self._record(db.conn, now, row) for row in prepared]
 
-    def try_accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool] | None:
+    def try_accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool | DeliveryRejected] | None:
         """`accept_deliveries` if the write lock is free right now, else None and nothing is written.
 
         Never waits: another thread of this process or another connection holding the lock makes it
         return None at once, so the event loop can run it inline and hand a contended batch to a thread.
         """
+        prepared = [_prepare(delivery) for delivery in deliveries]
         # The memory store's single connection is the shared one, so its lock is the shared lock too.
         lock = self._lock if self.where == ":memory:" else self._nowait_lock
         if not lock.acquire(blocking=False):
@@ -136,7 +154,7 @@ class StoreIntake(StoreCore):
                 raise
             try:
                 now = iso(self.clock())
-                results = [self._record(conn, now, *delivery) for delivery in deliveries]
+                results = [self._record(conn, now, row) for row in prepared]
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -146,32 +164,31 @@ class StoreIntake(StoreCore):
         finally:
             lock.release()
 
-    def _record(
-        self,
-        conn: sqlite3.Connection,
-        now: str,
-        delivery_id: str,
-        source: str,
-        event: str,
-        jobs: Sequence[PlannedJob],
-        payload: bytes,
-    ) -> bool:
-        for job in jobs:  # refuse a bad plan now, while the sender still gets an error for it
-            check_choice(job.forge, FORGES, "forge")
-        planned = dumps([job.to_json() for job in jobs]) if jobs else None
-        cursor = conn.execute(
-            """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
-            VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
-            (delivery_id, source, event, now, planned),
-        )
-        if cursor.rowcount != 1:
-            return False
-        if payload:
-            conn.execute(
-                "INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)",
-                (cursor.lastrowid, payload.decode("utf-8", "replace")),
+    def _record(self, conn: sqlite3.Connection, now: str, row: _Prepared | DeliveryRejected) -> bool | DeliveryRejected:
+        """Insert one prepared delivery inside its own savepoint, so that its failure is its own."""
+        if isinstance(row, DeliveryRejected):
+            return row
+        delivery_id, source, event, planned, body = row
+        conn.execute("SAVEPOINT delivery")
+        try:
+            cursor = conn.execute(
+                """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
+                VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
+                (delivery_id, source, event, now, planned),
             )
-        return True
+            inserted = cursor.rowcount == 1
+            if inserted and body:
+                conn.execute(
+                    "INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (cursor.lastrowid, body)
+                )
+        except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError) as exc:
+            # A data error of this delivery (a lock or disk error is not caught: it fails the whole batch).
+            conn.execute("ROLLBACK TO delivery")
+            conn.execute("RELEASE delivery")
+            log.warning("delivery %s: cannot be stored: %s", delivery_id, exc)
+            return DeliveryRejected(f"delivery {delivery_id} cannot be stored: {exc}")
+        conn.execute("RELEASE delivery")
+        return inserted
 
     def pending_deliveries(self) -> int:
         """Deliveries whose planned jobs are not promoted yet."""
@@ -185,7 +202,8 @@ class StoreIntake(StoreCore):
 
         Each delivery is promoted exactly once, in one transaction with its issue and jobs. A job whose dedupe
         key is taken is not queued again (the existing id is returned). A delivery whose plan cannot be queued
-        is marked promoted with `promote_error` set, so it never blocks the deliveries behind it.
+        is marked promoted with `promote_error` set, whatever the error, so it never blocks the deliveries behind
+        it; only an operational error of the store itself (lock, I/O) propagates, and nothing is then promoted.
         """
         # A read first: the worker calls this on every poll, and an idle poll must not take the write lock.
         waiting = "SELECT 1 FROM deliveries WHERE planned IS NOT NULL AND promoted_at IS NULL LIMIT 1"
@@ -203,13 +221,16 @@ class StoreIntake(StoreCore):
                 db.execute("SAVEPOINT promote")
                 try:
                     job_ids = [self._queue(db, now, PlannedJob.from_json(job)) for job in json.loads(planned)]
-                except (ValueError, TypeError, KeyError, sqlite3.IntegrityError) as exc:
+                except sqlite3.OperationalError:
+                    raise  # a lock, I/O or disk error: not this delivery's fault; the next poll tries again
+                except Exception as exc:  # any other error belongs to this one delivery: it must not block the rest
                     db.execute("ROLLBACK TO promote")
                     db.execute("RELEASE promote")
                     log.warning("delivery %s: planned jobs cannot be queued: %s", delivery_id, exc)
                     db.execute(
                         "UPDATE deliveries SET promoted_at = ?, promote_error = ? WHERE id = ?",
-                        (now, f"{type(exc).__name__}: {exc}", row_id),
+                        # The message may quote the bad value: make it storable text whatever it holds.
+                        (now, f"{type(exc).__name__}: {exc}".encode("utf-8", "backslashreplace").decode(), row_id),
                     )
                     continue
                 db.execute("RELEASE promote")
@@ -282,3 +303,18 @@ class StoreIntake(StoreCore):
         """The last policy loaded for `repo`, if any job loaded one."""
         rows = self._rows("SELECT policy FROM policies WHERE repo = ?", (repo,))
         return json.loads(rows[0]["policy"]) if rows else None
+
+
+def _prepare(delivery: DeliveryRecord) -> _Prepared | DeliveryRejected:
+    """Check and encode one delivery before the transaction: a bad one is rejected alone, without the lock."""
+    delivery_id, source, event, jobs, payload = delivery
+    try:
+        for job in jobs:  # refuse a bad plan now, while the sender still gets an error for it
+            check_choice(job.forge, FORGES, "forge")
+        planned = dumps([job.to_json() for job in jobs]) if jobs else None
+        # SQLite binds text as UTF-8: a lone surrogate would fail the INSERT, so find it here.
+        for text in (delivery_id, source, event, planned or ""):
+            text.encode("utf-8")
+    except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+        return DeliveryRejected(f"delivery {delivery_id!r} cannot be stored: {exc}")
+    return delivery_id, source, event, planned, payload.decode("utf-8", "replace") if payload else ""

@@ -38,6 +38,8 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._running: set[asyncio.Task[None]] = set()
         self._next_prune = 0.0  # the first poll prunes
+        #: Polls that failed (and were retried); a healthy store keeps this at 0.
+        self.poll_errors = 0
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Claim and run jobs until `stop` is set (or the task is cancelled)."""
@@ -49,14 +51,14 @@ class Worker:
             reaper = asyncio.create_task(reap_periodically(self.settings.sandbox_reap_interval))
             try:
                 while not stop.is_set():
-                    await self._prune_if_due()
-                    # On a thread: promoting a burst of deliveries, or waiting for another process's write
-                    # lock, must not stall the loop (`serve --workers N` answers webhooks on it).
-                    job = None
-                    if self._may_claim():
-                        job = await asyncio.to_thread(self.queue.claim, self.worker_id, self.settings.worker_lease)
-                    else:  # still turn acknowledged deliveries into jobs, so status and cancel can see them
-                        await asyncio.to_thread(self.queue.promote)
+                    try:
+                        job = await self._poll()
+                    except Exception:  # e.g. a store error: the worker never dies on it; the next poll retries
+                        self.poll_errors += 1
+                        log.exception(
+                            "worker %s: poll failed; retrying after %gs", self.worker_id, self.settings.worker_poll
+                        )
+                        job = None
                     if job is None:
                         with contextlib.suppress(asyncio.TimeoutError):
                             await asyncio.wait_for(stop.wait(), self.settings.worker_poll)
@@ -69,6 +71,17 @@ class Worker:
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _poll(self) -> Job | None:
+        """Prune if due, then claim a job (promoting the inbox first), or only promote when at capacity."""
+        await self._prune_if_due()
+        # On a thread: promoting a burst of deliveries, or waiting for another process's write
+        # lock, must not stall the loop (`serve --workers N` answers webhooks on it).
+        if self._may_claim():
+            return await asyncio.to_thread(self.queue.claim, self.worker_id, self.settings.worker_lease)
+        # Still turn acknowledged deliveries into jobs, so status and cancel can see them.
+        await asyncio.to_thread(self.queue.promote)
+        return None
 
     async def _prune_if_due(self) -> None:
         days = self.settings.delivery_body_days

@@ -103,3 +103,13 @@ def permission_allows(permission: str, needed: str = "write") -> bool:
     if needed == "none":
         return True
     return _PERMISSION_RANK.get(permission, 0) >= _PERMISSION_RANK[needed]
+
+
+def polite_text(user: str) -> str:
+    """The one reply to a person who may not run commands."""
+    return f"@{user} thanks! Only people with write access can run reprobot commands on this repository."
+
+
+def polite_key(repo: str, number: object) -> str:
+    """Dedupe key of the polite reply: at most one per issue."""
+    return f"polite:{repo}#{number}"

@@ -13,7 +13,15 @@ from gidgethub.sansio import Event
 
 from bot.policy import defaults
 from bot.store import PlannedJob, Store
-from handlers.commands import CommandError, association_allows, clean_text, parse_command, permission_allows
+from handlers.commands import (
+    CommandError,
+    association_allows,
+    clean_text,
+    parse_command,
+    permission_allows,
+    polite_key,
+    polite_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +38,8 @@ class Intake:
 
     store: Store
     permission: PermissionLookup | None = None
+    #: Seconds the ack may wait on the permission lookup; past it the job decides (it checks again anyway).
+    permission_timeout: float = 1.5
     planned: list[PlannedJob] = field(default_factory=list)
 
     def enqueue(self, event: Event, kind: str, payload: dict[str, Any], *, dedupe: str | None = None) -> None:
@@ -109,29 +119,36 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     rules = (await asyncio.to_thread(intake.store.cached_policy, repo) or defaults())["triggers"]["commands"]
     if not rules["enabled"]:
         return
-    if not await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules):
+    allowed = await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules)
+    if allowed is False:
         if not rules["reply_to_others"]:
             return
         number = event.data["issue"]["number"]
-        text = f"@{user} thanks! Only people with write access can run reprobot commands on this repository."
-        intake.enqueue(event, "github.reply", {"text": text, "polite": True}, dedupe=f"polite:{repo}#{number}")
+        intake.enqueue(
+            event, "github.reply", {"text": polite_text(user), "polite": True}, dedupe=polite_key(repo, number)
+        )
         return
     base = {"comment_id": comment["id"], "actor": user, "association": comment.get("author_association", "NONE")}
+    if allowed is None:  # GitHub did not answer in time: the job asks again before doing anything
+        base["permission_unverified"] = True
     if command.starts_job:
         intake.enqueue(event, f"github.{command.name}", base | {"options": command.options})
     else:
         intake.enqueue(event, "github.reply", base | {"command": command.name})
 
 
-async def _may_command(event: Event, intake: Intake, user: str, association: str, rules: dict[str, Any]) -> bool:
+async def _may_command(event: Event, intake: Intake, user: str, association: str, rules: dict[str, Any]) -> bool | None:
+    """True or False, or None when GitHub did not answer within the ack's budget (the job then decides)."""
     if association_allows(association, rules["allowed"]) or rules["permission"] == "none":
         return True
     if intake.permission is None or not (event.data.get("installation") or {}).get("id"):
         return False
+    lookup = intake.permission(int(event.data["installation"]["id"]), event.data["repository"]["full_name"], user)
     try:
-        perm = await intake.permission(
-            int(event.data["installation"]["id"]), event.data["repository"]["full_name"], user
-        )
+        perm = await asyncio.wait_for(lookup, intake.permission_timeout)
+    except TimeoutError:
+        log.warning("delivery %s: permission lookup for %s timed out; the job checks", event.delivery_id, user)
+        return None
     except Exception:  # an API failure must not turn into a granted command or a 500 for GitHub
         log.warning("delivery %s: permission lookup for %s failed", event.delivery_id, user, exc_info=True)
         return False

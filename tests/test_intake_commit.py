@@ -8,10 +8,11 @@ import threading
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bot.config import Settings
 from bot.server import GroupCommit
-from bot.store import PlannedJob, Store
+from bot.store import DeliveryRejected, PlannedJob, Store
 from tests.gh_env import GitHubEnv
 
 
@@ -122,12 +123,36 @@ async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path
         assert len(again.promote_deliveries()) == 1  # and its job is queued by the next worker
 
 
-async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) -> None:
+async def test_a_bad_delivery_fails_alone_and_its_neighbours_are_stored(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
         commits = GroupCommit(store)
         bad = ("d-bad", "github", "issues", [PlannedJob("k", "nowhere", "o/r", "1", {}, None, None)], b"")
-        results = await asyncio.gather(commits.accept(_delivery("d-1")), commits.accept(bad), return_exceptions=True)
-        assert all(isinstance(r, ValueError) for r in results)
+        surrogate = _delivery("d-sur")
+        surrogate[3][0] = PlannedJob("k", "github", "o/r", "1", {}, None, None, title="\ud800 lone")
+        batch = [_delivery("d-1"), bad, surrogate, _delivery("d-2")]
+        results = await asyncio.gather(*(commits.accept(d) for d in batch), return_exceptions=True)
+        assert results[0] is True and results[3] is True
+        assert isinstance(results[1], DeliveryRejected) and "forge" in str(results[1])
+        assert isinstance(results[2], DeliveryRejected) and "surrogate" in str(results[2])
+        assert commits.inline_commits == 1  # one commit for the whole batch, bad bodies and all
+        assert store.get_delivery("d-1") is not None and store.get_delivery("d-2") is not None
+        assert store.get_delivery("d-bad") is None and store.get_delivery("d-sur") is None
+        # The same through the thread path (a batch that had to wait for the lock).
+        assert store.accept_deliveries([_delivery("d-3"), bad])[0] is True
+        with pytest.raises(DeliveryRejected):
+            store.accept_delivery(*bad)
+
+
+async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        commits = GroupCommit(store)
+        # The store itself refuses writes (as with a full disk): that is not one delivery's fault.
+        store._nowait_connection().execute("PRAGMA query_only = ON")
+        results = await asyncio.gather(
+            commits.accept(_delivery("d-1")), commits.accept(_delivery("d-2")), return_exceptions=True
+        )
+        assert all(isinstance(r, sqlite3.OperationalError) for r in results), results
+        store._nowait_connection().execute("PRAGMA query_only = OFF")
         assert store.get_delivery("d-1") is None  # the batch's transaction rolled back as a whole
         assert await commits.accept(_delivery("d-1")) is True  # and the commit path still works
 

@@ -135,7 +135,9 @@ async def test_oversized_chunked_body_gets_413(tmp_path: Path, settings: Setting
     from bot.store import Store
 
     small = replace(settings, github_webhook_secret="s", webhook_max_bytes=1000)
+    # A (wrong) signature header: a body without one is refused before it is read, with 401.
     headers = {"Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "c"}
+    headers["X-Hub-Signature-256"] = "sha256=" + "0" * 64
 
     async def chunks():  # type: ignore[no-untyped-def]
         for _ in range(10):

@@ -120,6 +120,20 @@ class GitHubForge:
                 return int(comment["id"])
         return None
 
+    async def reply_once(self, key: str, body: str) -> int:
+        """Post a reply comment tagged with `key`, unless a retry of the same job already posted it.
+
+        The hidden tag is looked for on the issue before posting, so a worker killed between posting and
+        recording the job's end does not post the reply twice when the job is taken over.
+        """
+        tag = f"<!-- reprobot:reply:{key} -->"
+        url = f"/repos/{self.repo}/issues/{self.number}/comments"
+        async for comment in self.gh.getiter(url + "{?per_page}", {"per_page": 100}):
+            if str(comment.get("body") or "").startswith(tag) and comment.get("user", {}).get("type") == "Bot":
+                return int(comment["id"])
+        made = await self.gh.post(url, data={"body": f"{tag}\n{body}"})
+        return int(made["id"])
+
     async def upsert_comment(self, body: str) -> int:
         """Post the issue's one reprobot comment, or edit it in place if it exists; returns its id."""
         digest = hashlib.sha256(body.encode()).hexdigest()

@@ -3,6 +3,7 @@ HTTP through `git http-backend` with token checks, App JWT auth, fault injection
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -72,6 +73,9 @@ class GitHubDouble:
         self.violations: list[str] = []
         self.calls: list[tuple[str, str, int]] = []
         self.ids = itertools.count(1000)
+        #: Operations that never answer until `release()` (a hung API); see `hang`.
+        self.hanging: set[str] = set()
+        self._released = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -91,7 +95,8 @@ class GitHubDouble:
         return self.url
 
     async def stop(self) -> None:
-        """Shut the server down."""
+        """Shut the server down (hung calls are released first)."""
+        self.release()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -131,6 +136,16 @@ class GitHubDouble:
         messages = {403: "You have exceeded a secondary rate limit.", 404: "Not Found", 429: "Too Many Requests"}
         message = messages.get(status, "Server Error")
         self.faults.append(Fault(op_id, status, headers or {}, {"message": message}, times))
+
+    def hang(self, op_id: str) -> None:
+        """Make every call of `op_id` hang (no answer, connection kept open) until `release()`."""
+        self._released.clear()
+        self.hanging.add(op_id)
+
+    def release(self) -> None:
+        """Let hung calls go on (they then answer normally) and stop hanging new ones."""
+        self.hanging.clear()
+        self._released.set()
 
     def branch_file(self, full_name: str, branch: str, path: str) -> str | None:
         """A file on a branch of a hosted repo."""
@@ -188,6 +203,8 @@ class GitHubDouble:
             self.violations += problems
             return web.json_response({"message": "; ".join(problems)}, status=404 if op is None else 422)
         self.calls.append((op.op_id, request.path, 0))
+        if op.op_id in self.hanging:
+            await self._released.wait()
         if self._auth(request, op.op_id) is None:
             return web.json_response({"message": "Bad credentials"}, status=401)
         for fault in self.faults:
