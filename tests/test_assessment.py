@@ -33,7 +33,7 @@ from sandboxes.environment import Baseline, TestRunner, build_environment, detec
 from sandboxes.factory import make_sandbox
 from tests.conftest import make_git_repo
 
-SHAPES = '''\
+SHAPES = """\
 class Box:
     def area(self, w, h):
         return w * h
@@ -42,7 +42,7 @@ class Box:
 def perimeter(w, h):
     total = 2 * w
     return total + 2 * h
-'''
+"""
 
 
 def test_touched_targets_name_the_innermost_function_on_both_sides() -> None:
@@ -209,7 +209,7 @@ def middle(items):
 
 # The regression test only checks that some element comes back: it passes on the buggy code, and the traces
 # are what notice that a patch changed the element returned.
-REGRESSION = '''\
+REGRESSION = """\
 from middle import middle
 
 
@@ -219,7 +219,7 @@ def test_single():
 
 def test_returns_an_element():
     assert middle(["a", "b", "c"]) in "abc"
-'''
+"""
 
 BRT = "from middle import middle\n\n\ndef test_even_length():\n    assert middle([1, 2, 3, 4]) == 2\n"
 
@@ -235,7 +235,8 @@ def _fix(new_line: str) -> str:
 def _new_file(path: str, body: str) -> str:
     lines = body.splitlines()
     added = "".join(f"+{line}\n" for line in lines)
-    return f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{added}"
+    header = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+    return f"{header}@@ -0,0 +1,{len(lines)} @@\n{added}"
 
 
 CORRECT = _fix("return items[(len(items) - 1) // 2]") + _new_file("tests/test_brt.py", BRT)
