@@ -33,6 +33,8 @@ class SearchLimits:
 
     max_candidates: int = 400
     max_locations: int = 8
+    #: Traceback-frame locations tried beyond the top `max_locations`.
+    max_frame_locations: int = 4
     per_location: int = 80
     seconds: float = 600.0
     brt_timeout: float = 60.0
@@ -160,6 +162,14 @@ class ClassicSearch:
 
     def _location_order(self, seed: int) -> list[Location]:
         locs = list(self.repro.locations[: self.limits.max_locations])
+        # Every in-repo traceback frame is a suspect, callers included: the faulty line is often a caller
+        # that passed a bad value, ranked below many covered lines of the crash site.
+        extra = [
+            loc
+            for loc in self.repro.locations[self.limits.max_locations :]
+            if any(r.startswith("traceback") for r in loc.reasons)
+        ]
+        locs += extra[: self.limits.max_frame_locations]
         if seed == 0 or len(locs) < 2:
             return locs
         # Later trajectories explore a perturbed order: scores jittered, so near-ties swap places.
