@@ -286,3 +286,26 @@ async def test_sandboxed_assessment_trusts_the_right_fix_and_doubts_the_overfitt
     # The overfitting patch is flagged on its own, so it does not cast doubt on the clean one.
     assert both["good"].verdict == "confident" and both["bad"].verdict == "unsure"
     assert [r.id for r in assessment_pool([good, bad], both)] == ["good"]
+
+
+def _countdown(n):  # type: ignore[no-untyped-def]
+    while n > 0:
+        yield n
+        n -= 1
+
+
+def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
+    import sys
+
+    from sandboxes.agents.probe_harness import Tracer
+
+    tracer = Tracer([{"file": "tests/test_assessment.py", "qualname": "_countdown"}], "none")
+    tracer._test = "t::gen"
+    sys.setprofile(tracer.profile)
+    try:
+        assert list(_countdown(3)) == [3, 2, 1]
+    finally:
+        sys.setprofile(None)
+    [event] = tracer.events["t::gen"]
+    assert event[0] == "tests/test_assessment.py::_countdown" and event[2] == "(3)"
+    assert event[3] == "yields: 3 | 2 | 1 | None"

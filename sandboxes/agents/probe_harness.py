@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import io
+import itertools
 import json
 import os
 import re
@@ -34,6 +36,9 @@ MAX_REPR = 300
 MAX_SEEDS = 6
 MAX_VARIANTS_PER_SEED = 24
 CALL_SECONDS = 1.0
+MAX_YIELDS = 1000
+#: CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR: frames that return on every yield and resume later.
+_RESUMABLE = 0x20 | 0x80 | 0x200
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -112,6 +117,7 @@ class Tracer:
         self.seeds: list[dict[str, Any]] = []
         self._codes: dict[object, str | None] = {}
         self._stack: list[tuple[object, int, str, tuple[str, ...], list[Any]]] = []
+        self._resumable: dict[object, tuple[str, int]] = {}
         self._test = ""
 
     def _match(self, code: Any) -> str | None:
@@ -154,6 +160,11 @@ class Tracer:
             name = self._match(code)
             if name is None:
                 return
+            if frame in self._resumable:
+                # A generator (or coroutine) resuming: the same call goes on, it is not a new one.
+                test, index = self._resumable[frame]
+                self._stack.append((frame, index, test, (), []))
+                return
             nargs = code.co_argcount + code.co_kwonlyargcount
             names = list(code.co_varnames[:nargs])
             if code.co_flags & 0x04:
@@ -170,11 +181,19 @@ class Tracer:
                 index = len(events) - 1
             else:
                 index = -1
+            if code.co_flags & _RESUMABLE:
+                self._resumable[frame] = (self._test, index)
             self._stack.append((frame, index, self._test, args_repr, values))
         elif event == "return" and self._stack and self._stack[-1][0] is frame:
             _, index, test, _args, values = self._stack.pop()
-            if index >= 0:
-                row = self.events[test][index]
+            if index < 0:
+                return
+            row = self.events[test][index]
+            if frame in self._resumable:
+                # Every yield is a "return": the call's result is everything it yielded, in order.
+                row[3] = (row[3] + " | " if row[3] else "yields: ") + norm_repr(arg)
+                row[3] = row[3][-4 * MAX_REPR :]
+            else:
                 row[3] = norm_repr(arg)
                 row[4] = "(" + ", ".join(norm_repr(v) for v in values) + ")"
 
@@ -230,6 +249,9 @@ def _call(seed: dict[str, Any], values: list[Any]) -> dict[str, str]:
     try:
         with _alarm(CALL_SECONDS), contextlib.redirect_stdout(out):
             result = func(*positional, **kwargs)
+            if inspect.isgenerator(result):
+                # A generator's behaviour is what it yields: drain it (bounded) under the same alarm.
+                result = list(itertools.islice(result, MAX_YIELDS))
     except _Timeout:
         return {"outcome": "timeout"}
     except RecursionError:
@@ -291,6 +313,7 @@ class Plugin:
         """Trace exactly the test function's call phase (not fixtures, not collection)."""
         self.tracer._test = item.nodeid
         self.tracer._stack.clear()
+        self.tracer._resumable.clear()
         threading.setprofile(self.tracer.profile)
         sys.setprofile(self.tracer.profile)
         try:
