@@ -108,7 +108,8 @@ async def review_and_select(
         patch_ids[record.id] = patch_id
         for rv in record.reviews:
             ctx.store.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
-    assessments = await assess_records(records, review_env) if any(r.accepted for r in records) else {}
+    peers = _alternatives(trajectories, records)
+    assessments = await assess_records(records, review_env, peers) if any(r.accepted for r in records) else {}
     pool = assessment_pool(records, assessments)
     selections = {name: select(name, pool) for name in SELECTORS}
     chosen_sel = selections[request.selector] if request.selector in selections else select(request.selector, pool)
@@ -142,6 +143,23 @@ async def review_and_select(
     out.fix_summary = _fix_summary(out.trajectory)
     out.assessment = assessments.get(winner.id)
     return out
+
+
+#: Alternative fixes run by the assessment per job (each costs one traced suite run).
+MAX_PEERS = 3
+
+
+def _alternatives(trajectories: list[Trajectory], records: list[PatchRecord]) -> list[PatchRecord]:
+    """Distinct alternative fixes the trajectories found besides what they submitted."""
+    known = {r.fix_hash for r in records}
+    peers: list[PatchRecord] = []
+    for traj in trajectories:
+        for index, diff in enumerate(traj.alternatives):
+            peer = make_record(f"{traj.id}-alt{index}", diff, trajectory_id=traj.id, agent=traj.agent)
+            if peer.fix_hash not in known and len(peers) < MAX_PEERS:
+                known.add(peer.fix_hash)
+                peers.append(peer)
+    return peers
 
 
 def _rank(assessment: Assessment | None) -> tuple[int, int]:

@@ -88,13 +88,19 @@ async def _harness_run(env: ReviewEnv, workspace: Path, targets: Sequence[Target
     return TraceRun.from_json(data if isinstance(data, dict) else {})
 
 
-async def assess_records(records: Sequence[PatchRecord], env: ReviewEnv) -> dict[str, Assessment]:
-    """An assessment per accepted record id (identical fixes share one); rejected records are skipped."""
+async def assess_records(
+    records: Sequence[PatchRecord], env: ReviewEnv, peers: Sequence[PatchRecord] = ()
+) -> dict[str, Assessment]:
+    """An assessment per accepted record id (identical fixes share one); rejected records are skipped.
+
+    `peers` are further validated fixes (alternatives a search found after its submitted fix): they are run
+    and compared like candidates, so a clean peer that disagrees casts doubt, but they get no verdict here.
+    """
     if env.runner.env.spec.report_format != "junit-xml":
         reason = "not assessed: the suite is not run by pytest, so calls cannot be traced"
         return {r.id: not_assessed(reason) for r in records if r.accepted}
     by_fix: dict[str, PatchRecord] = {}
-    for record in records:
+    for record in [*records, *peers]:
         if record.accepted and not record.fix_part.is_empty:
             by_fix.setdefault(f"{_brt_path(record)}\0{record.fix_hash}", record)
     groups: dict[str, list[PatchRecord]] = {}

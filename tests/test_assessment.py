@@ -309,3 +309,17 @@ def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
     [event] = tracer.events["t::gen"]
     assert event[0] == "tests/test_assessment.py::_countdown" and event[2] == "(3)"
     assert event[3] == "yields: 3 | 2 | 1 | None"
+
+
+def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidate() -> None:
+    from bot.review import _alternatives
+    from sandboxes.agents.trajectory import Trajectory
+
+    other = _fix("return items[len(items) // 2 - 1]")
+    t0 = Trajectory(id="t0", agent="classic", seed=0, diff=CORRECT, alternatives=[OVERFIT, CORRECT])
+    t1 = Trajectory(id="t1", agent="classic", seed=1, diff=CORRECT, alternatives=[OVERFIT])
+    records = [make_record("t0", CORRECT), make_record("t1", CORRECT)]
+    peers = _alternatives([t0, t1], records)
+    # OVERFIT once (t1 found it too); CORRECT is already a candidate; the fix part alone decides identity.
+    assert [p.id for p in peers] == ["t0-alt0"]
+    assert peers[0].fix_hash == make_record("x", other).fix_hash
