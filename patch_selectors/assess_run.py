@@ -18,6 +18,7 @@ from patch_selectors.assessment import (
     Assessment,
     Target,
     TraceRun,
+    changed_lines,
     disagreements,
     judge,
     not_assessed,
@@ -53,12 +54,19 @@ def _read_sources(root: Path, paths: Sequence[str]) -> dict[str, str]:
     return out
 
 
-async def _harness_run(env: ReviewEnv, workspace: Path, targets: Sequence[Target], brt: str) -> TraceRun:
+async def _harness_run(
+    env: ReviewEnv, workspace: Path, targets: Sequence[Target], brt: str, lines: dict[str, list[int]]
+) -> TraceRun:
     """Run the harness over the whole suite plus the BRT in a sandbox on `workspace`; parse its JSON."""
     runner = env.runner
     (workspace / SCRATCH_DIR).mkdir(exist_ok=True)
     (workspace / _HARNESS_REL).write_text(HARNESS.read_text())
-    config = {"targets": [t.to_json() for t in targets], "seed_prefix": brt, "root": f"{WORKSPACE_MOUNT}/"}
+    config = {
+        "targets": [t.to_json() for t in targets],
+        "seed_prefix": brt,
+        "root": f"{WORKSPACE_MOUNT}/",
+        "lines": lines,
+    }
     (workspace / _CONFIG_REL).write_text(json.dumps(config))
     argv = [
         runner.env.python,
@@ -126,6 +134,8 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     targets: dict[str, list[Target]] = {}
     sizes: dict[str, int] = {}
     failed: dict[str, Assessment] = {}
+    new_lines: dict[str, dict[str, list[int]]] = {}
+    old_lines: dict[str, set[int]] = {}
     for record in members:
         workspace = await env.fresh_copy("assess")
         try:
@@ -137,6 +147,12 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         old = _read_sources(env.base, paths)
         new = _read_sources(workspace, paths)
         targets[record.id] = touched_targets(record.fix_part, old, new)
+        new_lines[record.id] = {
+            fp.new_path: sorted(changed_lines(fp)[1]) for fp in record.fix_part.files if fp.new_path
+        }
+        for fp in record.fix_part.files:
+            if fp.old_path:
+                old_lines.setdefault(fp.old_path, set()).update(changed_lines(fp)[0])
         sizes[record.id] = semantic_size(old, new)
         workspaces[record.id] = workspace
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
@@ -146,10 +162,10 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     before = TraceRun(error="the test part does not apply")
     try:
         await apply_patch(original_ws, members[0].test_part.render())
-        before = await _harness_run(env, original_ws, union, brt)
+        before = await _harness_run(env, original_ws, union, brt, {f: sorted(ls) for f, ls in old_lines.items()})
     except GitError as exc:
         before = TraceRun(error=f"the test part does not apply: {exc}")
-    after = {rid: await _harness_run(env, ws, union, brt) for rid, ws in workspaces.items()}
+    after = {rid: await _harness_run(env, ws, union, brt, new_lines[rid]) for rid, ws in workspaces.items()}
     own = {rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid]) for rid in after}
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
     disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident})

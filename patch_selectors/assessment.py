@@ -186,8 +186,9 @@ def behaviour_changes(
         if outcome != "passed" or test.startswith(exclude_prefix) or test not in after.outcomes:
             continue
         tests += 1
-        old = [e for e in before.events.get(test, []) if _targets_of(e, targets) and len(e) >= 5]
-        new = [e for e in after.events.get(test, []) if _targets_of(e, targets) and len(e) >= 5]
+        # Field 5 (did a changed line run) differs by design between versions: compare the behaviour only.
+        old = [list(e[:5]) for e in before.events.get(test, []) if _targets_of(e, targets) and len(e) >= 5]
+        new = [list(e[:5]) for e in after.events.get(test, []) if _targets_of(e, targets) and len(e) >= 5]
         calls += len(old)
         top_old = [e for e in old if e[1] == "0"]
         top_new = [e for e in new if e[1] == "0"]
@@ -219,6 +220,25 @@ def _first_difference(old: Sequence[Sequence[str]], new: Sequence[Sequence[str]]
                 return f"{name}{a[2]} left its arguments as {_clip(b[4])} instead of {_clip(a[4])}"
             return f"the calls of {name} differ: {_clip(a[2])} before, {_clip(b[2] if len(b) > 2 else '?')} after"
     return f"{len(old)} call(s) of the changed function(s) before, {len(new)} after"
+
+
+def exercised(before: TraceRun, after: TraceRun, *, exclude_prefix: str, targets: set[str] | None = None) -> int:
+    """How many checks besides the BRT ran the patch's changed lines in the patched version.
+
+    Counted: calls of the touched functions, inside tests that passed before, during which a changed line
+    ran; and near inputs compared with the original (it returned) on which a changed line ran. A check that
+    never reaches the changed code says nothing about the change.
+    """
+    count = 0
+    for test, outcome in before.outcomes.items():
+        if outcome != "passed" or test.startswith(exclude_prefix):
+            continue
+        count += sum(1 for e in after.events.get(test, []) if _targets_of(e, targets) and len(e) >= 6 and e[5] == "1")
+    for key, row in before.probes.items():
+        other = after.probes.get(key)
+        if row.get("outcome") == "ok" and other is not None and other.get("hit") == "1":
+            count += 1
+    return count
 
 
 def new_crashes(original: TraceRun, patched: TraceRun) -> tuple[int, list[str]]:
@@ -282,6 +302,8 @@ class Assessment:
     targets: tuple[str, ...] = ()
     tests_compared: int = 0
     calls_compared: int = 0
+    #: Checks (passing-test calls, compared near inputs) that ran the patch's changed lines.
+    exercised: int = 0
     behaviour_changes: tuple[str, ...] = ()
     probes_compared: int = 0
     probe_crashes: tuple[str, ...] = ()
@@ -301,6 +323,7 @@ class Assessment:
             "targets": list(self.targets),
             "tests_compared": self.tests_compared,
             "calls_compared": self.calls_compared,
+            "exercised": self.exercised,
             "behaviour_changes": list(self.behaviour_changes),
             "probes_compared": self.probes_compared,
             "probe_crashes": list(self.probe_crashes),
@@ -339,16 +362,17 @@ def judge(
             f"another validated candidate gives a different result on {len(others_disagree)} near input(s): "
             + "; ".join(others_disagree[:_SHOWN])
         )
-    if not reasons and calls == 0 and compared == 0 and not others_disagree:
+    ran = exercised(before, after, exclude_prefix=brt_prefix, targets=names or None)
+    if not reasons and ran == 0:
         reasons.append(
-            "no evidence beyond the BRT: no passing test calls the changed code and no input near the "
-            "report's example ran on the original"
+            "no evidence beyond the BRT: no test that passed before, and no input near the report's example "
+            "on which the original returned, runs the changed lines"
         )
     verdict: Verdict = "unsure" if reasons else "confident"
     if verdict == "confident":
         reasons.append(
-            f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed code) and "
-            f"no new failure on {compared} near input(s)"
+            f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed functions) and "
+            f"no new failure on {compared} near input(s); {ran} of these checks ran the changed lines"
         )
     return Assessment(
         verdict=verdict,
@@ -356,6 +380,7 @@ def judge(
         targets=tuple(sorted(names)),
         tests_compared=tests,
         calls_compared=calls,
+        exercised=ran,
         behaviour_changes=tuple(changes),
         probes_compared=compared,
         probe_crashes=tuple(crashes),

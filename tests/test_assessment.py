@@ -69,8 +69,8 @@ def test_semantic_size_ignores_formatting_and_counts_ast_edits() -> None:
     assert semantic_size({"s.py": SHAPES}, {"s.py": "def broken(:\n"}) == -1
 
 
-def _event(name: str, depth: int, args: str, ret: str) -> list[str]:
-    return [f"m.py::{name}", str(depth), args, ret, args]
+def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:
+    return [f"m.py::{name}", str(depth), args, ret, args, "1" if hit else "0"]
 
 
 def test_a_passing_test_whose_top_level_result_changes_is_flagged() -> None:
@@ -172,6 +172,27 @@ def test_verdicts() -> None:
     assert empty.verdict == "unsure" and "no evidence beyond the BRT" in empty.reasons[0]
     broken = judge(TraceRun(error="the trace run timed out"), clean_after, brt_prefix="t_brt", targets=targets)
     assert broken.verdict == "unsure" and "could not run" in broken.reasons[0]
+
+
+def test_checks_that_never_run_the_changed_lines_are_no_evidence() -> None:
+    # The passing test calls the function but takes another branch, and the original raised on every near
+    # input: nothing but the BRT ever ran the changed line, so the same results prove nothing.
+    before = TraceRun(
+        events={"t::a": [_event("f", 0, "(1,)", "1", hit=False)]},
+        outcomes={"t::a": "passed"},
+        probes=_probes(k={"outcome": "raise", "exc": "IndexError"}),
+    )
+    after = TraceRun(
+        events={"t::a": [_event("f", 0, "(1,)", "1", hit=False)]},
+        outcomes={"t::a": "passed"},
+        probes=_probes(k={"outcome": "ok", "value": "2", "hit": "1"}),
+    )
+    verdict = judge(before, after, brt_prefix="t_brt", targets=[Target("m.py", "f")])
+    assert verdict.verdict == "unsure" and verdict.exercised == 0 and verdict.calls_compared == 1
+    assert "runs the changed lines" in verdict.reasons[0]
+    # The same test running the changed line is evidence.
+    ran = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
+    assert judge(before, ran, brt_prefix="t_brt", targets=[Target("m.py", "f")]).verdict == "confident"
 
 
 def test_pool_prefers_confident_then_the_smallest_semantic_change() -> None:

@@ -106,8 +106,17 @@ def _alarm(seconds: float) -> Iterator[None]:
 class Tracer:
     """Records calls of the target functions per test, and seeds from the reproduction test."""
 
-    def __init__(self, targets: list[dict[str, str]], seed_prefix: str, root: str = "/workspace/") -> None:
+    def __init__(
+        self,
+        targets: list[dict[str, str]],
+        seed_prefix: str,
+        root: str = "/workspace/",
+        lines: dict[str, list[int]] | None = None,
+    ) -> None:
         self.root = root
+        #: file -> the patch's changed lines in this version of it: a call "hits" when one of them runs.
+        self.lines = {f: set(ls) for f, ls in (lines or {}).items()}
+        self.hit_any = False
         self.targets = {(t["file"], t["qualname"]) for t in targets}
         self.files = {t["file"] for t in targets}
         self.seed_prefix = seed_prefix
@@ -148,8 +157,29 @@ class Tracer:
             and "/.reprobot/" not in callee
         )
 
+    def trace(self, frame: Any, event: str, arg: object) -> Any:
+        """sys.settrace hook: calls are noted (and seeds taken); only target frames get line tracing."""
+        if event != "call":
+            return None
+        self.profile(frame, event, arg)
+        return self.local if self._stack and self._stack[-1][0] is frame else None
+
+    def local(self, frame: Any, event: str, arg: object) -> Any:
+        """Per-frame tracer of a target function: marks changed lines that run, and the return."""
+        if event == "line":
+            file = self._codes.get(frame.f_code)
+            if isinstance(file, str) and frame.f_lineno in self.lines.get(file.split("::")[0], ()):
+                self.hit_any = True
+                if self._stack and self._stack[-1][0] is frame:
+                    _, index, test, _a, _v = self._stack[-1]
+                    if index >= 0:
+                        self.events[test][index][5] = "1"
+        elif event == "return":
+            self.profile(frame, event, arg)
+        return self.local
+
     def profile(self, frame: Any, event: str, arg: object) -> None:
-        """sys.setprofile hook: note calls and returns of target functions, seed from the test's own calls."""
+        """Note calls and returns of target functions, seed from the test's own calls."""
         if event == "call":
             code = frame.f_code
             if self._entry(frame):
@@ -177,7 +207,7 @@ class Tracer:
             events = self.events.setdefault(self._test, [])
             depth = sum(1 for s in self._stack if s[2] == self._test)
             if len(events) < MAX_EVENTS_PER_TEST:
-                events.append([name, str(depth), "(" + ", ".join(args_repr) + ")", "", ""])
+                events.append([name, str(depth), "(" + ", ".join(args_repr) + ")", "", "", "0"])
                 index = len(events) - 1
             else:
                 index = -1
@@ -266,8 +296,11 @@ def _call(seed: dict[str, Any], values: list[Any]) -> dict[str, str]:
     }
 
 
-def probe(seeds: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Call each seed's function on its own arguments and on type-preserving variants of them."""
+def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dict[str, str]]:
+    """Call each seed's function on its own arguments and on type-preserving variants of them.
+
+    With a tracer, each row also says whether the patch's changed lines ran (`hit`).
+    """
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
     for seed in seeds:
@@ -285,7 +318,17 @@ def probe(seeds: list[dict[str, Any]]) -> list[dict[str, str]]:
                 args = copy.deepcopy(values)
             except Exception:  # same reason as in Tracer._seed
                 continue
-            rows.append({"key": key, "mutated": label, **_call(seed, args)})
+            if tracer is not None:
+                tracer._test = "<probe>"
+                tracer._stack.clear()
+                tracer.hit_any = False
+                sys.settrace(tracer.trace)
+            try:
+                row = _call(seed, args)
+            finally:
+                sys.settrace(None)
+            hit = "1" if tracer is not None and tracer.hit_any else "0"
+            rows.append({"key": key, "mutated": label, "hit": hit, **row})
     return rows
 
 
@@ -314,13 +357,13 @@ class Plugin:
         self.tracer._test = item.nodeid
         self.tracer._stack.clear()
         self.tracer._resumable.clear()
-        threading.setprofile(self.tracer.profile)
-        sys.setprofile(self.tracer.profile)
+        threading.settrace(self.tracer.trace)
+        sys.settrace(self.tracer.trace)
         try:
             yield
         finally:
-            sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
+            sys.settrace(None)
+            threading.settrace(None)  # type: ignore[arg-type]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         """Keep each test's outcome and what it printed."""
@@ -335,10 +378,12 @@ def main(argv: list[str]) -> int:
     pytest_args = argv[3:] if len(argv) > 2 and argv[2] == "--" else argv[2:]
     with open(config_path, encoding="utf-8") as fh:
         config = json.load(fh)
-    tracer = Tracer(config["targets"], config.get("seed_prefix", ""), config.get("root", "/workspace/"))
+    tracer = Tracer(
+        config["targets"], config.get("seed_prefix", ""), config.get("root", "/workspace/"), config.get("lines")
+    )
     code = pytest.main(pytest_args, plugins=[Plugin(tracer)])
-    sys.setprofile(None)
-    rows = probe(tracer.seeds) if config.get("probe", True) else []
+    sys.settrace(None)
+    rows = probe(tracer.seeds, tracer) if config.get("probe", True) else []
     document = {
         "exit_code": int(code),
         "events": tracer.events,
