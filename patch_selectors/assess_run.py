@@ -168,7 +168,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     after = {rid: await _harness_run(env, ws, union, brt, new_lines[rid]) for rid, ws in workspaces.items()}
     own = {rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid]) for rid in after}
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
-    disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident})
+    disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident}, sizes)
     out = dict(failed)
     for rid in workspaces:
         out[rid] = own[rid]

@@ -263,11 +263,23 @@ def _result(row: Mapping[str, str]) -> tuple[str, ...]:
     return (row.get("outcome", ""), row.get("exc", ""))
 
 
-def disagreements(runs: Mapping[str, TraceRun]) -> dict[str, list[str]]:
-    """For each candidate, the near inputs on which another candidate's result differs from its own."""
+def disagreements(runs: Mapping[str, TraceRun], sizes: Mapping[str, int] | None = None) -> dict[str, list[str]]:
+    """For each candidate, the near inputs on which another candidate's result differs from its own.
+
+    With `sizes` (semantic size per candidate), only a candidate whose change is no larger casts doubt:
+    of two fixes that pass the same checks and disagree, the smaller change is the better explanation of
+    the bug, and a bigger one (typically one that builds the report's own constants into the code) does not
+    outweigh it. Equal sizes doubt each other.
+    """
     out: dict[str, list[str]] = {cid: [] for cid in runs}
     ids = sorted(runs)
-    # Only candidates that passed their own checks are compared: a flagged one is already withheld.
+
+    def doubts(who: str, whom: str) -> bool:
+        if sizes is None:
+            return True
+        a, b = sizes.get(who, -1), sizes.get(whom, -1)
+        return a < 0 or b < 0 or a <= b
+
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
             for key, row in runs[a].probes.items():
@@ -275,8 +287,10 @@ def disagreements(runs: Mapping[str, TraceRun]) -> dict[str, list[str]]:
                 if other is None or row.get("outcome") == "unresolved" or other.get("outcome") == "unresolved":
                     continue
                 if _result(row) != _result(other):
-                    out[a].append(f"{_clip(key)}: {_describe(row)} here, {_describe(other)} with {b}")
-                    out[b].append(f"{_clip(key)}: {_describe(other)} here, {_describe(row)} with {a}")
+                    if doubts(b, a):
+                        out[a].append(f"{_clip(key)}: {_describe(row)} here, {_describe(other)} with {b}")
+                    if doubts(a, b):
+                        out[b].append(f"{_clip(key)}: {_describe(other)} here, {_describe(row)} with {a}")
     return out
 
 

@@ -148,6 +148,10 @@ def test_candidates_that_disagree_on_a_near_input_both_hear_of_it() -> None:
     two = TraceRun(probes=_probes(k={"outcome": "ok", "value": "3"}, j={"outcome": "ok", "value": "7"}))
     found = disagreements({"p1": one, "p2": two})
     assert found == {"p1": ["k: 2 here, 3 with p2"], "p2": ["k: 3 here, 2 with p1"]}
+    # Only a change no larger than yours casts doubt on you: the smaller fix keeps its confidence.
+    sized = disagreements({"p1": one, "p2": two}, {"p1": 2, "p2": 7})
+    assert sized == {"p1": [], "p2": ["k: 3 here, 2 with p1"]}
+    assert disagreements({"p1": one, "p2": two}, {"p1": 4, "p2": 4}) == found
 
 
 def test_verdicts() -> None:
