@@ -19,6 +19,7 @@ from patch_selectors.assessment import (
     Target,
     TraceRun,
     changed_lines,
+    deletes_only,
     disagreements,
     judge,
     not_assessed,
@@ -133,6 +134,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     workspaces: dict[str, Path] = {}
     targets: dict[str, list[Target]] = {}
     sizes: dict[str, int] = {}
+    deletions: dict[str, bool] = {}
     failed: dict[str, Assessment] = {}
     new_lines: dict[str, dict[str, list[int]]] = {}
     old_lines: dict[str, set[int]] = {}
@@ -154,6 +156,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
             if fp.old_path:
                 old_lines.setdefault(fp.old_path, set()).update(changed_lines(fp)[0])
         sizes[record.id] = semantic_size(old, new)
+        deletions[record.id] = deletes_only(old, new)
         workspaces[record.id] = workspace
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
     if not workspaces:
@@ -166,7 +169,10 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     except GitError as exc:
         before = TraceRun(error=f"the test part does not apply: {exc}")
     after = {rid: await _harness_run(env, ws, union, brt, new_lines[rid]) for rid, ws in workspaces.items()}
-    own = {rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid]) for rid in after}
+    own = {
+        rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid], deletion=deletions[rid])
+        for rid in after
+    }
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
     disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident}, sizes)
     out = dict(failed)
@@ -180,6 +186,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
                 targets=targets[rid],
                 others_disagree=disagree[rid],
                 size=sizes[rid],
+                deletion=deletions[rid],
             )
         log.info("assessment of %s: %s (%s)", rid, out[rid].verdict, "; ".join(out[rid].reasons))
     return out

@@ -128,6 +128,28 @@ def semantic_size(old_sources: Mapping[str, str], new_sources: Mapping[str, str]
     return total
 
 
+def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
+    """True when the fix only removes code (a statement, a conjunct of a condition, an argument).
+
+    Deleting a check or a statement is the classic shape of an overfitting repair (the "anti-delete"
+    patterns of search-based repair): the reported input stops failing because the code that handled
+    some other case is gone.
+    """
+    changed = False
+    for path in sorted(set(old_sources) | set(new_sources)):
+        try:
+            # List brackets move when a list loses an element: compare the node sequence without them.
+            old = [t for t in (x.strip("[]") for x in _tokens(old_sources.get(path, ""))) if t]
+            new = [t for t in (x.strip("[]") for x in _tokens(new_sources.get(path, ""))) if t]
+        except (SyntaxError, ValueError):
+            return False
+        ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+        if any(op[0] != "delete" for op in ops):
+            return False
+        changed = changed or bool(ops)
+    return changed
+
+
 def _tokens(source: str) -> list[str]:
     dump = ast.dump(ast.parse(source), annotate_fields=False, include_attributes=False)
     return dump.replace("(", " ( ").replace(")", " ) ").replace(",", " ").split()
@@ -354,6 +376,7 @@ def judge(
     targets: Sequence[Target],
     others_disagree: Sequence[str] = (),
     size: int = 0,
+    deletion: bool = False,
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
     names = {f"{t.file}::{t.qualname}" for t in targets}
@@ -370,6 +393,11 @@ def judge(
         reasons.append(
             f"fails on {len(crashes)} of {compared} input(s) near the report's example where the original did not: "
             + "; ".join(crashes[:_SHOWN])
+        )
+    if deletion:
+        reasons.append(
+            "the fix only deletes code (a check, a condition or a statement): deleting what handled another "
+            "case is a common shape of a fix that fits only the reported input"
         )
     if others_disagree:
         reasons.append(

@@ -17,6 +17,7 @@ from patch_selectors.assessment import (
     TraceRun,
     behaviour_changes,
     changed_lines,
+    deletes_only,
     disagreements,
     enclosing_functions,
     judge,
@@ -67,6 +68,16 @@ def test_semantic_size_ignores_formatting_and_counts_ast_edits() -> None:
     two = semantic_size({"s.py": SHAPES}, {"s.py": SHAPES.replace("2 * h", "h + h + h")})
     assert 0 < one < two
     assert semantic_size({"s.py": SHAPES}, {"s.py": "def broken(:\n"}) == -1
+
+
+def test_a_fix_that_only_deletes_code_is_recognized() -> None:
+    guarded = "def pay(acct, amount):\n    if amount > 0 and acct.open:\n        acct.total += amount\n"
+    dropped = guarded.replace(" and acct.open", "")
+    assert deletes_only({"a.py": guarded}, {"a.py": dropped})
+    assert not deletes_only({"a.py": guarded}, {"a.py": guarded.replace("> 0", ">= 0")})
+    assert not deletes_only({"a.py": guarded}, {"a.py": guarded})
+    verdict = judge(TraceRun(), TraceRun(), brt_prefix="t", targets=[], deletion=True)
+    assert verdict.verdict == "unsure" and "only deletes code" in verdict.reasons[0]
 
 
 def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:

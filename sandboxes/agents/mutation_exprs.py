@@ -15,6 +15,9 @@ from sandboxes.agents.mutation_scope import enclosing_root, expr_kind, subscript
 NAME_LIMIT = 12
 #: How many locals the broader (tier 2+) templates combine with.
 LOCAL_LIMIT = 6
+#: Tier of the broad templates that apply to almost every line (argument lists, two-name renames, empty
+#: guards): after every older family, so they never push a likelier candidate out of a location's budget.
+LATE_TIER = 4
 
 _BUILTIN_SWAPS: dict[str, tuple[str, ...]] = {
     "any": ("all",),
@@ -415,7 +418,9 @@ def call_arguments(env: Env) -> Iterator[Edit]:
             continue
         for i in range(len(args)):
             dropped = [a for j, a in enumerate(args) if j != i]
-            yield Edit("call_args", 2, root, node, ast.Call(func=node.func, args=dropped, keywords=node.keywords))
+            yield Edit(
+                "call_args", LATE_TIER, root, node, ast.Call(func=node.func, args=dropped, keywords=node.keywords)
+            )
         if len(args) >= 3:
             for i in range(len(args)):
                 for j in range(len(args)):
@@ -423,14 +428,20 @@ def call_arguments(env: Env) -> Iterator[Edit]:
                         moved = list(args)
                         moved.insert(j, moved.pop(i))
                         yield Edit(
-                            "call_args", 2, root, node, ast.Call(func=node.func, args=moved, keywords=node.keywords)
+                            "call_args",
+                            LATE_TIER,
+                            root,
+                            node,
+                            ast.Call(func=node.func, args=moved, keywords=node.keywords),
                         )
         callee = node.func.id if isinstance(node.func, ast.Name) else ""
         if arities.get(callee, 0) > len(args) + len(node.keywords):
             used = {a.id for a in args if isinstance(a, ast.Name)}
             for var in [v for v in env.scope.variables if v not in used][:LOCAL_LIMIT]:
                 extra = [*args, name_node(var)]
-                yield Edit("call_args", 2, root, node, ast.Call(func=node.func, args=extra, keywords=node.keywords))
+                yield Edit(
+                    "call_args", LATE_TIER, root, node, ast.Call(func=node.func, args=extra, keywords=node.keywords)
+                )
 
 
 def _module_arities(env: Env) -> dict[str, int]:
@@ -474,7 +485,7 @@ def two_names(env: Env) -> Iterator[Edit]:
                         continue
                     count += 1
                     renamed = _RenameTwo({first: new_first, second: new_second}).visit(copy.deepcopy(root))
-                    yield Edit("rename2", 3, root, root, renamed)
+                    yield Edit("rename2", LATE_TIER, root, root, renamed)
 
 
 class _RenameTwo(ast.NodeTransformer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from sandboxes.agents.mutation_exprs import LOCAL_LIMIT, name_node
+from sandboxes.agents.mutation_exprs import LATE_TIER, LOCAL_LIMIT, name_node
 from sandboxes.agents.mutation_ops import Edit, Env, assign, conditions, is_docstring, is_literal_seq
 from sandboxes.agents.mutation_scope import enclosing_root, loop_facts
 
@@ -122,7 +122,7 @@ def statement_guards(env: Env) -> Iterator[Edit]:
         yield Edit("none_guard", 2, stmt, stmt, ast.If(test=test, body=[stmt], orelse=[]))
     # An operand that may be None *or empty* (divided by its length, indexed, passed on): `if x:` skips both.
     for operand in empty_operands(stmt, env)[:LOCAL_LIMIT]:
-        yield Edit("empty_guard", 2, stmt, stmt, ast.If(test=operand, body=[stmt], orelse=[]))
+        yield Edit("empty_guard", LATE_TIER, stmt, stmt, ast.If(test=operand, body=[stmt], orelse=[]))
 
 
 def empty_operands(stmt: ast.stmt, env: Env) -> list[ast.expr]:

@@ -81,10 +81,10 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     "term_addition": (2,),
     "accumulate": (2, 3),
     "delete": (3,),
-    "empty_guard": (2,),
+    "empty_guard": (4,),
     "regex": (1,),
-    "call_args": (2,),
-    "rename2": (3,),
+    "call_args": (4,),
+    "rename2": (4,),
 }
 
 
