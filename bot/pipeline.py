@@ -409,14 +409,17 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         outcome.brt = reproduction_evidence(repro) if repro is not None else None
         return
     winner = chosen.trajectory
-    outcome.status = "fixed" if chosen.confident else "suggested"
+    publish = chosen.confident or ctx.settings.publish_unsure
+    outcome.status = "fixed" if publish else "suggested"
     outcome.patch = winner.diff
     outcome.fix_files = chosen.fix_files
     outcome.test_files = chosen.test_files
     outcome.brt = winner.brt
     outcome.fix_summary = chosen.fix_summary
     outcome.reasons = [chosen.fix_summary] if chosen.fix_summary else []
-    if not chosen.confident and chosen.assessment is not None:
+    if publish and not chosen.confident and chosen.assessment is not None:
+        outcome.reasons = ["published although the correctness assessment is unsure (REPROBOT_PUBLISH_UNSURE)"]
+    elif not chosen.confident and chosen.assessment is not None:
         # Precision before recall: a fix the assessment doubts is offered as a suggestion, never as a PR.
         outcome.reasons = [
             "not published as a pull request: the correctness assessment is unsure",
