@@ -31,3 +31,11 @@ def test_bad_values_name_the_variable(name: str, value: str, message: str) -> No
     with pytest.raises(SettingsError) as info:
         Settings.from_env({name: value})
     assert message in str(info.value)
+
+
+def test_publish_unsure_is_off_unless_asked_for() -> None:
+    assert Settings.from_env({}).publish_unsure is False
+    assert Settings.from_env({"REPROBOT_PUBLISH_UNSURE": "yes"}).publish_unsure is True
+    assert Settings.from_env({"REPROBOT_PUBLISH_UNSURE": "0"}).publish_unsure is False
+    with pytest.raises(SettingsError, match="REPROBOT_PUBLISH_UNSURE"):
+        Settings.from_env({"REPROBOT_PUBLISH_UNSURE": "maybe"})
