@@ -27,11 +27,13 @@ EXIT_DIRTY = 5
 EXIT_BAD_ISSUE = 6
 EXIT_ENVIRONMENT = 7
 EXIT_ERROR = 8
+EXIT_SUGGESTED = 9
 EXIT_INTERRUPTED = 130
 
 STATUS_EXIT = {
     "fixed": EXIT_OK,
     "reproduced": EXIT_OK,
+    "suggested": EXIT_SUGGESTED,
     "not_fixed": EXIT_NOT_FIXED,
     "abstained": EXIT_ABSTAINED,
     "error": EXIT_ERROR,

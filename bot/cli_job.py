@@ -21,7 +21,7 @@ from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, r
 from bot.llm import check_endpoint
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
-from bot.report import ReproductionContext, render_pr_body, render_reproduction_comment
+from bot.report import ReproductionContext, render_pr_body, render_reproduction_comment, render_suggestion
 from bot.store import Store
 from patch_selectors.paths import diff_path_problems
 from sandboxes.factory import SandboxUnavailable
@@ -141,6 +141,11 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
                     closes_issue=True,
                 )
                 pr_body = render_pr_body(context)
+            if outcome.status == "suggested" and outcome.brt is not None:
+                comment = render_suggestion(
+                    outcome.suggestion_context(issue_ref=issue.ref, rerun=rerun_command(None, outcome.brt.path))
+                )
+                result["brt"]["source"] = outcome.brt.source
             if outcome.status == "reproduced" and outcome.brt is not None:
                 comment = render_reproduction_comment(
                     ReproductionContext(issue.ref, outcome.brt, rerun_command(None, outcome.brt.path))

@@ -44,6 +44,8 @@ class Settings:
     max_parallel: int = 0
     #: REPROBOT_ABSTAIN_THRESHOLD: rule-based abstention score below which the bot does not act.
     abstain_threshold: float = 0.5
+    #: REPROBOT_PUBLISH_UNSURE: open a PR even when the correctness assessment is unsure (default: suggest).
+    publish_unsure: bool = False
     #: REPROBOT_PIP_INDEX_URL: optional package index for building environments (host side only).
     pip_index_url: str | None = None
     #: REPROBOT_LOG_LEVEL: logging level name.
@@ -147,6 +149,10 @@ class Settings:
                 raise SettingsError(
                     f"REPROBOT_SANDBOX_DISK_QUOTA={v!r}: expected a size such as 2G, 512M or a byte count (0: none)"
                 ) from None
+        if (v := get("PUBLISH_UNSURE")) is not None:
+            if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no", ""):
+                raise SettingsError(f"REPROBOT_PUBLISH_UNSURE must be 1/0, true/false or yes/no, not {v!r}")
+            kwargs["publish_unsure"] = v.strip().lower() in ("1", "true", "yes")
         for name, attr, kind in (
             ("TEST_TIMEOUT", "test_timeout", float),
             ("SANDBOX_REAP_INTERVAL", "sandbox_reap_interval", float),

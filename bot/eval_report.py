@@ -47,14 +47,15 @@ def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
             f"| {row['signal']} | {row['with_signal']} | {row['plausible_with_signal']} | {row['precision']:.3f} | "
             f"{row['recall']:.3f} | {row['f_score']:.3f} |"
         )
+    lines += render_assessment_section(summary.get("assessment"))
     lines += ["", "## Cogeneration (trajectories that finished on their own)", ""]
     lines += [f"- {name}: {value:.3f}" for name, value in summary.get("cogeneration", {}).items()]
     lines += [
         "",
         "## Cases",
         "",
-        "| case | status | seconds | plausible fixes | plausible BRTs | ranked pick: fix / BRT |",
-        "|---|---|---|---|---|---|",
+        "| case | status | seconds | plausible fixes | plausible BRTs | ranked pick: fix / BRT | confident |",
+        "|---|---|---|---|---|---|---|",
     ]
     for case in cases:
         trajs = case["trajectories"]
@@ -62,9 +63,10 @@ def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
         pb = sum(1 for t in trajs if t.get("plausible_brt"))
         ranked = case["selections"].get("ranked", {})
         pick = f"{'✓' if ranked.get('plausible_fix') else '✗'} / {'✓' if ranked.get('plausible_brt') else '✗'}"
+        sure = sum(1 for t in trajs if (t.get("assessment") or {}).get("verdict") == "confident")
         lines.append(
             f"| {case['name']} | {case['status']} | {case['seconds']:.1f} | {pf}/{len(trajs)} | "
-            f"{pb}/{len(trajs)} | {pick} |"
+            f"{pb}/{len(trajs)} | {pick} | {sure}/{len(trajs)} |"
         )
     lines += [
         "",
@@ -76,6 +78,26 @@ def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
 def write_report(path: Path, summary: dict[str, Any], cases: list[dict[str, Any]]) -> None:
     """Write report.md."""
     path.write_text(render_report(summary, cases))
+
+
+def render_assessment_section(assessment: dict[str, Any] | None) -> list[str]:
+    """The correctness assessment's precision and recall, and the cases it got wrong either way."""
+    if not assessment:
+        return []
+    p = assessment["patches"]
+    return [
+        "",
+        "## Correctness assessment (precision before recall)",
+        "",
+        f"- published as a PR (status fixed): {assessment['published']}; of them NOT a plausible fix: "
+        f"{len(assessment['published_wrong'])} {assessment['published_wrong'] or ''}",
+        f"- withheld as a suggestion (status suggested): {assessment['withheld']}; of them in fact plausible: "
+        f"{len(assessment['withheld_plausible'])} {assessment['withheld_plausible'] or ''}",
+        f"- per patch: precision P(plausible | confident) = {assessment['precision']:.3f}, "
+        f"recall P(confident | plausible) = {assessment['recall']:.3f}",
+        f"- patches: {p['confident_plausible']} confident & plausible, {p['confident_wrong']} confident & wrong, "
+        f"{p['unsure_plausible']} unsure & plausible, {p['unsure_wrong']} unsure & wrong",
+    ]
 
 
 #: Curves often coincide (every plausible fix carrying a plausible BRT, say): distinct dashes keep each visible.

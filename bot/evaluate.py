@@ -102,6 +102,10 @@ class CaseResult:
     baseline: dict[str, int] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
+    #: The trajectory whose patch the job published (status fixed) or suggested (status suggested).
+    picked: str | None = None
+    #: Correctness-assessment verdict per trajectory id (confident, unsure, not_assessed).
+    verdicts: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Per case, per trajectory, per selector."""
@@ -122,6 +126,8 @@ class CaseResult:
                 }
                 for name, sel in self.selections.items()
             },
+            "picked": self.picked,
+            "picked_plausible_fix": _selected_flag(self, self.picked, "plausible_fix"),
         }
 
 
@@ -177,7 +183,18 @@ async def _score(
             patch_id=traj.id,
         )
         result.outcomes.append(outcome_row)
-        result.trajectories.append({**traj.summary(), **(scored.to_json() if scored else {})})
+        verdict = outcome.chosen.assessments.get(traj.id) if outcome.chosen is not None else None
+        if verdict is not None:
+            result.verdicts[traj.id] = verdict.verdict
+        result.trajectories.append(
+            {
+                **traj.summary(),
+                **(scored.to_json() if scored else {}),
+                "assessment": None if verdict is None else verdict.to_json(),
+            }
+        )
+    if outcome.chosen is not None and outcome.chosen.trajectory is not None:
+        result.picked = outcome.chosen.trajectory.id
     if outcome.chosen is not None:
         for name, sel in outcome.chosen.selections.items():
             result.selections[name] = sel.selected.id if sel.selected else None
@@ -190,6 +207,37 @@ def parse_ks(text: str, m: int) -> list[int]:
     """'1,5,M' → [1, 5, m], dropping values above m."""
     ks = {m if part.strip().upper() == "M" else int(part) for part in text.split(",") if part.strip()}
     return sorted(k for k in ks if 1 <= k <= m)
+
+
+def assessment_summary(results: list[CaseResult]) -> dict[str, Any]:
+    """How well the correctness assessment separates plausible fixes from wrong ones, per case and per patch.
+
+    Per case: what was published as a PR (status fixed) but is not a plausible fix by the oracle, and what was
+    withheld as a suggestion although it was plausible. Per patch (every assessed trajectory): precision is
+    P(plausible | confident), recall P(confident | plausible).
+    """
+    published = [r for r in results if r.status == "fixed"]
+    withheld = [r for r in results if r.status == "suggested"]
+    tp = fp = fn = tn = 0
+    for r in results:
+        plausible = {o.patch_id: o.plausible_fix for o in r.outcomes}
+        for tid, verdict in r.verdicts.items():
+            if verdict == "not_assessed":
+                continue
+            good = plausible.get(tid, False)
+            if verdict == "confident":
+                tp, fp = tp + good, fp + (not good)
+            else:
+                fn, tn = fn + good, tn + (not good)
+    return {
+        "published": len(published),
+        "published_wrong": sorted(r.name for r in published if not _selected_flag(r, r.picked, "plausible_fix")),
+        "withheld": len(withheld),
+        "withheld_plausible": sorted(r.name for r in withheld if _selected_flag(r, r.picked, "plausible_fix")),
+        "patches": {"confident_plausible": tp, "confident_wrong": fp, "unsure_plausible": fn, "unsure_wrong": tn},
+        "precision": tp / (tp + fp) if tp + fp else 0.0,
+        "recall": tp / (tp + fn) if tp + fn else 0.0,
+    }
 
 
 def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any]:
@@ -220,6 +268,7 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
         "cogeneration": cogeneration_success(every_patch),
         "selectors": selectors,
         "selected_counts": chosen,
+        "assessment": assessment_summary(results),
         "statuses": {s: sum(1 for r in results if r.status == s) for s in {r.status for r in results}},
         "median_seconds_per_case": sorted(r.seconds for r in results)[len(results) // 2] if results else 0.0,
     }

@@ -25,6 +25,7 @@ from bot.report import (
     render_pr_body,
     render_progress,
     render_reproduction_comment,
+    render_suggestion,
 )
 from bot.store import Job, Store
 from handlers.commands import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
@@ -266,6 +267,9 @@ async def _publish(
         )
         await forge.upsert_comment(render_final_status(forge.ref, f"opened pull request #{pr.number}", pr.url))
         result |= {"pr": pr.number, "branch": branch}
+    elif outcome.status == "suggested" and outcome.brt is not None:
+        rerun = f"python -m pytest -q {outcome.brt.path}"
+        await forge.upsert_comment(render_suggestion(outcome.suggestion_context(issue_ref=forge.ref, rerun=rerun)))
     elif outcome.status == "reproduced" and outcome.brt is not None:
         rerun = f"python -m pytest -q {outcome.brt.path}"
         await forge.upsert_comment(render_reproduction_comment(ReproductionContext(forge.ref, outcome.brt, rerun)))

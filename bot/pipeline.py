@@ -16,7 +16,7 @@ from bot.abstention import AbstentionDecision, combine_with_model, python_symbol
 from bot.config import Settings
 from bot.generate import GenerateRequest, generate_patches, trajectory_kinds
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
-from bot.report import PrContext, ReviewLine
+from bot.report import PrContext, ReviewLine, SuggestionContext
 from bot.review import Chosen, review_and_select
 from bot.setup_model import setup_agent_for
 from bot.store import Store
@@ -33,7 +33,7 @@ from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
 log = logging.getLogger(__name__)
 
-JobStatus = Literal["fixed", "reproduced", "abstained", "not_fixed", "error"]
+JobStatus = Literal["fixed", "suggested", "reproduced", "abstained", "not_fixed", "error"]
 Mode = Literal["fix", "reproduce"]
 #: Reports stage changes to a progress display or a progress comment.
 ProgressSink = Callable[[str, str], Awaitable[None] | None]
@@ -127,6 +127,23 @@ class JobOutcome:
             agent=", ".join(sorted({str(t.get("agent")) for t in self.trajectories})) or "classic",
             cost=self.cost or "no model used (classic agent): $0.00",
             budget_stops=self.budget_stops,
+            assessment=None
+            if self.chosen is None or self.chosen.assessment is None
+            else self.chosen.assessment.to_json(),
+        )
+
+    def suggestion_context(self, *, issue_ref: str, rerun: str) -> SuggestionContext:
+        """The suggestion comment's inputs from a `suggested` job (a candidate fix the bot would not PR)."""
+        assert self.brt is not None, "only a job with a BRT has a suggestion"
+        return SuggestionContext(
+            issue_ref=issue_ref,
+            brt=self.brt,
+            patch=self.patch,
+            reasons=self.reasons,
+            rerun_command=rerun,
+            assessment=None
+            if self.chosen is None or self.chosen.assessment is None
+            else self.chosen.assessment.to_json(),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -156,6 +173,10 @@ class JobOutcome:
             },
             "baseline": self.baseline,
             "environment": self.environment,
+            "assessment": None
+            if self.chosen is None or self.chosen.assessment is None
+            else self.chosen.assessment.to_json(),
+            "assessments": {} if self.chosen is None else {k: v.to_json() for k, v in self.chosen.assessments.items()},
             **({"llm": {**self.llm_usage, "budget_stops": self.budget_stops}} if self.llm_usage else {}),
         }
 
@@ -406,10 +427,20 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         outcome.brt = reproduction_evidence(repro) if repro is not None else None
         return
     winner = chosen.trajectory
-    outcome.status = "fixed"
+    publish = chosen.confident or ctx.settings.publish_unsure
+    outcome.status = "fixed" if publish else "suggested"
     outcome.patch = winner.diff
     outcome.fix_files = chosen.fix_files
     outcome.test_files = chosen.test_files
     outcome.brt = winner.brt
     outcome.fix_summary = chosen.fix_summary
     outcome.reasons = [chosen.fix_summary] if chosen.fix_summary else []
+    if publish and not chosen.confident and chosen.assessment is not None:
+        outcome.reasons = ["published although the correctness assessment is unsure (REPROBOT_PUBLISH_UNSURE)"]
+    elif not chosen.confident and chosen.assessment is not None:
+        # Precision before recall: a fix the assessment doubts is offered as a suggestion, never as a PR.
+        outcome.reasons = [
+            "not published as a pull request: the correctness assessment is unsure",
+            *chosen.assessment.reasons,
+            *outcome.reasons,
+        ]

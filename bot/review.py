@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patch_selectors.assess_run import assess_records
+from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord, make_record
 from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
 from patch_selectors.selectors import SELECTORS, Selection, select
@@ -36,6 +38,15 @@ class Chosen:
     reasons: list[str] = field(default_factory=list)
     records: list[PatchRecord] = field(default_factory=list)
     selections: dict[str, Selection] = field(default_factory=dict)
+    #: The correctness assessment of the selected patch; publish only when it is confident.
+    assessment: Assessment | None = None
+    #: Every accepted patch's assessment, by record id (the same as its trajectory id).
+    assessments: dict[str, Assessment] = field(default_factory=dict)
+
+    @property
+    def confident(self) -> bool:
+        """True when the selected patch may become a PR."""
+        return self.assessment is None or self.assessment.confident
 
 
 def _fix_summary(traj: Trajectory) -> str:
@@ -97,8 +108,11 @@ async def review_and_select(
         patch_ids[record.id] = patch_id
         for rv in record.reviews:
             ctx.store.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
-    selections = {name: select(name, records) for name in SELECTORS}
-    chosen_sel = selections[request.selector] if request.selector in selections else select(request.selector, records)
+    peers = _alternatives(trajectories, records)
+    assessments = await assess_records(records, review_env, peers) if any(r.accepted for r in records) else {}
+    pool = assessment_pool(records, assessments)
+    selections = {name: select(name, pool) for name in SELECTORS}
+    chosen_sel = selections[request.selector] if request.selector in selections else select(request.selector, pool)
     ctx.store.add_selection(
         ctx.job_id,
         chosen_sel.selector,
@@ -111,6 +125,7 @@ async def review_and_select(
         explanation=chosen_sel.explanation,
         records=records,
         selections=selections,
+        assessments=assessments,
     )
     if not records:
         out.reasons = ["no trajectory produced a patch"]
@@ -126,4 +141,44 @@ async def review_and_select(
     out.fix_files = [f.path for f in winner.fix_part.files]
     out.test_files = [f.path for f in winner.test_part.files]
     out.fix_summary = _fix_summary(out.trajectory)
+    out.assessment = assessments.get(winner.id)
     return out
+
+
+#: Alternative fixes run by the assessment per job (each costs one traced suite run).
+MAX_PEERS = 3
+
+
+def _alternatives(trajectories: list[Trajectory], records: list[PatchRecord]) -> list[PatchRecord]:
+    """Distinct alternative fixes the trajectories found besides what they submitted."""
+    known = {r.fix_hash for r in records}
+    peers: list[PatchRecord] = []
+    for traj in trajectories:
+        for index, diff in enumerate(traj.alternatives):
+            peer = make_record(f"{traj.id}-alt{index}", diff, trajectory_id=traj.id, agent=traj.agent)
+            if peer.fix_hash not in known and len(peers) < MAX_PEERS:
+                known.add(peer.fix_hash)
+                peers.append(peer)
+    return peers
+
+
+def _rank(assessment: Assessment | None) -> tuple[int, int]:
+    """Fewer flags first, then the smaller semantic change (an unknown size sorts last)."""
+    if assessment is None:
+        return (0, 1 << 30)
+    size = assessment.semantic_size if assessment.semantic_size >= 0 else 1 << 30
+    return (0 if assessment.confident else len(assessment.reasons), size)
+
+
+def assessment_pool(records: list[PatchRecord], assessments: dict[str, Assessment]) -> list[PatchRecord]:
+    """The records a selector may choose from: the accepted ones that rank best by the assessment.
+
+    Confident patches beat unsure ones (precision before recall); among equals, the smallest semantic change
+    wins, so a larger rewrite that happens to pass the same checks is not preferred over a minimal edit.
+    Rejected records stay in the pool so the selector's explanation still names them.
+    """
+    accepted = [r for r in records if r.accepted]
+    if not accepted:
+        return records
+    best = min(_rank(assessments.get(r.id)) for r in accepted)
+    return [r for r in records if not r.accepted or _rank(assessments.get(r.id)) == best]

@@ -142,6 +142,14 @@ class TestRunner:
         self.per_test_timeout = per_test_timeout
         self._counter = 0
 
+    def env_vars(self) -> dict[str, str]:
+        """The environment every test command runs with (tools that run pytest their own way reuse it)."""
+        return self._env_vars()
+
+    def suite_args(self) -> list[str]:
+        """pytest arguments that select the whole suite the way a whole-suite `run` does."""
+        return ["--continue-on-collection-errors", *pytest_extra_args(self.env.spec.test_command)]
+
     def _env_vars(self) -> dict[str, str]:
         if self.env.spec.language == "rust":
             # Build output stays in the workspace's scratch folder: later runs in the same workspace reuse it.

@@ -287,3 +287,38 @@ def test_multiline_printed_output_compares_stdout_first() -> None:
     assert any("assert str(actual) == 'done'" in c.source for c in cands[1:])
     out = "E       AssertionError: observed '0\\n1\\ndone'\nE       assert '0\\n1\\ndone' == '0'\n"
     assert symptom_matches(cands[0], facts, out, False)[0]
+
+
+def test_expected_expression_about_the_value_is_asserted_not_compared() -> None:
+    # "what the user wrote as expected is what the test asserts": `len(result) == 3` is a claim about the
+    # result, not the value the result should equal.
+    facts = parse_issue(
+        "# uniq keeps duplicates\n\n```python\nfrom seqs import uniq\nresult = uniq([1, 1, 2, 3])\n"
+        "print(result)\n```\n\nExpected: `len(result) == 3`\nActual: `[1, 1, 2, 3]`\n"
+    )
+    cands = synthesize_brts(facts, ["seqs.py"])
+    assert cands, facts
+    assert "assert len(result) == 3" in cands[0].source
+    assert "== 'len(result) == 3'" not in cands[0].source
+    compile(cands[0].source, "t.py", "exec")
+
+
+def test_expected_expression_naming_an_unbound_result_refers_to_the_observed_call() -> None:
+    facts = parse_issue(
+        "# tokens\n\nCalling `split_words('a  b')` returns `['a', '', 'b']`.\n\nExpected: `'' not in out`\n"
+    )
+    cands = synthesize_brts(facts, ["words.py"])
+    assert cands, facts
+    assert "actual = split_words('a  b')" in cands[0].source
+    assert "assert '' not in actual" in cands[0].source
+
+
+def test_snippet_decorators_are_kept_in_the_test() -> None:
+    # A decorator in the report can be what triggers the bug (it wraps the function under test).
+    facts = parse_issue(
+        "# memo forgets arguments\n\n```python\nfrom memo import memoize\n\n@memoize\ndef square(x):\n"
+        "    return x * x\n\nsquare(2)\nprint(square(3))\n```\n\nExpected: `9`\nActual: `4`\n"
+    )
+    cands = synthesize_brts(facts, ["memo.py"])
+    assert cands, facts
+    assert "@memoize\n    def square(x):" in cands[0].source

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.eval_report import render_report
-from bot.evaluate import CaseResult, parse_ks, summarize
+from bot.evaluate import CaseResult, assessment_summary, parse_ks, summarize
 from patch_selectors.metrics import TrajectoryOutcome
 from tests.conftest import QUIXBUGS, require_shared
 
@@ -70,6 +70,8 @@ def test_summary_tables_follow_from_the_case_rows() -> None:
 
 @pytest.mark.slow
 @pytest.mark.shared
+# The whole eval runs as a subprocess with its own 900 s cap; the default per-test limit would cut it first.
+@pytest.mark.timeout(960)
 def test_eval_runs_real_cases_and_reports_consistently(tmp_path: Path, env_cache: Path) -> None:
     bench = tmp_path / "bench"
     for name in ("gcd", "topological_ordering"):
@@ -103,3 +105,24 @@ def test_eval_runs_real_cases_and_reports_consistently(tmp_path: Path, env_cache
     assert (out / "success_at_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out / "report.md").read_text()
     assert report in proc.stdout and "| gcd | fixed |" in report
+    # The correctness assessment's figures follow from the rows too.
+    wrong = sorted(n for n, c in per_case.items() if c["status"] == "fixed" and not c["picked_plausible_fix"])
+    assert s["assessment"]["published_wrong"] == wrong
+    assert s["assessment"]["published"] == sum(c["status"] == "fixed" for c in per_case.values())
+    assert "Correctness assessment" in report
+
+
+def test_assessment_precision_recall_and_the_cases_it_got_wrong() -> None:
+    published_wrong = case("w", [outcome("w0", False, True), outcome("w1", True, True)], "w0")
+    published_wrong.picked, published_wrong.verdicts = "w0", {"w0": "confident", "w1": "confident"}
+    withheld_right = case("h", [outcome("h0", True, True)], "h0")
+    withheld_right.status, withheld_right.picked, withheld_right.verdicts = "suggested", "h0", {"h0": "unsure"}
+    withheld_wrong = case("x", [outcome("x0", False, True)], "x0")
+    withheld_wrong.status, withheld_wrong.picked, withheld_wrong.verdicts = "suggested", "x0", {"x0": "unsure"}
+    a = assessment_summary([published_wrong, withheld_right, withheld_wrong])
+    assert a["published"] == 1 and a["published_wrong"] == ["w"]
+    assert a["withheld"] == 2 and a["withheld_plausible"] == ["h"]
+    assert a["patches"] == {"confident_plausible": 1, "confident_wrong": 1, "unsure_plausible": 1, "unsure_wrong": 1}
+    assert a["precision"] == pytest.approx(0.5) and a["recall"] == pytest.approx(0.5)
+    report = render_report(summarize([published_wrong, withheld_right], m=1, ks=[1]), [])
+    assert "of them NOT a plausible fix: 1 ['w']" in report

@@ -31,6 +31,24 @@ def _comment(env: GitHubEnv, issue: dict[str, Any], body: str, user: str, associ
     return env.payload("issue_comment", "created", REPO, issue, comment=comment, sender=comment["user"])
 
 
+async def test_a_fix_the_assessment_doubts_is_suggested_not_opened(tmp_path: Path, settings: Settings) -> None:
+    env = GitHubEnv(tmp_path, settings)
+    env.publish_unsure = False  # the default deployment: precision before recall
+    async with env:
+        issue = _host_case(env)
+        payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
+        status, _ = await env.send("issues", payload)
+        assert status == 202
+        await env.drain()
+        assert env.double.repos[REPO].pulls == []
+        comments = bot_comments(env.double, REPO, issue["number"])
+        suggestion = [c for c in comments if "not verified enough for a pull request" in c["body"]]
+        assert len(suggestion) == 1, [c["body"][:200] for c in comments]
+        body = suggestion[0]["body"]
+        assert "gcd(b, a % b)" in body and "no evidence beyond the BRT" in body
+        assert "Fixes #" not in body
+
+
 async def test_labeled_issue_opens_exactly_one_pr(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
         issue = _host_case(env)

@@ -36,6 +36,7 @@ def _worker_env(env: GitHubEnv) -> dict[str, str]:
         "REPROBOT_WORKER_POLL": "0.1",
         "REPROBOT_TRAJECTORIES": str(s.trajectories),
         "REPROBOT_LOG_LEVEL": "INFO",
+        "REPROBOT_PUBLISH_UNSURE": "1" if s.publish_unsure else "0",
     }
 
 

@@ -15,9 +15,11 @@ import pytest
 from sandboxes.agents.localize import (
     FRAME_BOOST,
     Frame,
+    Location,
     all_contexts,
     context_test_name,
     coverage_from_json,
+    named_function_lines,
     normalize_path,
     ochiai,
     parse_traceback_frames,
@@ -374,3 +376,31 @@ def test_real_coverage_run_ranks_the_faulty_line_first(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", ["", "no traceback here\n", "E   assert 1 == 2\n"])
 def test_text_without_frames(text: str) -> None:
     assert parse_traceback_frames(textwrap.dedent(text)) == []
+
+
+def test_rank_ties_go_to_functions_the_report_names() -> None:
+    # One module, every line covered by the same tests (equal Ochiai): the function the user wrote about
+    # (`Ledger.balance`, or plain `fee`) is tried before the alphabetically or numerically earlier lines.
+    source = (
+        "def fee(x):\n    return x * 2\n\n\nclass Ledger:\n    def total(self, xs):\n        return sum(xs)\n\n"
+        "    def balance(self, xs):\n        return self.total(xs) - fee(1)\n"
+    )
+    sbfl = {("m.py", 2): 0.5, ("m.py", 7): 0.5, ("m.py", 10): 0.5}
+    ranked = rank_statements(sbfl, [], {"m.py"}, set(), top=3, sources={"m.py": source}, mentioned=["Ledger.balance"])
+    assert [loc.line for loc in ranked] == [10, 2, 7]
+    ranked = rank_statements(sbfl, [], {"m.py"}, set(), top=3, sources={"m.py": source}, mentioned=["fee"])
+    assert [loc.line for loc in ranked] == [2, 7, 10]
+    assert named_function_lines(source, {"total"}) == {6, 7}
+
+
+def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
+    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
+
+    covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
+    caller = Location("app.py", 40, 0.25, ("traceback frame #2 from the deepest (+0.250)",))
+    plain = Location("m.py", 50, 0.1, ("ochiai=0.100",))
+    repro = Reproduction(brt=None, before=None, locations=[*covered, caller, plain])  # type: ignore[arg-type]
+    search = ClassicSearch(repro, None, None, None, SearchLimits(max_locations=8))  # type: ignore[arg-type]
+    order = search._location_order(0)
+    assert order[:8] == covered[:8]
+    assert caller in order and plain not in order

@@ -431,6 +431,79 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], bool], str, int]] = [
         "delete",
         25,
     ),
+    (
+        "empty_guard",
+        """
+        def report_mean(scores, out):
+            out.append(sum(scores) / len(scores))  # BUG
+            return out
+        """,
+        lambda ns: ns["report_mean"]([], []) == [] and ns["report_mean"]([2, 4], []) == [3],
+        "empty_guard",
+        150,
+    ),
+    (
+        "regex_quantifier",
+        """
+        import re
+
+        def words(text):
+            return re.findall(r"[a-z]*", text)  # BUG
+        """,
+        lambda ns: ns["words"]("ab cd") == ["ab", "cd"],
+        "regex",
+        40,
+    ),
+    (
+        "regex_class",
+        """
+        import re
+
+        def slug_ok(slug):
+            return re.fullmatch(r"[a-z0-9]+", slug) is not None  # BUG
+        """,
+        lambda ns: ns["slug_ok"]("my-post") and not ns["slug_ok"]("My post"),
+        "regex",
+        40,
+    ),
+    (
+        "call_args_drop",
+        """
+        def clip(value, low, high):
+            return max(low, min(value, high))
+
+        def percent(x):
+            return clip(x, 0, 100, 1)  # BUG
+        """,
+        lambda ns: ns["percent"](150) == 100 and ns["percent"](-3) == 0,
+        "call_args",
+        200,
+    ),
+    (
+        "call_args_move",
+        """
+        def between(low, high, value):
+            return low <= value <= high
+
+        def valid_month(m):
+            return between(m, 1, 12)  # BUG
+        """,
+        lambda ns: ns["valid_month"](5) and not ns["valid_month"](13) and not ns["valid_month"](0),
+        "call_args",
+        200,
+    ),
+    (
+        "rename2",
+        """
+        def area_delta(w1, h1, w2, h2):
+            first = w1 * h1
+            second = w1 * h1  # BUG
+            return second - first
+        """,
+        lambda ns: ns["area_delta"](1, 2, 3, 4) == 10 and ns["area_delta"](2, 5, 3, 3) == -1,
+        "rename2",
+        400,
+    ),
 ]
 
 

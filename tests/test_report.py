@@ -6,9 +6,11 @@ from bot.report import (
     PrContext,
     ReproductionContext,
     ReviewLine,
+    SuggestionContext,
     render_abstention,
     render_pr_body,
     render_reproduction_comment,
+    render_suggestion,
 )
 from sandboxes.agents.trajectory import BrtEvidence
 
@@ -76,3 +78,40 @@ def test_reproduction_comment_shows_test_output_and_rerun() -> None:
 def test_abstention_lists_reasons() -> None:
     text = render_abstention("#4", ["no reproduction steps"], 0.2, 0.5)
     assert "no reproduction steps" in text and "0.20" in text
+
+
+ASSESSMENT = {
+    "verdict": "unsure",
+    "reasons": ["changes behaviour on 1 test(s) that passed before: t::a: f(3,) returned 10 instead of 9"],
+    "tests_compared": 4,
+    "calls_compared": 7,
+    "probes_compared": 12,
+    "semantic_size": 5,
+}
+
+
+def test_pr_body_shows_the_correctness_assessment() -> None:
+    body = render_pr_body(_ctx(assessment={**ASSESSMENT, "verdict": "confident", "reasons": ["all agree"]}))
+    assert "### Correctness assessment" in body and "Verdict: **confident**" in body
+    assert "passing tests compared before/after: 4 (7 call(s)" in body and "- all agree" in body
+    assert "Correctness assessment" not in render_pr_body(_ctx())
+
+
+def test_suggestion_carries_the_reproduction_the_patch_and_why_no_pr() -> None:
+    patch = "diff --git a/pkg/f.py b/pkg/f.py\n-    return x + 2\n+    return x + 1\n"
+    text = render_suggestion(
+        SuggestionContext(
+            issue_ref="#12",
+            brt=BRT,
+            patch=patch,
+            reasons=["not published as a pull request: the correctness assessment is unsure"],
+            rerun_command="python -m pytest -q tests/test_issue.py",
+            assessment=ASSESSMENT,
+        )
+    )
+    assert "<!-- reprobot:reproduction:#12 -->" in text
+    assert "not verified enough for a pull request" in text
+    assert "- not published as a pull request: the correctness assessment is unsure" in text
+    assert "assert f(1) == 2" in text and "assert 3 == 2" in text
+    assert "```diff\n" + patch.rstrip() + "\n```" in text
+    assert "returned 10 instead of 9" in text and "Fixes #12" not in text

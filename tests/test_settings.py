@@ -41,3 +41,11 @@ def test_sandbox_disk_quota_takes_sizes() -> None:
     assert Settings.from_env({"REPROBOT_SANDBOX_DISK_QUOTA": "512M"}).sandbox_disk_quota == 512 * 1024**2
     assert Settings.from_env({"REPROBOT_SANDBOX_DISK_QUOTA": "0"}).sandbox_disk_quota == 0
     assert Settings.from_env({"REPROBOT_SANDBOX_REAP_INTERVAL": "1.5"}).sandbox_reap_interval == 1.5
+
+
+def test_publish_unsure_is_off_unless_asked_for() -> None:
+    assert Settings.from_env({}).publish_unsure is False
+    assert Settings.from_env({"REPROBOT_PUBLISH_UNSURE": "yes"}).publish_unsure is True
+    assert Settings.from_env({"REPROBOT_PUBLISH_UNSURE": "0"}).publish_unsure is False
+    with pytest.raises(SettingsError, match="REPROBOT_PUBLISH_UNSURE"):
+        Settings.from_env({"REPROBOT_PUBLISH_UNSURE": "maybe"})

@@ -103,6 +103,10 @@ def checks_for(repro: Reproduction, facts: IssueFacts, symptom: Symptom) -> list
 
 
 def _value_checks(repro: Reproduction, expected: str, facts: IssueFacts, symptom: Symptom) -> list[Check]:
+    claim = assertion_check(repro, expected, symptom)
+    if claim is not None:
+        # "Expected: `len(x) == 3`" states a property of the value, not the value: assert the property.
+        return [claim]
     checks: list[Check] = []
     stdout = _stdout_check(repro, expected, symptom)
     if stdout is not None and "\n" in expected:
@@ -123,6 +127,73 @@ def _value_checks(repro: Reproduction, expected: str, facts: IssueFacts, symptom
     if stdout is not None and stdout not in checks:
         checks.append(stdout)
     return checks
+
+
+_PREDICATES = frozenset({"isinstance", "all", "any", "callable", "hasattr", "issubclass"})
+
+
+def assertion_check(repro: Reproduction, expected: str, symptom: Symptom) -> Check | None:
+    """An expected "value" that is a boolean expression about the result (`len(x) == 3`, `x is not None`).
+
+    It must mention a name that is not a builtin: `1 == 1` or a bare literal is a value, not a claim. A name
+    the reproduction does not bind stands for the observed value (the user wrote `len(result) == 3` about the
+    call they showed); more than one such name means we cannot tell which is the result, so no check.
+    """
+    try:
+        tree = quiet_parse(expected.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    is_claim = isinstance(tree, ast.Compare | ast.BoolOp) or (
+        isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not)
+    )
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id in _PREDICATES:
+        is_claim = True
+    if not is_claim or repro.observed is None:
+        return None
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(dir(builtins))
+    if not names:
+        return None
+    bound = _bound(repro)
+    unbound = names - bound
+    observed = repro.observed.strip()
+    if len(unbound) > 1 or (not unbound and observed not in bound and observed not in expected):
+        return None
+    text = ast.unparse(tree)
+    if unbound:
+        text = ast.unparse(_Rename(unbound.pop(), VAR).visit(tree))
+    line = f'assert {text}, f"observed {{{VAR}!r}}"'
+    return Check(("VALUE", line), symptom, f"asserts {expected.strip()}, as the report expects")
+
+
+class _Rename(ast.NodeTransformer):
+    """Replace one free name with another (the observed value's placeholder)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        """Rename matching loads."""
+        return ast.Name(self.new, node.ctx) if node.id == self.old else node
+
+
+def _bound(repro: Reproduction) -> set[str]:
+    names: set[str] = set()
+    for stmt in (*repro.setup, *repro.program, *repro.imports):
+        try:
+            tree = quiet_parse(stmt)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        names |= {
+            (a.asname or a.name).split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        }
+        names |= {
+            n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
+        }
+    return names
 
 
 def _stdout_check(repro: Reproduction, expected: str, symptom: Symptom) -> Check | None:

@@ -55,6 +55,12 @@ def _dedent(code: str) -> str:
 def segment(node: ast.AST, code: str) -> str:
     """The user's own text for a node (keeping their formatting), or ast.unparse when that is unsafe."""
     text = ast.get_source_segment(code, node)
+    decorators = getattr(node, "decorator_list", None)
+    if text is not None and decorators:
+        # A def's own position starts at `def`: its decorators are part of what the user wrote and ran.
+        col = getattr(node, "col_offset", 0)
+        above = code.split("\n")[min(d.lineno for d in decorators) - 1 : getattr(node, "lineno", 1) - 1]
+        text = "\n".join([*(x[col:] for x in above), text])
     multiline_str = any(
         isinstance(n, ast.Constant | ast.JoinedStr) and getattr(n, "end_lineno", 0) != getattr(n, "lineno", 0)
         for n in ast.walk(node)

@@ -33,9 +33,15 @@ class SearchLimits:
 
     max_candidates: int = 400
     max_locations: int = 8
+    #: Traceback-frame locations tried beyond the top `max_locations`.
+    max_frame_locations: int = 4
     per_location: int = 80
     seconds: float = 600.0
     brt_timeout: float = 60.0
+    #: After a validated fix, how many more candidates to try for alternative validated fixes, and how many
+    #: to keep. Two fixes that pass the same tests but disagree elsewhere cannot both be right.
+    alternative_candidates: int = 25
+    max_alternatives: int = 2
 
 
 @dataclass
@@ -160,6 +166,14 @@ class ClassicSearch:
 
     def _location_order(self, seed: int) -> list[Location]:
         locs = list(self.repro.locations[: self.limits.max_locations])
+        # Every in-repo traceback frame is a suspect, callers included: the faulty line is often a caller
+        # that passed a bad value, ranked below many covered lines of the crash site.
+        extra = [
+            loc
+            for loc in self.repro.locations[self.limits.max_locations :]
+            if any(r.startswith("traceback") for r in loc.reasons)
+        ]
+        locs += extra[: self.limits.max_frame_locations]
         if seed == 0 or len(locs) < 2:
             return locs
         # Later trajectories explore a perturbed order: scores jittered, so near-ties swap places.
@@ -196,11 +210,17 @@ class ClassicSearch:
         return True, "all baseline-passing tests and the BRT pass", run
 
     async def run(self, sandbox: Sandbox, trajectory: Trajectory) -> None:
-        """Search until a validated fix is found (raises Submitted) or a budget runs out."""
+        """Search until a validated fix is found (raises Submitted) or a budget runs out.
+
+        After the first validated fix the search goes on a little, for alternative validated fixes
+        (recorded in `trajectory.alternatives`); the first fix is what the trajectory submits.
+        """
         rng = random.Random(trajectory.seed)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.seconds
         tried = 0
+        submitted: str | None = None
+        alt_tried = 0
         sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
         for loc in self._location_order(trajectory.seed):
             original = sandbox.read_file(loc.file)
@@ -208,11 +228,17 @@ class ClassicSearch:
             cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
             for cand in islice(cands, self.limits.per_location):
                 if tried >= self.limits.max_candidates or loop.time() > deadline:
+                    if submitted is not None:
+                        raise Submitted(submitted)
                     raise LimitsExceeded(f"tried {tried} candidates without a validated fix")
                 tried += 1
+                if submitted is not None:
+                    alt_tried += 1
+                    if alt_tried > self.limits.alternative_candidates:
+                        raise Submitted(submitted)
                 passed, _output = await self._check(sandbox, loc.file, cand.new_source)
                 await trajectory.step(
-                    "try_candidate",
+                    "try_candidate" if submitted is None else "try_alternative",
                     file=loc.file,
                     line=cand.line,
                     operator=cand.operator,
@@ -223,6 +249,14 @@ class ClassicSearch:
                     continue
                 sandbox.write_file(loc.file, cand.new_source)
                 ok, reason, run = await self._regressions(sandbox)
+                if submitted is not None:
+                    if ok:
+                        trajectory.alternatives.append(await workspace_diff(sandbox.spec.workspace))
+                        await trajectory.step("alternative_fix", file=loc.file, line=cand.line, operator=cand.operator)
+                    sandbox.write_file(loc.file, original)
+                    if len(trajectory.alternatives) >= self.limits.max_alternatives:
+                        raise Submitted(submitted)
+                    continue
                 trajectory.last_test_passed = ok
                 await trajectory.step(
                     "run_regression_tests",
@@ -236,9 +270,13 @@ class ClassicSearch:
                     brt_out = await self.runner.run(sandbox, [self.repro.brt.path])
                     trajectory.brt = _evidence(self.repro, brt_out)
                     trajectory.status = "fixed"
-                    raise Submitted(f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}")
+                    submitted = f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}"
+                    if self.limits.max_alternatives <= 0:
+                        raise Submitted(submitted)
                 sandbox.write_file(loc.file, original)
             sandbox.write_file(loc.file, original)
+        if submitted is not None:
+            raise Submitted(submitted)
         raise LimitsExceeded(f"no template fixed the bug at the top {self.limits.max_locations} locations")
 
 

@@ -317,8 +317,34 @@ def rank_statements(
         base = file.rsplit("/", 1)[-1]
         return not ({file, base, base.removesuffix(".py")} & named)
 
-    ordered = sorted(scores, key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), unnamed(k[0]), k[0], k[1]))
+    # The same goes for functions the report names ("`parse_row` drops the last field").
+    in_named = {f: named_function_lines(s, named) for f, s in (sources or {}).items()} if named else {}
+
+    def outside_named(file: str, line: int) -> bool:
+        return line not in in_named.get(file, ())
+
+    ordered = sorted(
+        scores,
+        key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), unnamed(k[0]), outside_named(*k), k[0], k[1]),
+    )
     return [Location(f, ln, round(scores[(f, ln)], 6), tuple(reasons[(f, ln)])) for f, ln in ordered[:top]]
+
+
+def named_function_lines(source: str, names: set[str]) -> set[int]:
+    """Lines inside functions (or methods) whose name, or `Class.name`, is among `names`."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for child in node.body:
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) and f"{node.name}.{child.name}" in names:
+                    lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
 
 
 def _split_traces(frames: list[Frame]) -> list[list[Frame]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import builtins as builtins_module
+import copy
+import re
 from collections.abc import Iterator
 
 from sandboxes.agents.mutation_ops import Edit, Env, call_name, is_literal_seq
@@ -13,6 +15,9 @@ from sandboxes.agents.mutation_scope import enclosing_root, expr_kind, subscript
 NAME_LIMIT = 12
 #: How many locals the broader (tier 2+) templates combine with.
 LOCAL_LIMIT = 6
+#: Tier of the broad templates that apply to almost every line (argument lists, two-name renames, empty
+#: guards): after every older family, so they never push a likelier candidate out of a location's budget.
+LATE_TIER = 4
 
 _BUILTIN_SWAPS: dict[str, tuple[str, ...]] = {
     "any": ("all",),
@@ -330,3 +335,164 @@ def term_addition(env: Env) -> Iterator[Edit]:
         for var in pool[:LOCAL_LIMIT]:
             yield Edit("term_addition", 2, stmt, value, ast.BinOp(left=name_node(var), op=ast.Add(), right=value))
             yield Edit("term_addition", 2, stmt, value, ast.BinOp(left=value, op=ast.Add(), right=name_node(var)))
+
+
+#: Calls whose first argument is a regular expression.
+_REGEX_FUNCS = frozenset({"compile", "match", "fullmatch", "search", "findall", "finditer", "sub", "subn", "split"})
+_QUANTIFIER_SWAPS = {"*": ("+", "?"), "+": ("*",), "?": ("*", "")}
+#: Characters users most often find missing from a character class.
+_CLASS_ADDITIONS = ("-", "_", ".", " ", "0-9", "A-Z", "a-z")
+
+
+def regex_edits(env: Env) -> Iterator[Edit]:
+    """Wrong regular expression in `re.X(pattern, ...)`: one quantifier changed (`*` `+` `?`), one character
+    class widened by a commonly forgotten character or range, or its negation toggled."""
+    for node, root in env.of_type(ast.Call):
+        assert isinstance(node, ast.Call)
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _REGEX_FUNCS or not node.args:
+            continue
+        pattern = node.args[0]
+        if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+            continue
+        for new in regex_variants(pattern.value):
+            yield Edit("regex", 1, root, pattern, ast.Constant(new))
+
+
+def regex_variants(pattern: str) -> list[str]:
+    """Small edits of a regex that still compile: quantifiers and character classes (escapes respected)."""
+    out: list[str] = []
+    i = 0
+    in_class = -1
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class < 0 and ch == "[":
+            in_class = i
+        elif in_class >= 0 and ch == "]" and i > in_class + 1:
+            body = pattern[in_class + 1 : i]
+            for extra in _CLASS_ADDITIONS:
+                # A "-" inside a range (a-z) is not a literal dash; only one at either end is.
+                present = body.strip("^").startswith("-") or body.endswith("-") if extra == "-" else extra in body
+                if not present:
+                    # A literal "-" goes last so it cannot form a range.
+                    if extra == "-":
+                        widened = body + extra
+                    elif body.startswith("^"):
+                        widened = "^" + extra + body[1:]
+                    else:
+                        widened = extra + body
+                    out.append(pattern[: in_class + 1] + widened + pattern[i:])
+            toggled = body[1:] if body.startswith("^") else "^" + body
+            out.append(pattern[: in_class + 1] + toggled + pattern[i:])
+            in_class = -1
+        elif in_class < 0 and ch in _QUANTIFIER_SWAPS and i > 0 and pattern[i - 1] not in "(|":
+            if ch in "*+" and pattern[i + 1 : i + 2] == "?":
+                i += 1  # a lazy quantifier: leave it alone
+            else:
+                for repl in _QUANTIFIER_SWAPS[ch]:
+                    out.append(pattern[:i] + repl + pattern[i + 1 :])
+        i += 1
+    valid: list[str] = []
+    for candidate in dict.fromkeys(out):
+        try:
+            re.compile(candidate)
+        except re.error:
+            continue
+        if candidate != pattern:
+            valid.append(candidate)
+    return valid
+
+
+def call_arguments(env: Env) -> Iterator[Edit]:
+    """Wrong argument list at a call site: drop one argument, move one to another position (three or more;
+    two are covered by swaps), or pass one more local to a function of this module that takes more."""
+    arities = _module_arities(env)
+    for node, root in env.of_type(ast.Call):
+        assert isinstance(node, ast.Call)
+        args = node.args
+        if any(isinstance(a, ast.Starred) for a in args):
+            continue
+        for i in range(len(args)):
+            dropped = [a for j, a in enumerate(args) if j != i]
+            yield Edit(
+                "call_args", LATE_TIER, root, node, ast.Call(func=node.func, args=dropped, keywords=node.keywords)
+            )
+        if len(args) >= 3:
+            for i in range(len(args)):
+                for j in range(len(args)):
+                    if abs(i - j) > 1:
+                        moved = list(args)
+                        moved.insert(j, moved.pop(i))
+                        yield Edit(
+                            "call_args",
+                            LATE_TIER,
+                            root,
+                            node,
+                            ast.Call(func=node.func, args=moved, keywords=node.keywords),
+                        )
+        callee = node.func.id if isinstance(node.func, ast.Name) else ""
+        if arities.get(callee, 0) > len(args) + len(node.keywords):
+            used = {a.id for a in args if isinstance(a, ast.Name)}
+            for var in [v for v in env.scope.variables if v not in used][:LOCAL_LIMIT]:
+                extra = [*args, name_node(var)]
+                yield Edit(
+                    "call_args", LATE_TIER, root, node, ast.Call(func=node.func, args=extra, keywords=node.keywords)
+                )
+
+
+def _module_arities(env: Env) -> dict[str, int]:
+    tree = env.ctx.tree
+    if tree is None:
+        return {}
+    out: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            out[node.name] = len(node.args.posonlyargs) + len(node.args.args)
+    return out
+
+
+#: Two-name renames are a long shot with many combinations: cap them per statement.
+RENAME2_LIMIT = 40
+
+
+def two_names(env: Env) -> Iterator[Edit]:
+    """Two wrong variables on one line (a copy-paste slip): each of two different names -> another in scope."""
+    skip = _comp_targets(env)
+    loads = [
+        (n, r)
+        for n, r in env.of_type(ast.Name)
+        if isinstance(n, ast.Name)
+        and isinstance(n.ctx, ast.Load)
+        and id(n) not in skip
+        and not env.is_called(n)
+        and _is_variable(env, n)
+    ]
+    ids = list(dict.fromkeys(n.id for n, _ in loads))
+    count = 0
+    for a_index, first in enumerate(ids):
+        for second in ids[a_index + 1 :]:
+            roots = {id(r) for n, r in loads if n.id in (first, second)}
+            if len(roots) != 1:
+                continue
+            root = next(r for n, r in loads if n.id == first)
+            for new_first in _pool(env, root, first)[:5]:
+                for new_second in _pool(env, root, second)[:5]:
+                    if new_first == new_second or count >= RENAME2_LIMIT:
+                        continue
+                    count += 1
+                    renamed = _RenameTwo({first: new_first, second: new_second}).visit(copy.deepcopy(root))
+                    yield Edit("rename2", LATE_TIER, root, root, renamed)
+
+
+class _RenameTwo(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.mapping:
+            return ast.Name(id=self.mapping[node.id], ctx=ast.Load())
+        return node

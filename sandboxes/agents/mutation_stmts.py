@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from sandboxes.agents.mutation_exprs import LOCAL_LIMIT, name_node
+from sandboxes.agents.mutation_exprs import LATE_TIER, LOCAL_LIMIT, name_node
 from sandboxes.agents.mutation_ops import Edit, Env, assign, conditions, is_docstring, is_literal_seq
 from sandboxes.agents.mutation_scope import enclosing_root, loop_facts
 
@@ -120,6 +120,25 @@ def statement_guards(env: Env) -> Iterator[Edit]:
     for base in deref_bases(stmt, env.scope.callables)[:LOCAL_LIMIT]:
         test = ast.Compare(left=base, ops=[ast.IsNot()], comparators=[ast.Constant(None)])
         yield Edit("none_guard", 2, stmt, stmt, ast.If(test=test, body=[stmt], orelse=[]))
+    # An operand that may be None *or empty* (divided by its length, indexed, passed on): `if x:` skips both.
+    for operand in empty_operands(stmt, env)[:LOCAL_LIMIT]:
+        yield Edit("empty_guard", LATE_TIER, stmt, stmt, ast.If(test=operand, body=[stmt], orelse=[]))
+
+
+def empty_operands(stmt: ast.stmt, env: Env) -> list[ast.expr]:
+    """Variables the statement subscripts, takes len() of, or passes to a call: the ones that can be empty."""
+    seen: dict[str, ast.expr] = {}
+    variables = set(env.scope.variables)
+    for node in ast.walk(stmt):
+        candidates: list[ast.AST] = []
+        if isinstance(node, ast.Subscript):
+            candidates.append(node.value)
+        elif isinstance(node, ast.Call):
+            candidates.extend(node.args)
+        for cand in candidates:
+            if isinstance(cand, ast.Name) and cand.id in variables and cand.id not in env.scope.callables:
+                seen.setdefault(cand.id, ast.Name(id=cand.id, ctx=ast.Load()))
+    return list(seen.values())
 
 
 def deletion(env: Env) -> Iterator[Edit]:

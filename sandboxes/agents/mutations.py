@@ -53,6 +53,9 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     stmts.statement_guards,
     stmts.container_updates,
     stmts.deletion,
+    exprs.regex_edits,
+    exprs.call_arguments,
+    exprs.two_names,
 )
 
 #: operator name -> tiers it emits (lower is tried first).
@@ -78,6 +81,10 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     "term_addition": (2,),
     "accumulate": (2, 3),
     "delete": (3,),
+    "empty_guard": (4,),
+    "regex": (1,),
+    "call_args": (4,),
+    "rename2": (4,),
 }
 
 

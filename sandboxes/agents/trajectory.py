@@ -69,6 +69,9 @@ class Trajectory:
     ended: float | None = None
     strategy: str = ""
     usage: dict[str, Any] = field(default_factory=dict)
+    #: Other validated fixes found after the submitted one (diffs): the correctness assessment compares the
+    #: submitted fix with them on inputs near the report's example; they are never published themselves.
+    alternatives: list[str] = field(default_factory=list)
 
     async def step(self, kind: str, **content: Any) -> None:
         """Record one step (action, observation, decision) in order."""

@@ -1,0 +1,436 @@
+"""Patch-correctness assessment, the pure part: which functions a fix touches, and what the traces say.
+
+A patch that passes the BRT and the regression suite can still be wrong: it may fit the one reported input
+and break behaviour nobody tested (an overfitting patch). Three checks from the literature on overfitting in
+test-based repair, each computed here from plain JSON that the sandbox-side harness
+(`sandboxes.agents.probe_harness`) wrote:
+
+* **Behaviour on the passing tests.** Every call of a touched function made while a test that passes on the
+  buggy code runs must return the same value (and leave its arguments the same) after the patch; the test's
+  printed output must not change either. Those tests define behaviour the user relied on.
+* **Near inputs.** The report's example call is replayed with small type-preserving mutations of its
+  arguments; the patched code must not raise or hang where the original returned. Validated candidates
+  that disagree with each other on such an input cannot all be right.
+* **Smallest semantic change.** The AST edit size of each fix, so that among equally safe candidates the one
+  that changes least is preferred.
+
+The verdict is ``confident`` only when nothing was flagged and some evidence beyond the BRT existed; any
+flag, or no evidence at all, gives ``unsure``, and the bot then suggests instead of opening a PR.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from patch_selectors.patch import FilePatch, Patch
+
+Verdict = Literal["confident", "unsure", "not_assessed"]
+_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class Target:
+    """A function a patch touches: repo-relative file and qualified name (as `co_qualname` spells it)."""
+
+    file: str
+    qualname: str
+
+    def to_json(self) -> dict[str, str]:
+        """The harness's config form."""
+        return {"file": self.file, "qualname": self.qualname}
+
+
+def changed_lines(fp: FilePatch) -> tuple[set[int], set[int]]:
+    """(old line numbers removed, new line numbers added) of one file's hunks.
+
+    A pure deletion has no added line; the new line right after it stands for it, so the function that lost
+    the line is still found on the new side.
+    """
+    old: set[int] = set()
+    new: set[int] = set()
+    for hunk in fp.hunks:
+        o, n = hunk.old_start, hunk.new_start
+        for line in hunk.lines:
+            tag = line[:1]
+            if tag == "-":
+                old.add(o)
+                new.add(max(n, 1))
+                o += 1
+            elif tag == "+":
+                new.add(n)
+                n += 1
+            elif tag == "\\":
+                continue
+            else:
+                o += 1
+                n += 1
+    return old, new
+
+
+def enclosing_functions(source: str, lines: Iterable[int]) -> set[str]:
+    """Qualified names of the innermost functions containing any of `lines` (module level gives none)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    spans: list[tuple[int, int, str]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qual = prefix + child.name
+                start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                spans.append((start, child.end_lineno or child.lineno, qual))
+                walk(child, qual + ".<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    found: set[str] = set()
+    for line in lines:
+        inside = [s for s in spans if s[0] <= line <= s[1]]
+        if inside:
+            found.add(min(inside, key=lambda s: s[1] - s[0])[2])
+    return found
+
+
+def touched_targets(fix: Patch, old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> list[Target]:
+    """Every Python function whose body the fix part changes, on either side of the patch."""
+    targets: set[Target] = set()
+    for fp in fix.files:
+        path = fp.new_path or fp.old_path or ""
+        if not path.endswith(".py"):
+            continue
+        old_lines, new_lines = changed_lines(fp)
+        names = enclosing_functions(old_sources.get(fp.old_path or path, ""), old_lines)
+        names |= enclosing_functions(new_sources.get(path, ""), new_lines)
+        targets.update(Target(path, q) for q in names)
+    return sorted(targets, key=lambda t: (t.file, t.qualname))
+
+
+def semantic_size(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> int:
+    """How many AST tokens the fix changes (comments and formatting do not count); -1 when a side does not parse."""
+    total = 0
+    for path in sorted(set(old_sources) | set(new_sources)):
+        try:
+            old = _tokens(old_sources.get(path, ""))
+            new = _tokens(new_sources.get(path, ""))
+        except (SyntaxError, ValueError):
+            return -1
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        total += sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+    return total
+
+
+def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
+    """True when the fix only removes code (a statement, a conjunct of a condition, an argument).
+
+    Deleting a check or a statement is the classic shape of an overfitting repair (the "anti-delete"
+    patterns of search-based repair): the reported input stops failing because the code that handled
+    some other case is gone.
+    """
+    changed = False
+    for path in sorted(set(old_sources) | set(new_sources)):
+        try:
+            # List brackets move when a list loses an element: compare the node sequence without them.
+            old = [t for t in (x.strip("[]") for x in _tokens(old_sources.get(path, ""))) if t]
+            new = [t for t in (x.strip("[]") for x in _tokens(new_sources.get(path, ""))) if t]
+        except (SyntaxError, ValueError):
+            return False
+        ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+        if any(op[0] != "delete" for op in ops):
+            return False
+        changed = changed or bool(ops)
+    return changed
+
+
+def _tokens(source: str) -> list[str]:
+    dump = ast.dump(ast.parse(source), annotate_fields=False, include_attributes=False)
+    return dump.replace("(", " ( ").replace(")", " ) ").replace(",", " ").split()
+
+
+@dataclass(frozen=True)
+class TraceRun:
+    """One harness run, as the JSON it wrote: per-test call events, outcomes, printed output, probes."""
+
+    events: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
+    outcomes: Mapping[str, str] = field(default_factory=dict)
+    stdout: Mapping[str, str] = field(default_factory=dict)
+    probes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    seeds: int = 0
+    error: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TraceRun:
+        """Parse the harness document defensively (it was written inside the sandbox)."""
+        events = data.get("events") if isinstance(data.get("events"), dict) else {}
+        outcomes = data.get("outcomes") if isinstance(data.get("outcomes"), dict) else {}
+        stdout = data.get("stdout") if isinstance(data.get("stdout"), dict) else {}
+        probes: dict[str, Mapping[str, str]] = {}
+        for row in data.get("probes") or []:
+            if isinstance(row, dict) and isinstance(row.get("key"), str):
+                probes[row["key"]] = {str(k): str(v) for k, v in row.items()}
+        seeds = data.get("seeds")
+        return cls(
+            events={str(k): [list(map(str, e)) for e in v] for k, v in (events or {}).items() if isinstance(v, list)},
+            outcomes={str(k): str(v) for k, v in (outcomes or {}).items()},
+            stdout={str(k): str(v) for k, v in (stdout or {}).items()},
+            probes=probes,
+            seeds=seeds if isinstance(seeds, int) else 0,
+        )
+
+
+def _targets_of(event: Sequence[str], targets: set[str] | None) -> bool:
+    return targets is None or (bool(event) and event[0] in targets)
+
+
+def behaviour_changes(
+    before: TraceRun, after: TraceRun, *, exclude_prefix: str, targets: set[str] | None = None
+) -> tuple[int, int, list[str]]:
+    """(tests compared, calls compared, differences) over tests that passed before the patch.
+
+    A test that passed on the buggy code, and is not the BRT, pins behaviour. The calls the test itself makes
+    into the touched functions (depth 0) must give the same results in the same order, and its printed
+    output must not change. Nested calls (recursion, helpers) may come and go, since a fix can change how
+    a result is computed, but the same function called with the same arguments must still return the same
+    value and leave its arguments the same.
+    """
+    tests = 0
+    calls = 0
+    diffs: list[str] = []
+    for test, outcome in sorted(before.outcomes.items()):
+        if outcome != "passed" or test.startswith(exclude_prefix) or test not in after.outcomes:
+            continue
+        tests += 1
+        # Field 5 (did a changed line run) differs by design between versions: compare the behaviour only.
+        old = [list(e[:5]) for e in before.events.get(test, []) if _targets_of(e, targets) and len(e) >= 5]
+        new = [list(e[:5]) for e in after.events.get(test, []) if _targets_of(e, targets) and len(e) >= 5]
+        calls += len(old)
+        top_old = [e for e in old if e[1] == "0"]
+        top_new = [e for e in new if e[1] == "0"]
+        seen = {(e[0], e[2]): e for e in old}
+        nested = next(
+            (
+                (seen[(e[0], e[2])], e)
+                for e in new
+                if (e[0], e[2]) in seen and list(seen[(e[0], e[2])][3:5]) != list(e[3:5])
+            ),
+            None,
+        )
+        if top_old != top_new:
+            diffs.append(f"{test}: {_first_difference(top_old, top_new)}")
+        elif nested is not None:
+            diffs.append(f"{test}: {_first_difference([nested[0]], [nested[1]])}")
+        elif before.stdout.get(test, "") != after.stdout.get(test, ""):
+            diffs.append(f"{test}: its printed output changed")
+    return tests, calls, diffs
+
+
+def _first_difference(old: Sequence[Sequence[str]], new: Sequence[Sequence[str]]) -> str:
+    for a, b in zip(old, new, strict=False):
+        if list(a) != list(b):
+            name = a[0].split("::")[-1] if a else "?"
+            if len(a) > 3 and len(b) > 3 and a[2] == b[2] and a[3] != b[3]:
+                return f"{name}{a[2]} returned {_clip(b[3])} instead of {_clip(a[3])}"
+            if len(a) > 4 and len(b) > 4 and a[2] == b[2]:
+                return f"{name}{a[2]} left its arguments as {_clip(b[4])} instead of {_clip(a[4])}"
+            return f"the calls of {name} differ: {_clip(a[2])} before, {_clip(b[2] if len(b) > 2 else '?')} after"
+    return f"{len(old)} call(s) of the changed function(s) before, {len(new)} after"
+
+
+def exercised(before: TraceRun, after: TraceRun, *, exclude_prefix: str, targets: set[str] | None = None) -> int:
+    """How many checks besides the BRT ran the patch's changed lines in the patched version.
+
+    Counted: calls of the touched functions, inside tests that passed before, during which a changed line
+    ran; and near inputs compared with the original (it returned) on which a changed line ran. A check that
+    never reaches the changed code says nothing about the change.
+    """
+    count = 0
+    for test, outcome in before.outcomes.items():
+        if outcome != "passed" or test.startswith(exclude_prefix):
+            continue
+        count += sum(1 for e in after.events.get(test, []) if _targets_of(e, targets) and len(e) >= 6 and e[5] == "1")
+    for key, row in before.probes.items():
+        other = after.probes.get(key)
+        if row.get("outcome") == "ok" and other is not None and other.get("hit") == "1":
+            count += 1
+    return count
+
+
+def new_crashes(original: TraceRun, patched: TraceRun) -> tuple[int, list[str]]:
+    """(near inputs compared, inputs where the patch raises or hangs but the original returned)."""
+    compared = 0
+    crashes: list[str] = []
+    for key, row in original.probes.items():
+        other = patched.probes.get(key)
+        if other is None or row.get("outcome") != "ok":
+            continue
+        compared += 1
+        if other.get("outcome") == "raise":
+            crashes.append(f"{_clip(key)} raises {other.get('exc', '?')} (the original returned)")
+        elif other.get("outcome") == "timeout":
+            crashes.append(f"{_clip(key)} hangs (the original returned)")
+    return compared, crashes
+
+
+def _result(row: Mapping[str, str]) -> tuple[str, ...]:
+    if row.get("outcome") == "ok":
+        return ("ok", row.get("value", ""), row.get("after", ""), row.get("stdout", ""))
+    return (row.get("outcome", ""), row.get("exc", ""))
+
+
+def disagreements(runs: Mapping[str, TraceRun], sizes: Mapping[str, int] | None = None) -> dict[str, list[str]]:
+    """For each candidate, the near inputs on which another candidate's result differs from its own.
+
+    With `sizes` (semantic size per candidate), only a candidate whose change is no larger casts doubt:
+    of two fixes that pass the same checks and disagree, the smaller change is the better explanation of
+    the bug, and a bigger one (typically one that builds the report's own constants into the code) does not
+    outweigh it. Equal sizes doubt each other.
+    """
+    out: dict[str, list[str]] = {cid: [] for cid in runs}
+    ids = sorted(runs)
+
+    def doubts(who: str, whom: str) -> bool:
+        if sizes is None:
+            return True
+        a, b = sizes.get(who, -1), sizes.get(whom, -1)
+        return a < 0 or b < 0 or a <= b
+
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            for key, row in runs[a].probes.items():
+                other = runs[b].probes.get(key)
+                if other is None or row.get("outcome") == "unresolved" or other.get("outcome") == "unresolved":
+                    continue
+                if _result(row) != _result(other):
+                    if doubts(b, a):
+                        out[a].append(f"{_clip(key)}: {_describe(row)} here, {_describe(other)} with {b}")
+                    if doubts(a, b):
+                        out[b].append(f"{_clip(key)}: {_describe(other)} here, {_describe(row)} with {a}")
+    return out
+
+
+def _describe(row: Mapping[str, str]) -> str:
+    if row.get("outcome") == "ok":
+        return _clip(row.get("value", ""), 60)
+    if row.get("outcome") == "raise":
+        return f"raises {row.get('exc', '?')}"
+    return str(row.get("outcome", "?"))
+
+
+def _clip(text: str, size: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The verdict on one candidate fix, with the numbers behind it (recorded in the JSON and the PR)."""
+
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    targets: tuple[str, ...] = ()
+    tests_compared: int = 0
+    calls_compared: int = 0
+    #: Checks (passing-test calls, compared near inputs) that ran the patch's changed lines.
+    exercised: int = 0
+    behaviour_changes: tuple[str, ...] = ()
+    probes_compared: int = 0
+    probe_crashes: tuple[str, ...] = ()
+    disagreements: tuple[str, ...] = ()
+    semantic_size: int = 0
+
+    @property
+    def confident(self) -> bool:
+        """True when the patch may be published as a PR (a fix that could not be assessed counts too)."""
+        return self.verdict != "unsure"
+
+    def to_json(self) -> dict[str, Any]:
+        """The `assessment` object of --json and results.json."""
+        return {
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "targets": list(self.targets),
+            "tests_compared": self.tests_compared,
+            "calls_compared": self.calls_compared,
+            "exercised": self.exercised,
+            "behaviour_changes": list(self.behaviour_changes),
+            "probes_compared": self.probes_compared,
+            "probe_crashes": list(self.probe_crashes),
+            "disagreements": list(self.disagreements),
+            "semantic_size": self.semantic_size,
+        }
+
+
+def judge(
+    before: TraceRun,
+    after: TraceRun,
+    *,
+    brt_prefix: str,
+    targets: Sequence[Target],
+    others_disagree: Sequence[str] = (),
+    size: int = 0,
+    deletion: bool = False,
+) -> Assessment:
+    """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
+    names = {f"{t.file}::{t.qualname}" for t in targets}
+    tests, calls, changes = behaviour_changes(before, after, exclude_prefix=brt_prefix, targets=names or None)
+    compared, crashes = new_crashes(before, after)
+    reasons: list[str] = []
+    if after.error or before.error:
+        reasons.append(f"the assessment could not run: {after.error or before.error}")
+    if changes:
+        reasons.append(
+            f"changes behaviour on {len(changes)} test(s) that passed before: " + "; ".join(changes[:_SHOWN])
+        )
+    if crashes:
+        reasons.append(
+            f"fails on {len(crashes)} of {compared} input(s) near the report's example where the original did not: "
+            + "; ".join(crashes[:_SHOWN])
+        )
+    if deletion:
+        reasons.append(
+            "the fix only deletes code (a check, a condition or a statement): deleting what handled another "
+            "case is a common shape of a fix that fits only the reported input"
+        )
+    if others_disagree:
+        reasons.append(
+            f"another validated candidate gives a different result on {len(others_disagree)} near input(s): "
+            + "; ".join(others_disagree[:_SHOWN])
+        )
+    ran = exercised(before, after, exclude_prefix=brt_prefix, targets=names or None)
+    if not reasons and ran == 0:
+        reasons.append(
+            "no evidence beyond the BRT: no test that passed before, and no input near the report's example "
+            "on which the original returned, runs the changed lines"
+        )
+    verdict: Verdict = "unsure" if reasons else "confident"
+    if verdict == "confident":
+        reasons.append(
+            f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed functions) and "
+            f"no new failure on {compared} near input(s); {ran} of these checks ran the changed lines"
+        )
+    return Assessment(
+        verdict=verdict,
+        reasons=tuple(reasons),
+        targets=tuple(sorted(names)),
+        tests_compared=tests,
+        calls_compared=calls,
+        exercised=ran,
+        behaviour_changes=tuple(changes),
+        probes_compared=compared,
+        probe_crashes=tuple(crashes),
+        disagreements=tuple(others_disagree),
+        semantic_size=size,
+    )
+
+
+def not_assessed(reason: str) -> Assessment:
+    """The verdict for a patch the assessment cannot trace (not Python, no pytest suite)."""
+    return Assessment(verdict="not_assessed", reasons=(reason,))

@@ -1,0 +1,401 @@
+"""Sandbox-side harness of the patch-correctness assessment (runs INSIDE the sandbox, stdlib + pytest only).
+
+It is copied into the workspace's scratch folder and started with the environment's interpreter:
+
+    python probe_harness.py CONFIG.json OUT.json -- PYTEST_ARGS...
+
+CONFIG names the functions a patch touches (repo-relative file + qualified name) and which tests are the
+report's reproduction (`seed_prefix`). While pytest runs, a profile hook records every call of those functions
+per test: the arguments, the return value and the arguments after the call (in-place changes), as normalized
+reprs. Calls made directly from the reproduction test are kept (deep copies) as seeds; after the session, each
+seed's arguments are mutated in small type-preserving ways (an int one up or down, a list one element shorter…)
+and the function is called on every variant with a short alarm. OUT receives plain JSON only, so the host
+compares runs without ever loading an object the repo made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import io
+import itertools
+import json
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+MAX_EVENTS_PER_TEST = 400
+MAX_REPR = 300
+MAX_SEEDS = 6
+MAX_VARIANTS_PER_SEED = 24
+CALL_SECONDS = 1.0
+MAX_YIELDS = 1000
+#: CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR: frames that return on every yield and resume later.
+_RESUMABLE = 0x20 | 0x80 | 0x200
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def norm_repr(value: object) -> str:
+    """repr with object addresses removed and cut to MAX_REPR, never raising."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ is the repo's problem, not the harness's
+        text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
+    text = _ADDRESS.sub("", text)
+    return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "…"
+
+
+def _int_variants(x: int) -> list[int]:
+    return [x + 1, x - 1]
+
+
+def _variants(value: object) -> list[object]:
+    """Small type-preserving mutations of one argument value (none for types we do not understand)."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return list(_int_variants(value))
+    if isinstance(value, float):
+        return [value + 1.0, value / 2]
+    if isinstance(value, str):
+        out: list[object] = []
+        if value:
+            out += [value[:-1], value[1:], value + value[-1]]
+        return out
+    if isinstance(value, (list, tuple)):
+        seq = list(value)
+        cands: list[list[Any]] = []
+        if seq:
+            cands += [seq[:-1], seq[1:], [*seq, seq[-1]]]
+            # The same shape with one element nudged: keeps sortedness-free inputs near the example.
+            for i in (len(seq) - 1, 0):
+                for v in _variants(seq[i])[:1]:
+                    cands.append([*seq[:i], v, *seq[i + 1 :]])
+        return [type(value)(c) if isinstance(value, tuple) else c for c in cands]
+    if isinstance(value, dict) and value:
+        last = list(value)[-1]
+        return [{k: v for k, v in value.items() if k != last}]
+    return []
+
+
+class _Timeout(BaseException):
+    """Raised by the alarm inside a probe call (BaseException so the repo's `except Exception` cannot eat it)."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    def fire(signum: int, frame: object) -> None:
+        raise _Timeout
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+class Tracer:
+    """Records calls of the target functions per test, and seeds from the reproduction test."""
+
+    def __init__(
+        self,
+        targets: list[dict[str, str]],
+        seed_prefix: str,
+        root: str = "/workspace/",
+        lines: dict[str, list[int]] | None = None,
+    ) -> None:
+        self.root = root
+        #: file -> the patch's changed lines in this version of it: a call "hits" when one of them runs.
+        self.lines = {f: set(ls) for f, ls in (lines or {}).items()}
+        self.hit_any = False
+        self.targets = {(t["file"], t["qualname"]) for t in targets}
+        self.files = {t["file"] for t in targets}
+        self.seed_prefix = seed_prefix
+        self.events: dict[str, list[list[str]]] = {}
+        self.outcomes: dict[str, str] = {}
+        self.stdout: dict[str, str] = {}
+        self.seeds: list[dict[str, Any]] = []
+        self._codes: dict[object, str | None] = {}
+        self._stack: list[tuple[object, int, str, tuple[str, ...], list[Any]]] = []
+        self._resumable: dict[object, tuple[str, int]] = {}
+        self._test = ""
+
+    def _match(self, code: Any) -> str | None:
+        hit = self._codes.get(code, False)
+        if hit is not False:
+            return hit  # type: ignore[return-value]
+        name: str | None = None
+        filename = code.co_filename.replace("\\", "/")
+        for file in self.files:
+            if filename == file or filename.endswith("/" + file):
+                qual = getattr(code, "co_qualname", code.co_name)
+                if (file, qual) in self.targets:
+                    name = f"{file}::{qual}"
+                break
+        self._codes[code] = name
+        return name
+
+    def _entry(self, frame: Any) -> bool:
+        """A call made directly by the reproduction test into the repo's code: the report's example."""
+        caller = frame.f_back
+        if caller is None or not self._test.startswith(self.seed_prefix) or len(self.seeds) >= MAX_SEEDS:
+            return False
+        callee = frame.f_code.co_filename
+        return (
+            caller.f_code.co_filename.endswith("/" + self.seed_prefix.split("::")[0])
+            and callee.startswith(self.root)
+            and not callee.endswith("/" + self.seed_prefix.split("::")[0])
+            and "/.reprobot/" not in callee
+        )
+
+    def trace(self, frame: Any, event: str, arg: object) -> Any:
+        """sys.settrace hook: calls are noted (and seeds taken); only target frames get line tracing."""
+        if event != "call":
+            return None
+        self.profile(frame, event, arg)
+        return self.local if self._stack and self._stack[-1][0] is frame else None
+
+    def local(self, frame: Any, event: str, arg: object) -> Any:
+        """Per-frame tracer of a target function: marks changed lines that run, and the return."""
+        if event == "line":
+            file = self._codes.get(frame.f_code)
+            if isinstance(file, str) and frame.f_lineno in self.lines.get(file.split("::")[0], ()):
+                self.hit_any = True
+                if self._stack and self._stack[-1][0] is frame:
+                    _, index, test, _a, _v = self._stack[-1]
+                    if index >= 0:
+                        self.events[test][index][5] = "1"
+        elif event == "return":
+            self.profile(frame, event, arg)
+        return self.local
+
+    def profile(self, frame: Any, event: str, arg: object) -> None:
+        """Note calls and returns of target functions, seed from the test's own calls."""
+        if event == "call":
+            code = frame.f_code
+            if self._entry(frame):
+                nargs = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04)
+                nargs += bool(code.co_flags & 0x08)
+                seed_names = list(code.co_varnames[:nargs])
+                self._seed(frame, code, seed_names, [frame.f_locals.get(n) for n in seed_names])
+            name = self._match(code)
+            if name is None:
+                return
+            if frame in self._resumable:
+                # A generator (or coroutine) resuming: the same call goes on, it is not a new one.
+                test, index = self._resumable[frame]
+                self._stack.append((frame, index, test, (), []))
+                return
+            nargs = code.co_argcount + code.co_kwonlyargcount
+            names = list(code.co_varnames[:nargs])
+            if code.co_flags & 0x04:
+                names.append(code.co_varnames[nargs])
+                nargs += 1
+            if code.co_flags & 0x08:
+                names.append(code.co_varnames[nargs])
+            values = [frame.f_locals.get(n) for n in names]
+            args_repr = tuple(norm_repr(v) for v in values)
+            events = self.events.setdefault(self._test, [])
+            depth = sum(1 for s in self._stack if s[2] == self._test)
+            if len(events) < MAX_EVENTS_PER_TEST:
+                events.append([name, str(depth), "(" + ", ".join(args_repr) + ")", "", "", "0"])
+                index = len(events) - 1
+            else:
+                index = -1
+            if code.co_flags & _RESUMABLE:
+                self._resumable[frame] = (self._test, index)
+            self._stack.append((frame, index, self._test, args_repr, values))
+        elif event == "return" and self._stack and self._stack[-1][0] is frame:
+            _, index, test, _args, values = self._stack.pop()
+            if index < 0:
+                return
+            row = self.events[test][index]
+            if frame in self._resumable:
+                # Every yield is a "return": the call's result is everything it yielded, in order.
+                row[3] = (row[3] + " | " if row[3] else "yields: ") + norm_repr(arg)
+                row[3] = row[3][-4 * MAX_REPR :]
+            else:
+                row[3] = norm_repr(arg)
+                row[4] = "(" + ", ".join(norm_repr(v) for v in values) + ")"
+
+    def _seed(self, frame: Any, code: Any, names: list[str], values: list[Any]) -> None:
+        qual = getattr(code, "co_qualname", code.co_name)
+        if "<locals>" in qual or "<lambda>" in qual:
+            return
+        try:
+            copied = copy.deepcopy(values)
+        except Exception:  # an argument that cannot be copied cannot be replayed either
+            return
+        self.seeds.append(
+            {
+                "module": frame.f_globals.get("__name__", ""),
+                "qualname": qual,
+                "names": names,
+                "values": copied,
+                "varargs": bool(code.co_flags & 0x04),
+                "varkw": bool(code.co_flags & 0x08),
+                "posonly": code.co_posonlyargcount,
+                "kwonly": code.co_kwonlyargcount,
+                "argcount": code.co_argcount,
+            }
+        )
+
+
+def _resolve(module: str, qualname: str) -> Callable[..., Any] | None:
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) else None
+
+
+def _call(seed: dict[str, Any], values: list[Any]) -> dict[str, str]:
+    func = _resolve(seed["module"], seed["qualname"])
+    if func is None:
+        return {"outcome": "unresolved"}
+    argc = seed["argcount"]
+    positional = list(values[:argc])
+    kwargs: dict[str, Any] = {}
+    rest = values[argc:]
+    kwonly_names = seed["names"][argc : argc + seed["kwonly"]]
+    kwargs.update(dict(zip(kwonly_names, rest[: seed["kwonly"]], strict=False)))
+    rest = rest[seed["kwonly"] :]
+    if seed["varargs"] and rest:
+        positional += list(rest[0] or ())
+        rest = rest[1:]
+    if seed["varkw"] and rest:
+        kwargs.update(rest[0] or {})
+    out = io.StringIO()
+    try:
+        with _alarm(CALL_SECONDS), contextlib.redirect_stdout(out):
+            result = func(*positional, **kwargs)
+            if inspect.isgenerator(result):
+                # A generator's behaviour is what it yields: drain it (bounded) under the same alarm.
+                result = list(itertools.islice(result, MAX_YIELDS))
+    except _Timeout:
+        return {"outcome": "timeout"}
+    except RecursionError:
+        return {"outcome": "raise", "exc": "RecursionError"}
+    except Exception as exc:  # the outcome being measured: which exception a variant raises
+        return {"outcome": "raise", "exc": type(exc).__name__}
+    return {
+        "outcome": "ok",
+        "value": norm_repr(result),
+        "after": "(" + ", ".join(norm_repr(v) for v in values) + ")",
+        "stdout": out.getvalue()[-MAX_REPR:],
+    }
+
+
+def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dict[str, str]]:
+    """Call each seed's function on its own arguments and on type-preserving variants of them.
+
+    With a tracer, each row also says whether the patch's changed lines ran (`hit`).
+    """
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for seed in seeds:
+        base = seed["values"]
+        variants: list[tuple[str, list[Any]]] = [("seed", base)]
+        for i, value in enumerate(base):
+            for v in _variants(value):
+                variants.append((f"arg{i}", [*base[:i], v, *base[i + 1 :]]))
+        for label, values in variants[: MAX_VARIANTS_PER_SEED + 1]:
+            key = seed["module"] + "." + seed["qualname"] + "(" + ", ".join(norm_repr(v) for v in values) + ")"
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                args = copy.deepcopy(values)
+            except Exception:  # same reason as in Tracer._seed
+                continue
+            if tracer is not None:
+                tracer._test = "<probe>"
+                tracer._stack.clear()
+                tracer.hit_any = False
+                sys.settrace(tracer.trace)
+            try:
+                row = _call(seed, args)
+            finally:
+                sys.settrace(None)
+            hit = "1" if tracer is not None and tracer.hit_any else "0"
+            rows.append({"key": key, "mutated": label, "hit": hit, **row})
+    return rows
+
+
+class Plugin:
+    """pytest plugin: trace during each test's call phase, record outcomes and captured stdout."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+
+    def pytest_configure(self, config: Any) -> None:
+        """Collect the reproduction test too when the suite's own paths (or testpaths) do not cover it."""
+        brt = self.tracer.seed_prefix.split("::")[0]
+        if not brt or not os.path.exists(brt):
+            return
+        target = os.path.abspath(brt)
+        covered = any(
+            target == os.path.abspath(a.split("::")[0]) or target.startswith(os.path.abspath(a.split("::")[0]) + os.sep)
+            for a in config.args
+        )
+        if not covered:
+            config.args.append(brt)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: Any) -> Iterator[None]:
+        """Trace exactly the test function's call phase (not fixtures, not collection)."""
+        self.tracer._test = item.nodeid
+        self.tracer._stack.clear()
+        self.tracer._resumable.clear()
+        threading.settrace(self.tracer.trace)
+        sys.settrace(self.tracer.trace)
+        try:
+            yield
+        finally:
+            sys.settrace(None)
+            threading.settrace(None)  # type: ignore[arg-type]
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        """Keep each test's outcome and what it printed."""
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            self.tracer.outcomes[report.nodeid] = report.outcome
+            self.tracer.stdout[report.nodeid] = (report.capstdout or "")[-2000:]
+
+
+def main(argv: list[str]) -> int:
+    """Run pytest with the tracer, then probe the seeds, and write OUT as JSON."""
+    config_path, out_path = argv[0], argv[1]
+    pytest_args = argv[3:] if len(argv) > 2 and argv[2] == "--" else argv[2:]
+    with open(config_path, encoding="utf-8") as fh:
+        config = json.load(fh)
+    tracer = Tracer(
+        config["targets"], config.get("seed_prefix", ""), config.get("root", "/workspace/"), config.get("lines")
+    )
+    code = pytest.main(pytest_args, plugins=[Plugin(tracer)])
+    sys.settrace(None)
+    rows = probe(tracer.seeds, tracer) if config.get("probe", True) else []
+    document = {
+        "exit_code": int(code),
+        "events": tracer.events,
+        "outcomes": tracer.outcomes,
+        "stdout": tracer.stdout,
+        "probes": rows,
+        "seeds": len(tracer.seeds),
+    }
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump(document, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

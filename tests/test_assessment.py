@@ -1,0 +1,361 @@
+"""Patch-correctness assessment: the pure checks on hand-made traces, and the harness in a real sandbox."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.review import assessment_pool
+from patch_selectors.assess_run import assess_records
+from patch_selectors.assessment import (
+    Assessment,
+    Target,
+    TraceRun,
+    behaviour_changes,
+    changed_lines,
+    deletes_only,
+    disagreements,
+    enclosing_functions,
+    judge,
+    new_crashes,
+    semantic_size,
+    touched_targets,
+)
+from patch_selectors.patch import Patch
+from patch_selectors.records import Review, make_record
+from patch_selectors.reviewers import ReviewEnv
+from sandboxes.agents.probe_harness import _variants, norm_repr
+from sandboxes.base import Limits, SandboxSpec
+from sandboxes.environment import Baseline, TestRunner, build_environment, detect_python_spec
+from sandboxes.factory import make_sandbox
+from tests.conftest import make_git_repo
+
+SHAPES = """\
+class Box:
+    def area(self, w, h):
+        return w * h
+
+
+def perimeter(w, h):
+    total = 2 * w
+    return total + 2 * h
+"""
+
+
+def test_touched_targets_name_the_innermost_function_on_both_sides() -> None:
+    new = SHAPES.replace("return w * h", "return w * h * 1").replace("total = 2 * w", "total = w + w")
+    diff = (
+        "diff --git a/shapes.py b/shapes.py\n--- a/shapes.py\n+++ b/shapes.py\n"
+        "@@ -2,3 +2,3 @@ class Box:\n     def area(self, w, h):\n-        return w * h\n+        return w * h * 1\n \n"
+        "@@ -6,3 +6,3 @@\n def perimeter(w, h):\n-    total = 2 * w\n+    total = w + w\n     return total + 2 * h\n"
+    )
+    patch = Patch.parse(diff)
+    old_lines, new_lines = changed_lines(patch.files[0])
+    assert old_lines == {3, 7} and new_lines == {3, 7}
+    targets = touched_targets(patch, {"shapes.py": SHAPES}, {"shapes.py": new})
+    assert targets == [Target("shapes.py", "Box.area"), Target("shapes.py", "perimeter")]
+    assert enclosing_functions(SHAPES, [1]) == set()  # a class line is not inside a function
+
+
+def test_semantic_size_ignores_formatting_and_counts_ast_edits() -> None:
+    reformatted = SHAPES.replace("return w * h", "return (w *   h)  # same")
+    assert semantic_size({"s.py": SHAPES}, {"s.py": reformatted}) == 0
+    one = semantic_size({"s.py": SHAPES}, {"s.py": SHAPES.replace("2 * h", "3 * h")})
+    two = semantic_size({"s.py": SHAPES}, {"s.py": SHAPES.replace("2 * h", "h + h + h")})
+    assert 0 < one < two
+    assert semantic_size({"s.py": SHAPES}, {"s.py": "def broken(:\n"}) == -1
+
+
+def test_a_fix_that_only_deletes_code_is_recognized() -> None:
+    guarded = "def pay(acct, amount):\n    if amount > 0 and acct.open:\n        acct.total += amount\n"
+    dropped = guarded.replace(" and acct.open", "")
+    assert deletes_only({"a.py": guarded}, {"a.py": dropped})
+    assert not deletes_only({"a.py": guarded}, {"a.py": guarded.replace("> 0", ">= 0")})
+    assert not deletes_only({"a.py": guarded}, {"a.py": guarded})
+    verdict = judge(TraceRun(), TraceRun(), brt_prefix="t", targets=[], deletion=True)
+    assert verdict.verdict == "unsure" and "only deletes code" in verdict.reasons[0]
+
+
+def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:
+    return [f"m.py::{name}", str(depth), args, ret, args, "1" if hit else "0"]
+
+
+def test_a_passing_test_whose_top_level_result_changes_is_flagged() -> None:
+    before = TraceRun(events={"t::a": [_event("f", 0, "(3,)", "9")]}, outcomes={"t::a": "passed"})
+    after = TraceRun(events={"t::a": [_event("f", 0, "(3,)", "10")]}, outcomes={"t::a": "passed"})
+    tests, calls, diffs = behaviour_changes(before, after, exclude_prefix="t_brt")
+    assert (tests, calls) == (1, 1)
+    assert diffs == ["t::a: f(3,) returned 10 instead of 9"]
+
+
+def test_extra_nested_calls_are_fine_but_the_same_call_must_return_the_same() -> None:
+    # A fix may recurse one level deeper (a new base case): that alone changes nothing a test relied on.
+    before = TraceRun(
+        events={"t::a": [_event("f", 0, "([1, 2],)", "3"), _event("f", 1, "([2],)", "2")]},
+        outcomes={"t::a": "passed"},
+    )
+    deeper = TraceRun(
+        events={
+            "t::a": [_event("f", 0, "([1, 2],)", "3"), _event("f", 1, "([2],)", "2"), _event("f", 2, "([],)", "0")]
+        },
+        outcomes={"t::a": "passed"},
+    )
+    assert behaviour_changes(before, deeper, exclude_prefix="x")[2] == []
+    inconsistent = TraceRun(
+        events={"t::a": [_event("f", 0, "([1, 2],)", "3"), _event("f", 1, "([2],)", "5")]},
+        outcomes={"t::a": "passed"},
+    )
+    assert behaviour_changes(before, inconsistent, exclude_prefix="x")[2] == ["t::a: f([2],) returned 5 instead of 2"]
+
+
+def test_the_brt_and_tests_that_failed_before_do_not_pin_behaviour() -> None:
+    before = TraceRun(
+        events={"t_brt::b": [_event("f", 0, "(1,)", "0")], "t::c": [_event("f", 0, "(2,)", "0")]},
+        outcomes={"t_brt::b": "failed", "t::c": "failed"},
+    )
+    after = TraceRun(
+        events={"t_brt::b": [_event("f", 0, "(1,)", "1")], "t::c": [_event("f", 0, "(2,)", "2")]},
+        outcomes={"t_brt::b": "passed", "t::c": "passed"},
+    )
+    assert behaviour_changes(before, after, exclude_prefix="t_brt") == (0, 0, [])
+
+
+def test_printed_output_of_a_passing_test_is_part_of_its_behaviour() -> None:
+    before = TraceRun(outcomes={"t::p": "passed"}, stdout={"t::p": "a b\n"})
+    after = TraceRun(outcomes={"t::p": "passed"}, stdout={"t::p": "a  b\n"})
+    assert behaviour_changes(before, after, exclude_prefix="x")[2] == ["t::p: its printed output changed"]
+
+
+def _probes(**rows: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {key: {"key": key, **row} for key, row in rows.items()}
+
+
+def test_a_new_crash_or_hang_on_a_near_input_is_flagged_but_a_fixed_crash_is_not() -> None:
+    original = TraceRun(
+        probes=_probes(
+            a={"outcome": "ok", "value": "1"},
+            b={"outcome": "ok", "value": "2"},
+            c={"outcome": "raise", "exc": "IndexError"},
+        )
+    )
+    patched = TraceRun(
+        probes=_probes(
+            a={"outcome": "raise", "exc": "ZeroDivisionError"},
+            b={"outcome": "timeout"},
+            c={"outcome": "ok", "value": "3"},
+        )
+    )
+    compared, crashes = new_crashes(original, patched)
+    assert compared == 2
+    assert crashes == ["a raises ZeroDivisionError (the original returned)", "b hangs (the original returned)"]
+
+
+def test_candidates_that_disagree_on_a_near_input_both_hear_of_it() -> None:
+    one = TraceRun(probes=_probes(k={"outcome": "ok", "value": "2"}, j={"outcome": "ok", "value": "7"}))
+    two = TraceRun(probes=_probes(k={"outcome": "ok", "value": "3"}, j={"outcome": "ok", "value": "7"}))
+    found = disagreements({"p1": one, "p2": two})
+    assert found == {"p1": ["k: 2 here, 3 with p2"], "p2": ["k: 3 here, 2 with p1"]}
+    # Only a change no larger than yours casts doubt on you: the smaller fix keeps its confidence.
+    sized = disagreements({"p1": one, "p2": two}, {"p1": 2, "p2": 7})
+    assert sized == {"p1": [], "p2": ["k: 3 here, 2 with p1"]}
+    assert disagreements({"p1": one, "p2": two}, {"p1": 4, "p2": 4}) == found
+
+
+def test_verdicts() -> None:
+    clean_before = TraceRun(
+        events={"t::a": [_event("f", 0, "(1,)", "1")]},
+        outcomes={"t::a": "passed"},
+        probes=_probes(k={"outcome": "ok", "value": "1"}),
+    )
+    clean_after = TraceRun(
+        events={"t::a": [_event("f", 0, "(1,)", "1")]},
+        outcomes={"t::a": "passed"},
+        probes=_probes(k={"outcome": "ok", "value": "2"}),
+    )
+    targets = [Target("m.py", "f")]
+    ok = judge(clean_before, clean_after, brt_prefix="t_brt", targets=targets, size=3)
+    assert ok.verdict == "confident" and ok.confident and ok.semantic_size == 3
+    assert ok.to_json()["probes_compared"] == 1
+    doubted = judge(clean_before, clean_after, brt_prefix="t_brt", targets=targets, others_disagree=["k: 2 vs 3"])
+    assert doubted.verdict == "unsure" and "another validated candidate" in doubted.reasons[0]
+    # Nothing but the BRT ran the changed code: no evidence is not confidence.
+    empty = judge(TraceRun(), TraceRun(), brt_prefix="t_brt", targets=targets)
+    assert empty.verdict == "unsure" and "no evidence beyond the BRT" in empty.reasons[0]
+    broken = judge(TraceRun(error="the trace run timed out"), clean_after, brt_prefix="t_brt", targets=targets)
+    assert broken.verdict == "unsure" and "could not run" in broken.reasons[0]
+
+
+def test_checks_that_never_run_the_changed_lines_are_no_evidence() -> None:
+    # The passing test calls the function but takes another branch, and the original raised on every near
+    # input: nothing but the BRT ever ran the changed line, so the same results prove nothing.
+    before = TraceRun(
+        events={"t::a": [_event("f", 0, "(1,)", "1", hit=False)]},
+        outcomes={"t::a": "passed"},
+        probes=_probes(k={"outcome": "raise", "exc": "IndexError"}),
+    )
+    after = TraceRun(
+        events={"t::a": [_event("f", 0, "(1,)", "1", hit=False)]},
+        outcomes={"t::a": "passed"},
+        probes=_probes(k={"outcome": "ok", "value": "2", "hit": "1"}),
+    )
+    verdict = judge(before, after, brt_prefix="t_brt", targets=[Target("m.py", "f")])
+    assert verdict.verdict == "unsure" and verdict.exercised == 0 and verdict.calls_compared == 1
+    assert "runs the changed lines" in verdict.reasons[0]
+    # The same test running the changed line is evidence.
+    ran = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
+    assert judge(before, ran, brt_prefix="t_brt", targets=[Target("m.py", "f")]).verdict == "confident"
+
+
+def test_pool_prefers_confident_then_the_smallest_semantic_change() -> None:
+    records = [make_record(f"p{i}", "", [Review(True, "smell")]) for i in range(4)]
+    rejected = make_record("r", "", [Review(False, "smell")])
+
+    def verdict(v: str, size: int) -> Assessment:
+        return Assessment(verdict=v, reasons=("x",), semantic_size=size)  # type: ignore[arg-type]
+
+    sure = {"p0": verdict("confident", 9), "p1": verdict("confident", 4), "p2": verdict("unsure", 1)}
+    pool = assessment_pool([*records[:3], rejected], sure)
+    assert [r.id for r in pool] == ["p1", "r"]
+    unsure = {"p0": verdict("unsure", 9), "p2": verdict("unsure", 1)}
+    assert [r.id for r in assessment_pool([records[0], records[2]], unsure)] == ["p2"]
+
+
+def test_harness_mutations_keep_the_type_and_stay_near() -> None:
+    assert _variants(5) == [6, 4]
+    assert _variants(True) == [False]
+    assert _variants("abc") == ["ab", "bc", "abcc"]
+    lists = _variants([1, 2, 3])
+    assert [1, 2] in lists and [2, 3] in lists and [1, 2, 3, 3] in lists and [1, 2, 4] in lists
+    assert all(isinstance(v, tuple) for v in _variants((1, 2)))
+    assert _variants(object()) == []
+    assert norm_repr(object()).startswith("<object object") and "0x" not in norm_repr(object())
+
+
+# ---- the harness in a real sandbox, on a project of our own -------------------------------------------
+
+MIDDLE = '''\
+def middle(items):
+    """The middle element; the lower of the two middle ones for an even length."""
+    return items[len(items) // 2]
+'''
+
+# The regression test only checks that some element comes back: it passes on the buggy code, and the traces
+# are what notice that a patch changed the element returned.
+REGRESSION = """\
+from middle import middle
+
+
+def test_single():
+    assert middle([7]) == 7
+
+
+def test_returns_an_element():
+    assert middle(["a", "b", "c"]) in "abc"
+"""
+
+BRT = "from middle import middle\n\n\ndef test_even_length():\n    assert middle([1, 2, 3, 4]) == 2\n"
+
+
+def _fix(new_line: str) -> str:
+    return (
+        "diff --git a/middle.py b/middle.py\n--- a/middle.py\n+++ b/middle.py\n@@ -1,3 +1,3 @@\n"
+        ' def middle(items):\n     """The middle element; the lower of the two middle ones for an even length."""\n'
+        f"-    return items[len(items) // 2]\n+    {new_line}\n"
+    )
+
+
+def _new_file(path: str, body: str) -> str:
+    lines = body.splitlines()
+    added = "".join(f"+{line}\n" for line in lines)
+    header = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+    return f"{header}@@ -0,0 +1,{len(lines)} @@\n{added}"
+
+
+CORRECT = _fix("return items[(len(items) - 1) // 2]") + _new_file("tests/test_brt.py", BRT)
+# Passes the BRT and both regression tests, but returns "a" instead of "b" for three items.
+OVERFIT = _fix("return items[len(items) // 2 - 1]") + _new_file("tests/test_brt.py", BRT)
+
+
+@pytest.fixture
+async def middle_env(tmp_path: Path, settings: Settings) -> AsyncIterator[ReviewEnv]:
+    """A small project of our own with its environment and baseline, in real sandboxes."""
+    files = {
+        "middle.py": MIDDLE,
+        "tests/test_middle.py": REGRESSION,
+        "pyproject.toml": '[project]\nname = "middle"\nversion = "0"\n[tool.pytest.ini_options]\n'
+        'pythonpath = ["."]\ntestpaths = ["tests"]\n',
+    }
+    base = make_git_repo(tmp_path / "base", files)
+    env = await build_environment(detect_python_spec(base), settings.cache_dir, python=settings.sandbox_python)
+    runner = TestRunner(env, timeout=120)
+
+    def open_sandbox(workspace: Path):  # type: ignore[no-untyped-def]
+        spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=Limits(wall_seconds=120))
+        return make_sandbox(settings.sandbox, spec)
+
+    async with open_sandbox(base) as sb:
+        run = await runner.run(sb, [])
+    assert run.all_passed, run.result.output
+    yield ReviewEnv(base, tmp_path / "scratch", runner, Baseline(tests=run.tests), open_sandbox)
+    shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+
+
+async def test_sandboxed_assessment_trusts_the_right_fix_and_doubts_the_overfitting_one(middle_env: ReviewEnv) -> None:
+    good = make_record("good", CORRECT, [Review(True, "brt")])
+    [verdict] = (await assess_records([good], middle_env)).values()
+    assert verdict.verdict == "confident", verdict.reasons
+    assert verdict.targets == ("middle.py::middle",)
+    assert verdict.tests_compared == 2 and verdict.calls_compared == 2
+    # The report's call middle([1, 2, 3, 4]) was replayed on nearby lists ([1, 2, 3], [2, 3, 4], ...).
+    assert verdict.probes_compared >= 4
+
+    bad = make_record("bad", OVERFIT, [Review(True, "brt")])
+    [doubt] = (await assess_records([bad], middle_env)).values()
+    assert doubt.verdict == "unsure"
+    assert any("returned 'a' instead of 'b'" in c for c in doubt.behaviour_changes), doubt.behaviour_changes
+
+    both = await assess_records([good, bad], middle_env)
+    # The overfitting patch is flagged on its own, so it does not cast doubt on the clean one.
+    assert both["good"].verdict == "confident" and both["bad"].verdict == "unsure"
+    assert [r.id for r in assessment_pool([good, bad], both)] == ["good"]
+
+
+def _countdown(n):  # type: ignore[no-untyped-def]
+    while n > 0:
+        yield n
+        n -= 1
+
+
+def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
+    import sys
+
+    from sandboxes.agents.probe_harness import Tracer
+
+    tracer = Tracer([{"file": "tests/test_assessment.py", "qualname": "_countdown"}], "none")
+    tracer._test = "t::gen"
+    sys.setprofile(tracer.profile)
+    try:
+        assert list(_countdown(3)) == [3, 2, 1]
+    finally:
+        sys.setprofile(None)
+    [event] = tracer.events["t::gen"]
+    assert event[0] == "tests/test_assessment.py::_countdown" and event[2] == "(3)"
+    assert event[3] == "yields: 3 | 2 | 1 | None"
+
+
+def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidate() -> None:
+    from bot.review import _alternatives
+    from sandboxes.agents.trajectory import Trajectory
+
+    other = _fix("return items[len(items) // 2 - 1]")
+    t0 = Trajectory(id="t0", agent="classic", seed=0, diff=CORRECT, alternatives=[OVERFIT, CORRECT])
+    t1 = Trajectory(id="t1", agent="classic", seed=1, diff=CORRECT, alternatives=[OVERFIT])
+    records = [make_record("t0", CORRECT), make_record("t1", CORRECT)]
+    peers = _alternatives([t0, t1], records)
+    # OVERFIT once (t1 found it too); CORRECT is already a candidate; the fix part alone decides identity.
+    assert [p.id for p in peers] == ["t0-alt0"]
+    assert peers[0].fix_hash == make_record("x", other).fix_hash
