@@ -85,7 +85,7 @@ async def localize_in_sandbox(
     python_files = {f for f in repo_files if f.endswith(".py")}
     test_files = {f for f in python_files if _is_test_file(f)} | {brt_path}
     scores = ochiai(coverage, failing, passing) if coverage and failing else {}
-    # Sources let the ranking fold continuation lines and prefer functions the report names.
+    # Sources let the ranking drop def lines and prefer functions the report names (no folding: see fold).
     wanted = sorted(({f for f, _ in scores} | {f.file for f in frames}) & (python_files - test_files))[:_MAX_SOURCES]
     sources: dict[str, str] = {}
     for rel in wanted:
