@@ -404,3 +404,12 @@ def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
     order = search._location_order(0)
     assert order[:8] == covered[:8]
     assert caller in order and plain not in order
+
+
+def test_rank_can_keep_each_line_of_a_long_statement_apart() -> None:
+    source = "def f(d):\n    return g(\n        d['k'],\n    )\n"
+    sbfl = {("m.py", 2): 0.6, ("m.py", 3): 0.6}
+    kept = rank_statements(sbfl, [], {"m.py"}, set(), top=3, sources={"m.py": source}, fold=False)
+    assert [loc.line for loc in kept] == [2, 3]
+    folded = rank_statements(sbfl, [], {"m.py"}, set(), top=3, sources={"m.py": source})
+    assert [loc.line for loc in folded] == [2]

@@ -264,6 +264,7 @@ def rank_statements(
     top: int,
     sources: Mapping[str, str] | None = None,
     mentioned: Iterable[str] = (),
+    fold: bool = True,
 ) -> list[Location]:
     """Rank suspicious statements by Ochiai plus a traceback-frame boost.
 
@@ -278,7 +279,9 @@ def rank_statements(
     def eligible(file: str) -> bool:
         return file not in test_files and (not repo_files or file in repo_files)
 
-    starts = {f: statement_starts(s) for f, s in (sources or {}).items()}
+    # With fold=False each line of a multi-line statement stays its own location: the fix search then mutates
+    # one line's sub-expressions at a time instead of sharing one budget across the whole statement.
+    starts = {f: statement_starts(s) for f, s in (sources or {}).items()} if fold else {}
     headers = {f: definition_lines(s) for f, s in (sources or {}).items()}
 
     def key(file: str, line: int) -> tuple[str, int]:

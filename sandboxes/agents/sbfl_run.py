@@ -21,9 +21,6 @@ from sandboxes.workspace import SCRATCH_DIR
 
 log = logging.getLogger(__name__)
 
-#: Source files read back for ranking (the suspicious ones only; a big repo has thousands).
-_MAX_SOURCES = 50
-
 _RC = """\
 [run]
 dynamic_context = test_function
@@ -85,12 +82,4 @@ async def localize_in_sandbox(
     python_files = {f for f in repo_files if f.endswith(".py")}
     test_files = {f for f in python_files if _is_test_file(f)} | {brt_path}
     scores = ochiai(coverage, failing, passing) if coverage and failing else {}
-    # Sources let the ranking fold continuation lines and prefer functions the report names.
-    wanted = sorted(({f for f, _ in scores} | {f.file for f in frames}) & (python_files - test_files))[:_MAX_SOURCES]
-    sources: dict[str, str] = {}
-    for rel in wanted:
-        try:
-            sources[rel] = sandbox.read_file(rel)
-        except (OSError, ValueError) as exc:
-            log.info("cannot read %s for localization: %s", rel, exc)
-    return rank_statements(scores, frames, python_files, test_files, top=top, mentioned=mentioned, sources=sources)
+    return rank_statements(scores, frames, python_files, test_files, top=top, mentioned=mentioned)
