@@ -101,10 +101,12 @@ def test_eval_runs_real_cases_and_reports_consistently(tmp_path: Path, env_cache
     picked = sum(c["selections"]["ranked"]["plausible_fix"] for c in per_case.values())
     assert s["selected_counts"]["ranked"]["plausible_fix"] == picked
     gcd = per_case["gcd"]
-    assert gcd["status"] == "fixed" and gcd["selections"]["ranked"]["plausible_fix"]
+    # gcd's fix is plausible; whether it is published or only suggested is the correctness assessment's call
+    # (its passing tests never reach the changed line), and the report says which.
+    assert gcd["status"] in ("fixed", "suggested") and gcd["selections"]["ranked"]["plausible_fix"]
     assert (out / "success_at_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out / "report.md").read_text()
-    assert report in proc.stdout and "| gcd | fixed |" in report
+    assert report in proc.stdout and f"| gcd | {gcd['status']} |" in report
     # The correctness assessment's figures follow from the rows too.
     wrong = sorted(n for n, c in per_case.items() if c["status"] == "fixed" and not c["picked_plausible_fix"])
     assert s["assessment"]["published_wrong"] == wrong
