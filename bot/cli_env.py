@@ -61,12 +61,19 @@ def add_parsers(sub: Any) -> None:
     base.add_argument("--json", action="store_true")
 
 
+def _fail(args: argparse.Namespace, code: int, message: str) -> int:
+    """Report a handled error on stderr and, with --json, as the one JSON document on stdout; return `code`."""
+    print(f"reprobot: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"status": "error", "reasons": [message], "exit_code": code}))
+    return code
+
+
 def run_env_command(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch `reprobot env ...`."""
     repo: Path = args.repo.resolve()
     if not repo.is_dir():
-        print(f"reprobot: {repo} is not a directory", file=sys.stderr)
-        return EXIT_BAD_REPO
+        return _fail(args, EXIT_BAD_REPO, f"{repo} is not a directory")
     if args.env_command == "detect":
         return _detect(repo, args, settings)
     return asyncio.run(_test(repo, args, settings))
@@ -86,12 +93,10 @@ def _detect(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
         )
     except ValueError as exc:
         if not settings.llm_configured:
-            print(f"reprobot: {exc}", file=sys.stderr)
-            return EXIT_ENVIRONMENT
+            return _fail(args, EXIT_ENVIRONMENT, str(exc))
         found = asyncio.run(_discover(repo, args.sandbox, settings))
         if isinstance(found, str):
-            print(f"reprobot: {exc}; the setup agent failed too: {found}", file=sys.stderr)
-            return EXIT_ENVIRONMENT
+            return _fail(args, EXIT_ENVIRONMENT, f"{exc}; the setup agent failed too: {found}")
         spec = found
     if args.json:
         print(json.dumps(spec.to_json(), indent=2))
@@ -145,8 +150,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
         try:
             workspace = await clone_workspace(repo, scratch / "ws")
         except GitError as exc:
-            print(f"reprobot: {repo} is not a usable git repository: {exc}", file=sys.stderr)
-            return EXIT_BAD_REPO
+            return _fail(args, EXIT_BAD_REPO, f"{repo} is not a usable git repository: {exc}")
         try:
             env = await prepare_environment(
                 workspace,
@@ -161,8 +165,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
                 allow_direct_references=args.allow_direct_references,
             )
         except EnvironmentError_ as exc:
-            print(f"reprobot: environment: {exc}", file=sys.stderr)
-            return EXIT_ENVIRONMENT
+            return _fail(args, EXIT_ENVIRONMENT, f"environment: {exc}")
         limits = Limits(
             wall_seconds=args.timeout,
             memory_bytes=int(args.memory_gb * 1024**3),
@@ -174,8 +177,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
             async with make_sandbox(args.sandbox, spec) as sb:
                 baseline, run = await run_baseline(sb, env, timeout=args.timeout)
         except SandboxUnavailable as exc:
-            print(f"reprobot: {exc}", file=sys.stderr)
-            return EXIT_ENVIRONMENT
+            return _fail(args, EXIT_ENVIRONMENT, str(exc))
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
     counts = summarize(baseline.tests)
@@ -222,12 +224,10 @@ def run_sandbox_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         built = build_base(settings.cache_dir, with_image=not args.no_image)
     except BaseImageError as exc:
-        print(f"reprobot: {exc}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
+        return _fail(args, EXIT_ENVIRONMENT, str(exc))
     except Exception as exc:  # docker.errors.DockerException without importing docker here
         if type(exc).__module__.startswith("docker"):
-            print(f"reprobot: Docker engine: {exc}", file=sys.stderr)
-            return EXIT_ENVIRONMENT
+            return _fail(args, EXIT_ENVIRONMENT, f"Docker engine: {exc}")
         raise
     report = {
         "rootfs": str(built.rootfs),

@@ -56,8 +56,10 @@ def test_detect_without_signals_fails_clearly(
 ) -> None:
     repo = make_git_repo(tmp_path / "repo", {"README.md": "hi\n"})
     code, out, err = cli(capsys, "env", "detect", "--repo", str(repo), "--json")
-    assert code == 7 and out == ""
-    assert "no test setup found" in err
+    assert code == 7 and "no test setup found" in err
+    doc = json.loads(out)
+    assert doc == {"status": "error", "reasons": [doc["reasons"][0]], "exit_code": 7}
+    assert "no test setup found" in doc["reasons"][0]
 
 
 def test_env_test_on_a_non_repo_is_a_clear_error(
@@ -65,8 +67,11 @@ def test_env_test_on_a_non_repo_is_a_clear_error(
 ) -> None:
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "pyproject.toml").write_text("[project]\nname='x'\n")
-    code, _, err = cli(capsys, "env", "test", "--repo", str(tmp_path / "plain"), "--json")
+    code, out, err = cli(capsys, "env", "test", "--repo", str(tmp_path / "plain"), "--json")
     assert code == 4 and "git repository" in err
+    # With --json the handled error is also the one JSON document on stdout.
+    doc = json.loads(out)
+    assert doc["status"] == "error" and doc["exit_code"] == 4 and "git repository" in doc["reasons"][0]
 
 
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
