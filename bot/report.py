@@ -177,6 +177,20 @@ class ReproductionContext:
     steps: Sequence[str] = ()
 
 
+def _brt_failing(brt: BrtEvidence) -> list[str]:
+    """The BRT's path and source, then its output on the unfixed code: shared by reproduction and suggestion."""
+    return [
+        f"**`{brt.path}`**",
+        "",
+        _fence(brt.source.rstrip(), "python"),
+        "",
+        "**Output on the current code:**",
+        "",
+        _fence(clip_output(brt.before_output)),
+        "",
+    ]
+
+
 def render_reproduction_comment(ctx: ReproductionContext) -> str:
     """The reproduction comment: the BRT, its failing output, and how to run it locally."""
     brt = ctx.brt
@@ -186,14 +200,7 @@ def render_reproduction_comment(ctx: ReproductionContext) -> str:
         "",
         f"reprobot wrote a test that reproduces this report ({brt.symptom.replace('_', ' ')}).",
         "",
-        f"**`{brt.path}`**",
-        "",
-        _fence(brt.source.rstrip(), "python"),
-        "",
-        "**Output on the current code:**",
-        "",
-        _fence(clip_output(brt.before_output)),
-        "",
+        *_brt_failing(brt),
         "**Run it yourself:**",
         "",
         _fence(ctx.rerun_command, "sh"),
@@ -235,14 +242,7 @@ def render_suggestion(ctx: SuggestionContext) -> str:
     lines += [f"- {r}" for r in ctx.reasons] or ["- (no reason recorded)"]
     lines += [
         "",
-        f"**`{brt.path}`**",
-        "",
-        _fence(brt.source.rstrip(), "python"),
-        "",
-        "**Output on the current code:**",
-        "",
-        _fence(clip_output(brt.before_output)),
-        "",
+        *_brt_failing(brt),
         "**Suggested patch (fix and test):**",
         "",
         _fence(ctx.patch.rstrip(), "diff"),
