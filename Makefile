@@ -45,6 +45,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: lint wheelhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider
