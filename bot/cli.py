@@ -17,27 +17,39 @@ from typing import Any, NoReturn
 from bot.cli_types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
 from bot.config import Settings, SettingsError
 
-#: Exit codes, documented in the README.
-EXIT_OK = 0
-EXIT_NOT_FIXED = 1
-EXIT_USAGE = 2
-EXIT_ABSTAINED = 3
-EXIT_BAD_REPO = 4
-EXIT_DIRTY = 5
-EXIT_BAD_ISSUE = 6
-EXIT_ENVIRONMENT = 7
-EXIT_ERROR = 8
-EXIT_SUGGESTED = 9
-EXIT_INTERRUPTED = 130
+# Exit codes, documented in the README, live with the job types; they stay importable from here.
+from bot.jobtypes import (
+    EXIT_ABSTAINED,
+    EXIT_BAD_ISSUE,
+    EXIT_BAD_REPO,
+    EXIT_DIRTY,
+    EXIT_ENVIRONMENT,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_FIXED,
+    EXIT_OK,
+    EXIT_SUGGESTED,
+    EXIT_USAGE,
+    STATUS_EXIT,
+)
 
-STATUS_EXIT = {
-    "fixed": EXIT_OK,
-    "reproduced": EXIT_OK,
-    "suggested": EXIT_SUGGESTED,
-    "not_fixed": EXIT_NOT_FIXED,
-    "abstained": EXIT_ABSTAINED,
-    "error": EXIT_ERROR,
-}
+__all__ = [
+    "EXIT_ABSTAINED",
+    "EXIT_BAD_ISSUE",
+    "EXIT_BAD_REPO",
+    "EXIT_DIRTY",
+    "EXIT_ENVIRONMENT",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FIXED",
+    "EXIT_OK",
+    "EXIT_SUGGESTED",
+    "EXIT_USAGE",
+    "STATUS_EXIT",
+    "UsageError",
+    "build_parser",
+    "main",
+]
 
 
 class UsageError(Exception):

@@ -15,9 +15,9 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.config import Settings
 from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, read_issue_file, run_folder
+from bot.jobtypes import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.llm import check_endpoint
 from bot.pipeline import JobOutcome, JobRequest, run_job
 from bot.queue import Queue
