@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="reproduce a bug report: a failing test and how to run it")
     job_args(rep)
+    rep.add_argument(
+        "--agent",
+        choices=["classic", "llm", "auto"],
+        default="classic",
+        help="classic (synthesized test), llm (the model writes the test; brt-only) or auto (llm with a model)",
+    )
 
     ev = sub.add_parser("eval", help="run a benchmark directory and score it against its oracles")
     ev.add_argument("--bench", required=True, type=absolute_path)

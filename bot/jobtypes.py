@@ -239,6 +239,7 @@ class JobOutcome:
             agent=", ".join(sorted({str(t.get("agent")) for t in self.trajectories})) or "classic",
             cost=self.cost or "no model used (classic agent): $0.00",
             budget_stops=self.budget_stops,
+            notes=self.notes,
             assessment=None
             if self.chosen is None or self.chosen.assessment is None
             else self.chosen.assessment.to_json(),

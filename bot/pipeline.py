@@ -7,6 +7,7 @@ import logging
 import shutil
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from bot.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
@@ -190,14 +191,14 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     await ctx.open_trajectory(shared, strategy="reproduce")
     spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)
     repro: Reproduction | None = None
+    llm = "llm" in trajectory_kinds(request.agent, request.trajectories, ctx.model is not None)
     try:
         async with make_sandbox(request.sandbox, spec) as sb:
             repro = await reproduce(facts, sb, runner, tracked_files(base), shared, localize=request.mode == "fix")
     except NotReproduced as exc:
         # LLM trajectories write their own BRT, so a report the synthesizer cannot turn into a test is still
-        # worth their attempt; classic-only jobs (and reproduce jobs) stop here.
-        kinds = trajectory_kinds(request.agent, request.trajectories, ctx.model is not None)
-        if request.mode == "reproduce" or "llm" not in kinds:
+        # worth their attempt; classic-only jobs stop here.
+        if not llm:
             outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
             outcome.trajectories = [shared.summary()]
             return
@@ -207,7 +208,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         if shared.status == "not_fixed":
             shared.status = "reproduced" if request.mode == "reproduce" else shared.status
         await ctx.save_trajectory(shared)
-    if request.mode == "reproduce" and repro is not None:
+    if request.mode == "reproduce" and repro is not None and not llm:
         outcome.status = "reproduced"
         outcome.brt = reproduction_evidence(repro)
         outcome.test_files = [repro.brt.path]
@@ -235,6 +236,9 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     )
     outcome.generated = generated
     outcome.trajectories = [t.summary() for t in generated]
+    if request.mode == "reproduce":
+        _llm_reproduction(outcome, generated, repro)
+        return
 
     await ctx.stage("review", "validating candidate patches in fresh sandboxes")
     chosen = await review_and_select(ctx, request, base, env, baseline, generated)
@@ -265,3 +269,24 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             *chosen.assessment.reasons,
             *outcome.reasons,
         ]
+
+
+def _llm_reproduction(outcome: JobOutcome, generated: list[Trajectory], repro: Reproduction | None) -> None:
+    """A reproduce job with a model: the first brt-only test that fails on the current code is the reproduction.
+
+    The synthesized test, when there is one, is the fallback; a test that does not fail reproduces nothing.
+    """
+    for traj in generated:
+        if traj.brt is not None and traj.brt.fails_before:
+            # Nothing was fixed: the evidence is the failing run alone, as for a synthesized reproduction.
+            outcome.status, outcome.brt = "reproduced", replace(traj.brt, passes_after=None, after_output="")
+            outcome.test_files = [traj.brt.path]
+            outcome.reasons = [f"the model's test `{traj.brt.path}` fails on the current code ({traj.id})"]
+            return
+    if repro is not None:
+        outcome.status, outcome.brt = "reproduced", reproduction_evidence(repro)
+        outcome.test_files = [repro.brt.path]
+        outcome.reasons = [f"the synthesized test fails on the current code ({repro.brt.symptom}); the model's did not"]
+        return
+    outcome.status = "abstained"
+    outcome.reasons = ["could not reproduce: no test written by the model fails on the current code"]
