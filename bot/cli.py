@@ -93,18 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument(
         "--agent",
         choices=["classic", "llm", "auto", "mixed"],
-        default="classic",
-        help="classic (no model), llm, auto (llm when a model is configured) or mixed (alternate both)",
+        help="classic (no model; the default), llm, auto (llm when a model is configured) or mixed (alternate both)",
     )
     fix.add_argument(
         "--strategy",
         choices=["freeform", "tdd", "tld", "fix-only", "brt-only"],
-        default="freeform",
         help="cogeneration strategy of llm trajectories (default freeform)",
     )
     fix.add_argument("--llm-reviewers", action="store_true", help="add the spec and BRT-relevance model reviewers")
     fix.add_argument("--llm-abstention", action="store_true", help="combine the model's estimate with the rules")
-    fix.add_argument("--selector", default="ranked", help="patch selector (default ranked)")
+    fix.add_argument("--selector", help="patch selector (default ranked)")
     fix.add_argument("--no-branch", action="store_true", help="do not create the branch, only write files")
 
     rep = sub.add_parser("reproduce", help="reproduce a bug report: a failing test and how to run it")
@@ -112,8 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--agent",
         choices=["classic", "llm", "auto"],
-        default="classic",
-        help="classic (synthesized test), llm (the model writes the test; brt-only) or auto (llm with a model)",
+        help="classic (a synthesized test; default), llm (the model writes it: brt-only) or auto (llm with a model)",
     )
 
     ev = sub.add_parser("eval", help="run a benchmark directory and score it against its oracles")

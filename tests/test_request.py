@@ -139,8 +139,7 @@ def test_cli_and_github_give_the_same_request_for_the_same_inputs() -> None:
     assert command is not None
     from_cli = options_from_args(args)
     from_github = JobOptions.from_command(command.options)
-    assert (from_cli.trajectories, from_cli.strategy) == (from_github.trajectories, from_github.strategy)
-    # The CLI also states the defaults of its other flags; the builder gives them the same meaning.
+    assert from_cli == from_github == JobOptions(trajectories=32, strategy="tdd")
     for policy in (None, _policy()):
         assert _build(settings, policy, from_cli) == _build(settings, policy, from_github)
     request = _build(settings, None, from_cli)
