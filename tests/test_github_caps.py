@@ -1,12 +1,13 @@
 """End to end on the GitHub double: the deployment's caps bound `/fix` and the policy, and a model reproduces.
 
-The status comment says what was clamped; with a scripted model, the policy turns the LLM reviewers on and
+The status comment says what was clamped; with a scripted model, the policy turns the LLM reviewers on, and
 `/reproduce` posts the model's BRT as the reproduction.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,30 @@ async def test_reproduce_with_a_model_posts_the_models_brt(tmp_path: Path, setti
         assert job.result is not None and job.result["status"] == "reproduced"
         reactions = [r["content"] for r in env.double.repos[REPO].reactions]
         assert reactions == ["eyes", "rocket"]
+
+
+def test_cli_reproduce_agent_llm_writes_the_models_brt(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+    from bot.evaluate import _git_repo_from
+    from tests.llm_helpers import scripted_server_thread
+
+    case = require_shared(QUIXBUGS) / "gcd"
+    repo = _git_repo_from(case / "repo", tmp_path / "repo")
+    with scripted_server_thread(load_script("brtonly_gcd")) as srv:
+        for key, value in {
+            "REPROBOT_DATA_DIR": str(settings.data_dir),
+            "REPROBOT_LLM_BASE_URL": srv.base_url,
+            "REPROBOT_LLM_MODEL": "scripted-model",
+        }.items():
+            monkeypatch.setenv(key, value)
+        argv = ["reproduce", "--repo", str(repo), "--issue", str(case / "issue.md"), "--agent", "llm"]
+        code = main([*argv, "--out", str(tmp_path / "out"), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["status"] == "reproduced" and result["test_files"] == ["tests/test_gcd_reproduction.py"]
+    assert result["brt"]["fails_before"] and result["brt"]["passes_after"] is None
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert "assert gcd(13, 13) == 13" in comment and "RecursionError" in comment
