@@ -17,27 +17,39 @@ from typing import Any, NoReturn
 from bot.cli_types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
 from bot.config import Settings, SettingsError
 
-#: Exit codes, documented in the README.
-EXIT_OK = 0
-EXIT_NOT_FIXED = 1
-EXIT_USAGE = 2
-EXIT_ABSTAINED = 3
-EXIT_BAD_REPO = 4
-EXIT_DIRTY = 5
-EXIT_BAD_ISSUE = 6
-EXIT_ENVIRONMENT = 7
-EXIT_ERROR = 8
-EXIT_SUGGESTED = 9
-EXIT_INTERRUPTED = 130
+# Exit codes, documented in the README, live with the job types; they stay importable from here.
+from bot.jobtypes import (
+    EXIT_ABSTAINED,
+    EXIT_BAD_ISSUE,
+    EXIT_BAD_REPO,
+    EXIT_DIRTY,
+    EXIT_ENVIRONMENT,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_FIXED,
+    EXIT_OK,
+    EXIT_SUGGESTED,
+    EXIT_USAGE,
+    STATUS_EXIT,
+)
 
-STATUS_EXIT = {
-    "fixed": EXIT_OK,
-    "reproduced": EXIT_OK,
-    "suggested": EXIT_SUGGESTED,
-    "not_fixed": EXIT_NOT_FIXED,
-    "abstained": EXIT_ABSTAINED,
-    "error": EXIT_ERROR,
-}
+__all__ = [
+    "EXIT_ABSTAINED",
+    "EXIT_BAD_ISSUE",
+    "EXIT_BAD_REPO",
+    "EXIT_DIRTY",
+    "EXIT_ENVIRONMENT",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FIXED",
+    "EXIT_OK",
+    "EXIT_SUGGESTED",
+    "EXIT_USAGE",
+    "STATUS_EXIT",
+    "UsageError",
+    "build_parser",
+    "main",
+]
 
 
 class UsageError(Exception):
@@ -81,22 +93,25 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument(
         "--agent",
         choices=["classic", "llm", "auto", "mixed"],
-        default="classic",
-        help="classic (no model), llm, auto (llm when a model is configured) or mixed (alternate both)",
+        help="classic (no model; the default), llm, auto (llm when a model is configured) or mixed (alternate both)",
     )
     fix.add_argument(
         "--strategy",
         choices=["freeform", "tdd", "tld", "fix-only", "brt-only"],
-        default="freeform",
         help="cogeneration strategy of llm trajectories (default freeform)",
     )
     fix.add_argument("--llm-reviewers", action="store_true", help="add the spec and BRT-relevance model reviewers")
     fix.add_argument("--llm-abstention", action="store_true", help="combine the model's estimate with the rules")
-    fix.add_argument("--selector", default="ranked", help="patch selector (default ranked)")
+    fix.add_argument("--selector", help="patch selector (default ranked)")
     fix.add_argument("--no-branch", action="store_true", help="do not create the branch, only write files")
 
     rep = sub.add_parser("reproduce", help="reproduce a bug report: a failing test and how to run it")
     job_args(rep)
+    rep.add_argument(
+        "--agent",
+        choices=["classic", "llm", "auto"],
+        help="classic (a synthesized test; default), llm (the model writes it: brt-only) or auto (llm with a model)",
+    )
 
     ev = sub.add_parser("eval", help="run a benchmark directory and score it against its oracles")
     ev.add_argument("--bench", required=True, type=absolute_path)

@@ -15,13 +15,14 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from bot.cli import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.config import Settings
 from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, read_issue_file, run_folder
+from bot.jobtypes import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.llm import check_endpoint
-from bot.pipeline import JobOutcome, JobRequest, run_job
+from bot.pipeline import JobOutcome, Mode, run_job
 from bot.queue import Queue
-from bot.report import ReproductionContext, render_pr_body, render_reproduction_comment, render_suggestion
+from bot.report import ReproductionContext, render_notes, render_pr_body, render_reproduction_comment, render_suggestion
+from bot.request import JobOptions, build_request
 from bot.store import Store
 from patch_selectors.paths import diff_path_problems
 from sandboxes.factory import SandboxUnavailable
@@ -73,6 +74,21 @@ async def _publish(
         await asyncio.to_thread(shutil.rmtree, publish_ws, True)
 
 
+def options_from_args(args: argparse.Namespace) -> JobOptions:
+    """What `reprobot fix|reproduce` was asked for on the command line (absent flags: None)."""
+    return JobOptions(
+        trajectories=getattr(args, "trajectories", None),
+        strategy=getattr(args, "strategy", None),
+        agent=getattr(args, "agent", None),
+        test_timeout=args.timeout,
+        sandbox=args.sandbox,
+        selector=getattr(args, "selector", None),
+        llm_reviewers=bool(getattr(args, "llm_reviewers", False)),
+        llm_abstention=bool(getattr(args, "llm_abstention", False)),
+        allow_direct_references=bool(getattr(args, "allow_direct_references", False)),
+    )
+
+
 async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     """Validate input, run the job with a progress display, publish, print the result."""
     console = Console(stderr=True, quiet=args.json or not sys.stderr.isatty())
@@ -83,31 +99,26 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
         base_commit = await forge.check(allow_dirty=args.allow_dirty)
     except ForgeError as exc:
         return _emit_error(args, str(exc), exc.code)
-    request = JobRequest(
+    options = options_from_args(args)
+    if options.asks_model(settings.llm_configured):
+        # Fail fast, before any work: no model configured, or the endpoint does not answer.
+        reason = await check_endpoint(settings)
+        if reason is not None and options.agent == "auto" and not (options.llm_reviewers or options.llm_abstention):
+            print(f"reprobot: {reason}; --agent auto uses the classic agent", file=sys.stderr)
+            options = dataclasses.replace(options, agent="classic")
+        elif reason is not None:
+            return _emit_error(args, reason, EXIT_ERROR)
+    mode: Mode = "fix" if args.command == "fix" else "reproduce"
+    request = build_request(
+        settings,
+        None,
+        options,
         repo=repo,
         issue_text=issue.text,
         issue_ref=issue.ref,
-        mode="fix" if args.command == "fix" else "reproduce",
-        trajectories=getattr(args, "trajectories", None) or settings.trajectories,
-        agent=getattr(args, "agent", "classic"),
-        strategy=getattr(args, "strategy", None) or "freeform",
-        llm_reviewers=bool(getattr(args, "llm_reviewers", False)),
-        llm_abstention=bool(getattr(args, "llm_abstention", False)),
-        sandbox=args.sandbox or settings.sandbox,
-        selector=getattr(args, "selector", "ranked"),
-        abstain_threshold=settings.abstain_threshold,
+        mode=mode,
         base_commit=base_commit,
-        test_timeout=args.timeout or settings.test_timeout,
-        allow_direct_references=bool(getattr(args, "allow_direct_references", False)),
     )
-    if request.needs_model(settings.llm_configured):
-        # Fail fast, before any work: no model configured, or the endpoint does not answer.
-        reason = await check_endpoint(settings)
-        if reason is not None and request.agent == "auto" and not (request.llm_reviewers or request.llm_abstention):
-            print(f"reprobot: {reason}; --agent auto uses the classic agent", file=sys.stderr)
-            request = dataclasses.replace(request, agent="classic")
-        elif reason is not None:
-            return _emit_error(args, reason, EXIT_ERROR)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(settings.store_path)
     queue = Queue(store)
@@ -144,12 +155,12 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
             if outcome.status == "suggested" and outcome.brt is not None:
                 comment = render_suggestion(
                     outcome.suggestion_context(issue_ref=issue.ref, rerun=rerun_command(None, outcome.brt.path))
-                )
+                ) + render_notes(outcome.notes)
                 result["brt"]["source"] = outcome.brt.source
             if outcome.status == "reproduced" and outcome.brt is not None:
                 comment = render_reproduction_comment(
                     ReproductionContext(issue.ref, outcome.brt, rerun_command(None, outcome.brt.path))
-                )
+                ) + render_notes(outcome.notes)
                 result["brt"]["source"] = outcome.brt.source
             out_dir = args.out or run_folder(settings.data_dir / "runs", issue.slug, job.id)
             LocalForge.write_outputs(out_dir, pr_body=pr_body, comment=comment, result=result)
@@ -190,6 +201,8 @@ def print_text_result(
     out.print(f"[bold]status:[/bold] {result['status']}")
     for reason in result.get("reasons") or []:
         out.print(f"  - {reason}", markup=False)
+    for note in result.get("notes") or []:
+        out.print(f"  note: {note}", markup=False)
     if result.get("branch"):
         out.print(f"[bold]branch:[/bold] {escape(str(result['branch']))}")
     out.print(f"[bold]output:[/bold] {escape(str(result.get('out_dir')))}")

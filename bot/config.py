@@ -14,6 +14,19 @@ class SettingsError(ValueError):
     """A REPROBOT_* variable has a value that cannot be used."""
 
 
+#: Agent kinds and cogeneration strategies a deployment may allow (REPROBOT_AGENTS, REPROBOT_STRATEGIES).
+AGENT_KINDS = ("classic", "llm", "auto", "mixed")
+STRATEGY_NAMES = ("freeform", "tdd", "tld", "fix-only", "brt-only")
+
+
+def _names(variable: str, value: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    unknown = [n for n in names if n not in known]
+    if not names or unknown:
+        raise SettingsError(f"REPROBOT_{variable}={value!r}: expected a comma-separated list of {', '.join(known)}")
+    return names
+
+
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "reprobot"
 
@@ -40,9 +53,25 @@ class Settings:
     test_timeout: float = 300.0
     #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
     trajectories: int = 4
+    #: REPROBOT_MAX_TRAJECTORIES: most trajectories one job may run, whatever a policy or `/fix trajectories=`
+    #: asks (more is clamped, and the status comment says so).
+    max_trajectories: int = 32
+    #: REPROBOT_MAX_TEST_TIMEOUT: most wall seconds one test-suite run may take, whatever a policy's
+    #: `environment.timeout` or `--timeout` asks (more is clamped, with a note).
+    max_test_timeout: float = 7200.0
+    #: REPROBOT_MAX_JOB_MINUTES: most wall-clock minutes a job may run, whatever a policy's `budget.max_minutes`
+    #: asks (more is clamped, with a note; unset: no cap).
+    max_job_minutes: float | None = None
+    #: REPROBOT_AGENTS: comma-separated agent kinds a job may use (classic, llm, auto, mixed); another is
+    #: replaced by classic, with a note.
+    agents: tuple[str, ...] = AGENT_KINDS
+    #: REPROBOT_STRATEGIES: comma-separated cogeneration strategies llm trajectories may use; another is
+    #: replaced by freeform (or the first allowed), with a note.
+    strategies: tuple[str, ...] = STRATEGY_NAMES
     #: REPROBOT_MAX_PARALLEL: upper bound on concurrently running trajectories (default: cores).
     max_parallel: int = 0
-    #: REPROBOT_ABSTAIN_THRESHOLD: rule-based abstention score below which the bot does not act.
+    #: REPROBOT_ABSTAIN_THRESHOLD: rule-based abstention score below which the bot does not act; a floor for
+    #: the policy's `abstention.threshold` (a repo may be more cautious, never less).
     abstain_threshold: float = 0.5
     #: REPROBOT_PUBLISH_UNSURE: open a PR even when the correctness assessment is unsure (default: suggest).
     publish_unsure: bool = False
@@ -149,6 +178,10 @@ class Settings:
                 raise SettingsError(
                     f"REPROBOT_SANDBOX_DISK_QUOTA={v!r}: expected a size such as 2G, 512M or a byte count (0: none)"
                 ) from None
+        if (v := get("AGENTS")) is not None:
+            kwargs["agents"] = _names("AGENTS", v, AGENT_KINDS)
+        if (v := get("STRATEGIES")) is not None:
+            kwargs["strategies"] = _names("STRATEGIES", v, STRATEGY_NAMES)
         if (v := get("PUBLISH_UNSURE")) is not None:
             if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no", ""):
                 raise SettingsError(f"REPROBOT_PUBLISH_UNSURE must be 1/0, true/false or yes/no, not {v!r}")
@@ -157,6 +190,9 @@ class Settings:
             ("TEST_TIMEOUT", "test_timeout", float),
             ("SANDBOX_REAP_INTERVAL", "sandbox_reap_interval", float),
             ("TRAJECTORIES", "trajectories", int),
+            ("MAX_TRAJECTORIES", "max_trajectories", int),
+            ("MAX_TEST_TIMEOUT", "max_test_timeout", float),
+            ("MAX_JOB_MINUTES", "max_job_minutes", float),
             ("MAX_PARALLEL", "max_parallel", int),
             ("ABSTAIN_THRESHOLD", "abstain_threshold", float),
             ("LLM_PRICE_INPUT", "llm_price_input", float),
@@ -206,6 +242,12 @@ class Settings:
         settings = cls(**kwargs)  # type: ignore[arg-type]
         if settings.trajectories < 1:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
+        if settings.max_trajectories < settings.trajectories:
+            raise SettingsError("REPROBOT_MAX_TRAJECTORIES must be at least REPROBOT_TRAJECTORIES")
+        if not 0 < settings.test_timeout <= settings.max_test_timeout:
+            raise SettingsError("REPROBOT_TEST_TIMEOUT must be more than 0 and at most REPROBOT_MAX_TEST_TIMEOUT")
+        if settings.max_job_minutes is not None and not settings.max_job_minutes > 0:
+            raise SettingsError("REPROBOT_MAX_JOB_MINUTES must be a positive number of minutes (unset: no cap)")
         if not 0.0 <= settings.abstain_threshold <= 1.0:
             raise SettingsError("REPROBOT_ABSTAIN_THRESHOLD must be between 0 and 1")
         if 0 < settings.sandbox_disk_quota < MIN_QUOTA_BYTES:

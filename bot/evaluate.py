@@ -21,8 +21,9 @@ from rich.progress import Progress
 from bot.config import Settings
 from bot.eval_report import write_plot, write_report
 from bot.oracle import OracleScorer
-from bot.pipeline import JobOutcome, JobRequest, run_job
+from bot.pipeline import JobOutcome, run_job
 from bot.queue import Queue
+from bot.request import JobOptions, build_request
 from bot.store import Store
 from patch_selectors.metrics import (
     SelectionCase,
@@ -146,14 +147,15 @@ async def evaluate_case(
         issue = store.upsert_issue("local", str(repo), case.name, title=case.issue_text.splitlines()[0])
         queue = Queue(store)
         job_id = queue.enqueue("fix", issue.id, {"case": case.name}, concurrency_key=f"eval:{case.name}")
-        request = JobRequest(
+        request = build_request(
+            settings,
+            None,
+            JobOptions(trajectories=trajectories, sandbox=sandbox, agent="classic"),
             repo=repo,
             issue_text=case.issue_text,
             issue_ref=case.name,
-            trajectories=trajectories,
-            sandbox=sandbox,
-            abstain_threshold=settings.abstain_threshold,
-            test_timeout=settings.test_timeout,
+            mode="fix",
+            base_commit=None,
         )
         outcome = await run_job(request, settings, store, job_id)
         await _score(case, outcome, result, settings, sandbox, workdir / case.name)

@@ -4,38 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from bot.jobtypes import GenerateRequest, sandbox_spec
 from bot.llm_agent import run_llm_trajectory
-from sandboxes.agents.classic import CandidateCache, ClassicSearch, Reproduction, SearchLimits
-from sandboxes.agents.issue_facts import IssueFacts
+from sandboxes.agents.classic import CandidateCache, ClassicSearch
 from sandboxes.agents.trajectory import LimitsExceeded, Submitted, Trajectory
-from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
+from sandboxes.environment import TestRunner
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import copy_workspace
 
-if TYPE_CHECKING:
-    from bot.pipeline import JobContext, JobRequest
-
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class GenerateRequest:
-    """Inputs of the generate stage."""
-
-    ctx: JobContext
-    request: JobRequest
-    base: Path
-    env: BuiltEnvironment
-    baseline: Baseline
-    repro: Reproduction | None
-    shared_steps: list[dict[str, Any]]
-    parallel: int
-    limits: SearchLimits = field(default_factory=SearchLimits)
-    facts: IssueFacts | None = None
+#: GenerateRequest moved to bot.jobtypes; it stays importable from here.
+__all__ = ["GenerateRequest", "generate_patches", "trajectory_kinds"]
 
 
 def trajectory_kinds(agent: str, count: int, llm_configured: bool) -> list[str]:
@@ -52,13 +33,11 @@ def trajectory_kinds(agent: str, count: int, llm_configured: bool) -> list[str]:
 async def _one_trajectory(
     gen: GenerateRequest, index: int, cache: CandidateCache, gate: asyncio.Semaphore
 ) -> Trajectory:
-    from bot.pipeline import sandbox_spec
-
     ctx = gen.ctx
     kind = trajectory_kinds(gen.request.agent, gen.request.trajectories, ctx.model is not None)[index]
     strategy = gen.request.strategy if kind == "llm" else "freeform"
     traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=kind, seed=index, strategy=strategy)
-    ctx.open_trajectory(traj, strategy=strategy)
+    await ctx.open_trajectory(traj, strategy=strategy)
     if kind == "classic":
         for step in gen.shared_steps:
             await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
@@ -85,7 +64,7 @@ async def _one_trajectory(
             traj.status, traj.error = "error", f"{type(exc).__name__}: {exc}"
         finally:
             traj.finish()
-            ctx.save_trajectory(traj)
+            await ctx.save_trajectory(traj)
     return traj
 
 

@@ -14,19 +14,21 @@ import aiohttp
 from bot.config import Settings
 from bot.forges.github import GitHubForge
 from bot.github_client import InstallationTokens, client
-from bot.pipeline import JobOutcome, JobRequest, Mode, run_job
+from bot.pipeline import JobOutcome, Mode, run_job
 from bot.policy import PolicyError, load_policy
 from bot.queue import Queue
 from bot.report import (
     ReproductionContext,
     render_abstention,
     render_final_status,
+    render_notes,
     render_policy_error,
     render_pr_body,
     render_progress,
     render_reproduction_comment,
     render_suggestion,
 )
+from bot.request import JobOptions, build_request
 from bot.store import Job, Store
 from handlers.commands import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
 from patch_selectors.paths import diff_path_problems
@@ -193,36 +195,27 @@ async def _run_and_publish(
     try:
         src = await forge.clone(workdir / "src", base_branch)
         base_commit = await head_commit(src)
-        options = job.payload.get("options") or {}
-        agent = policy["agent"]
-        request = JobRequest(
+        options = JobOptions.from_command(job.payload.get("options") or {})
+        request = build_request(
+            settings,
+            policy,
+            options,
             repo=src,
             issue_text=text,
             issue_ref=forge.ref,
             mode=mode,
-            trajectories=int(options.get("trajectories") or min(agent["trajectories"], settings.trajectories)),
-            agent="classic" if agent["kind"] == "auto" and not settings.llm_configured else agent["kind"],
-            sandbox=settings.sandbox if settings.sandbox == "none" else policy["environment"]["sandbox"],
-            selector=policy["selection"]["selector"],
-            abstain_threshold=float(policy["abstention"]["threshold"]),
             base_commit=base_commit,
-            test_timeout=float(policy["environment"]["timeout"]),
-            denied_paths=tuple(policy["paths"]["deny"]),
-            strategy=str(options.get("strategy") or agent["strategy"]),
-            max_steps=int(agent["max_steps"]),
-            max_cost=float(policy["budget"]["max_cost_usd"]),
-            setup_commands=(policy["environment"]["setup"],) if policy["environment"]["setup"] else (),
-            test_command=policy["environment"]["test"],
-            allow_direct_references=bool(policy["environment"]["allow_direct_references"]),
         )
-        minutes = float(policy["budget"]["max_minutes"])
+        minutes = request.job_minutes or float(policy["budget"]["max_minutes"])
         try:
             outcome = await asyncio.wait_for(
                 run_job(request, settings, deps.store, job.id, progress=progress), minutes * 60
             )
         except TimeoutError:
             reason = f"the job ran past its budget of {minutes:g} minutes (policy `budget.max_minutes`)"
-            await forge.upsert_comment(render_final_status(forge.ref, "stopped", "", [reason]))
+            await forge.upsert_comment(
+                render_final_status(forge.ref, "stopped", "", [reason]) + render_notes(request.notes)
+            )
             return {"status": "budget_exceeded", "reasons": [reason]}
         return await _publish(job, forge, policy, outcome, src, base_branch, base_commit, issue)
     finally:
@@ -240,12 +233,17 @@ async def _publish(
     issue: dict[str, Any],
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"status": outcome.status, "reasons": outcome.reasons}
+
+    async def post(text: str) -> None:
+        # Every final comment says which knobs the deployment's caps changed (the PR body does too).
+        await forge.upsert_comment(text + render_notes(outcome.notes))
+
     publish = policy["publish"]
     # The last gate before anything is pushed (the smell reviewer checked it too): the path policy.
     refused = diff_path_problems(outcome.patch, tuple(policy["paths"]["deny"]), base=src) if outcome.patch else []
     if outcome.status == "fixed" and refused:
         reasons = [f"refused to publish: {r}" for r in refused]
-        await forge.upsert_comment(render_final_status(forge.ref, "no pull request", "", reasons))
+        await post(render_final_status(forge.ref, "no pull request", "", reasons))
         return {"status": "error", "reasons": reasons}
     if outcome.status == "fixed" and outcome.brt is not None:
         branch = f"{publish['branch_prefix']}{forge.number}"
@@ -265,17 +263,17 @@ async def _publish(
         pr = await forge.open_or_update_pr(
             branch=branch, base=base_branch, title=title, body=body, draft=publish["draft"], labels=publish["labels"]
         )
-        await forge.upsert_comment(render_final_status(forge.ref, f"opened pull request #{pr.number}", pr.url))
+        await post(render_final_status(forge.ref, f"opened pull request #{pr.number}", pr.url))
         result |= {"pr": pr.number, "branch": branch}
     elif outcome.status == "suggested" and outcome.brt is not None:
         rerun = f"python -m pytest -q {outcome.brt.path}"
-        await forge.upsert_comment(render_suggestion(outcome.suggestion_context(issue_ref=forge.ref, rerun=rerun)))
+        await post(render_suggestion(outcome.suggestion_context(issue_ref=forge.ref, rerun=rerun)))
     elif outcome.status == "reproduced" and outcome.brt is not None:
         rerun = f"python -m pytest -q {outcome.brt.path}"
-        await forge.upsert_comment(render_reproduction_comment(ReproductionContext(forge.ref, outcome.brt, rerun)))
+        await post(render_reproduction_comment(ReproductionContext(forge.ref, outcome.brt, rerun)))
     elif outcome.status == "abstained" and outcome.abstention is not None:
         a = outcome.abstention
-        await forge.upsert_comment(render_abstention(forge.ref, outcome.reasons, a.score, a.threshold))
+        await post(render_abstention(forge.ref, outcome.reasons, a.score, a.threshold))
     else:
-        await forge.upsert_comment(render_final_status(forge.ref, f"no result ({outcome.status})", "", outcome.reasons))
+        await post(render_final_status(forge.ref, f"no result ({outcome.status})", "", outcome.reasons))
     return result

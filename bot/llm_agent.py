@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from bot.jobtypes import GenerateRequest
 from sandboxes.agents.issue_facts import parse_issue
 from sandboxes.agents.repair import AgentConfig, RepairAgent
 from sandboxes.agents.tools import Toolbox
 from sandboxes.agents.trajectory import Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import TestRunner
-
-if TYPE_CHECKING:
-    from bot.generate import GenerateRequest
 
 
 async def run_llm_trajectory(gen: GenerateRequest, traj: Trajectory, sandbox: Sandbox, runner: TestRunner) -> None:

@@ -7,232 +7,51 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
 
 from bot.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.config import Settings
-from bot.generate import GenerateRequest, generate_patches, trajectory_kinds
+from bot.generate import generate_patches, trajectory_kinds
+from bot.jobtypes import (
+    GenerateRequest,
+    JobContext,
+    JobOutcome,
+    JobRequest,
+    JobStatus,
+    Mode,
+    ProgressSink,
+    sandbox_spec,
+)
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
-from bot.report import PrContext, ReviewLine, SuggestionContext
-from bot.review import Chosen, review_and_select
+from bot.review import review_and_select
 from bot.setup_model import setup_agent_for
 from bot.store import Store
 from sandboxes import environment as envlayer
-from sandboxes.agents.chat import ChatModel
 from sandboxes.agents.classic import NotReproduced, Reproduction, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
-from sandboxes.agents.trajectory import BrtEvidence, Trajectory
-from sandboxes.base import Limits, SandboxSpec, host_cpu_count
+from sandboxes.agents.trajectory import Trajectory
+from sandboxes.base import host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
 from sandboxes.factory import make_sandbox
-from sandboxes.pathpolicy import DEFAULT_DENIED
 from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
 log = logging.getLogger(__name__)
 
-JobStatus = Literal["fixed", "suggested", "reproduced", "abstained", "not_fixed", "error"]
-Mode = Literal["fix", "reproduce"]
-#: Reports stage changes to a progress display or a progress comment.
-ProgressSink = Callable[[str, str], Awaitable[None] | None]
-
-
-@dataclass(frozen=True)
-class JobRequest:
-    """What to do, on which checkout, with which knobs (from the CLI or a forge's policy)."""
-
-    repo: Path
-    issue_text: str
-    issue_ref: str
-    mode: Mode = "fix"
-    trajectories: int = 4
-    agent: str = "classic"
-    sandbox: str = "bwrap"
-    selector: str = "ranked"
-    abstain_threshold: float = 0.5
-    base_commit: str | None = None
-    test_timeout: float = 300.0
-    denied_paths: tuple[str, ...] = DEFAULT_DENIED
-    #: LLM trajectories' cogeneration strategy: freeform, tdd, tld, fix-only or brt-only.
-    strategy: str = "freeform"
-    #: Add the spec reviewer and the BRT relevance judge (needs a model).
-    llm_reviewers: bool = False
-    #: Combine the rule-based abstention score with the model's estimate (needs a model).
-    llm_abstention: bool = False
-    #: Per-repo tightening of the deployment's model budget (policy `agent.max_steps`, `budget.max_cost_usd`).
-    max_steps: int | None = None
-    max_cost: float | None = None
-    #: The policy's `environment.setup` / `environment.test`; they win over what the repo's files suggest.
-    setup_commands: tuple[str, ...] = ()
-    test_command: str | None = None
-    #: The policy's `environment.allow_direct_references`: URL/path/VCS requirements built in the sandbox.
-    allow_direct_references: bool = False
-
-    def needs_model(self, llm_configured: bool) -> bool:
-        """True when some stage of this job calls the model."""
-        uses_llm = self.agent in ("llm", "mixed") or (self.agent == "auto" and llm_configured)
-        return uses_llm or self.llm_reviewers or self.llm_abstention
-
-
-@dataclass
-class JobOutcome:
-    """The result of a job, shaped for the CLI's --json output, the store and the renderers."""
-
-    job_id: int
-    status: JobStatus
-    reasons: list[str] = field(default_factory=list)
-    patch: str = ""
-    fix_files: list[str] = field(default_factory=list)
-    test_files: list[str] = field(default_factory=list)
-    brt: BrtEvidence | None = None
-    trajectories: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    abstention: AbstentionDecision | None = None
-    selector: str = ""
-    selection_explanation: str = ""
-    reviews: list[dict[str, Any]] = field(default_factory=list)
-    fix_summary: str = ""
-    facts: IssueFacts | None = None
-    baseline: dict[str, int] = field(default_factory=dict)
-    chosen: Chosen | None = None
-    generated: list[Trajectory] = field(default_factory=list)
-    #: For status "error": what failed ("environment" maps to its own CLI exit code).
-    error_kind: str = ""
-    #: Model usage of the whole job (empty when no model was used) and the PR body's cost line.
-    llm_usage: dict[str, Any] = field(default_factory=dict)
-    cost: str = ""
-    budget_stops: list[str] = field(default_factory=list)
-    #: How the environment was set up: interpreter (and why), pytest, settings sources, what was left out.
-    environment: dict[str, Any] = field(default_factory=dict)
-
-    def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
-        """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
-        assert self.brt is not None, "only a fixed job has a PR"
-        return PrContext(
-            issue_ref=issue_ref,
-            issue_title=issue_title,
-            brt=self.brt,
-            fix_files=self.fix_files,
-            test_files=self.test_files,
-            selector=self.selector,
-            selection_explanation=self.selection_explanation,
-            reviews=[ReviewLine(r["reviewer"], r["accepted"], r["reason"]) for r in self.reviews],
-            trajectories=self.trajectories,
-            seconds=self.seconds,
-            fix_summary=self.fix_summary,
-            rerun_command=rerun,
-            closes_issue=closes_issue,
-            agent=", ".join(sorted({str(t.get("agent")) for t in self.trajectories})) or "classic",
-            cost=self.cost or "no model used (classic agent): $0.00",
-            budget_stops=self.budget_stops,
-            assessment=None
-            if self.chosen is None or self.chosen.assessment is None
-            else self.chosen.assessment.to_json(),
-        )
-
-    def suggestion_context(self, *, issue_ref: str, rerun: str) -> SuggestionContext:
-        """The suggestion comment's inputs from a `suggested` job (a candidate fix the bot would not PR)."""
-        assert self.brt is not None, "only a job with a BRT has a suggestion"
-        return SuggestionContext(
-            issue_ref=issue_ref,
-            brt=self.brt,
-            patch=self.patch,
-            reasons=self.reasons,
-            rerun_command=rerun,
-            assessment=None
-            if self.chosen is None or self.chosen.assessment is None
-            else self.chosen.assessment.to_json(),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The --json document (branch is added by the publisher)."""
-        return {
-            "job_id": self.job_id,
-            "status": self.status,
-            "reasons": self.reasons,
-            "patch": self.patch,
-            "fix_files": self.fix_files,
-            "test_files": self.test_files,
-            "brt": None if self.brt is None else self.brt.to_json(),
-            "trajectories": self.trajectories,
-            "seconds": round(self.seconds, 3),
-            "selector": self.selector,
-            "selection": self.selection_explanation,
-            "reviews": self.reviews,
-            "abstention": None
-            if self.abstention is None
-            else {
-                "act": self.abstention.act,
-                "score": self.abstention.score,
-                "threshold": self.abstention.threshold,
-                "reasons": list(self.abstention.reasons),
-                "rule_score": self.abstention.rule_score,
-                "llm_score": self.abstention.llm_score,
-            },
-            "baseline": self.baseline,
-            "environment": self.environment,
-            "assessment": None
-            if self.chosen is None or self.chosen.assessment is None
-            else self.chosen.assessment.to_json(),
-            "assessments": {} if self.chosen is None else {k: v.to_json() for k, v in self.chosen.assessments.items()},
-            **({"llm": {**self.llm_usage, "budget_stops": self.budget_stops}} if self.llm_usage else {}),
-        }
-
-
-@dataclass
-class JobContext:
-    """Per-job state shared by the stages: settings, store, scratch folder, environment."""
-
-    settings: Settings
-    store: Store
-    job_id: int
-    workdir: Path
-    progress: ProgressSink | None = None
-    model: ChatModel | None = None
-    ledger: Ledger | None = None
-
-    def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
-        """Create the trajectory's store row and stream its steps into the store as they happen."""
-        db_id = self.store.start_trajectory(self.job_id, traj.agent, strategy, traj.seed)
-
-        async def sink(idx: int, kind: str, content: dict[str, Any]) -> None:
-            self.store.add_step(db_id, kind, content)
-
-        traj.sink = sink
-        traj.db_id = db_id
-
-    def save_trajectory(self, traj: Trajectory) -> None:
-        """Record how the trajectory ended; called from `finally`."""
-        if traj.db_id is not None:
-            usage = traj.usage
-            self.store.finish_trajectory(
-                traj.db_id,
-                traj.status,
-                seconds=traj.seconds,
-                tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
-                cost=float(usage.get("cost_usd", 0.0)),
-                error=traj.error or None,
-            )
-
-    async def stage(self, name: str, detail: str = "") -> None:
-        """Announce a stage to whoever watches (terminal progress, progress comment)."""
-        log.info("job %s: %s %s", self.job_id, name, detail)
-        if self.progress is not None:
-            maybe = self.progress(name, detail)
-            if asyncio.iscoroutine(maybe):
-                await maybe
-
-
-def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: Settings, timeout: float) -> SandboxSpec:
-    """The sandbox for a repo workspace: the environment mounted read-only, default limits."""
-    return SandboxSpec(
-        workspace=workspace,
-        mounts=env.mounts,
-        limits=Limits(wall_seconds=timeout, disk_bytes=settings.sandbox_disk_quota),
-        rootfs=settings.rootfs,
-    )
+#: The job types moved to bot.jobtypes; these names stay importable from here for existing callers.
+__all__ = [
+    "JobContext",
+    "JobOutcome",
+    "JobRequest",
+    "JobStatus",
+    "Mode",
+    "ProgressSink",
+    "prepare_environment",
+    "run_baseline",
+    "run_job",
+    "sandbox_spec",
+    "triage",
+]
 
 
 def triage(facts: IssueFacts, workspace: Path, threshold: float) -> AbstentionDecision:
@@ -253,8 +72,12 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
 
     With a model configured, the setup agent steps in when neither policy nor repo signals say how to test.
     """
-    ledger = ctx.ledger or ledger_from_settings(ctx.settings)
-    agent = setup_agent_for(ctx.settings, request.sandbox, model=ctx.model, ledger=ledger)
+    settings = ctx.settings
+    if not isinstance(settings, Settings):
+        # The job types see settings through a protocol; the setup agent needs the deployment's whole Settings.
+        raise TypeError("the pipeline runs with bot.config.Settings")
+    ledger = ctx.ledger if isinstance(ctx.ledger, Ledger) else ledger_from_settings(settings)
+    agent = setup_agent_for(settings, request.sandbox, model=ctx.model, ledger=ledger)
     try:
         return await envlayer.prepare_environment(
             workspace,
@@ -304,13 +127,12 @@ async def run_job(
     workdir = settings.data_dir / "work" / f"job-{job_id}-{uuid.uuid4().hex[:6]}"
     ctx = JobContext(settings, store, job_id, workdir, progress)
     facts = parse_issue(request.issue_text)
-    outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
+    outcome = JobOutcome(job_id=job_id, status="error", facts=facts, notes=list(request.notes))
     try:
         if request.needs_model(settings.llm_configured):
-            ctx.ledger = ledger_from_settings(
-                settings, *_spent(store, job_id), max_steps=request.max_steps, max_cost=request.max_cost
-            )
-            ctx.model = client_from_settings(settings, ctx.ledger)
+            spent = await asyncio.to_thread(_spent, store, job_id)
+            ledger = ledger_from_settings(settings, *spent, max_steps=request.max_steps, max_cost=request.max_cost)
+            ctx.ledger, ctx.model = ledger, client_from_settings(settings, ledger)
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:
         outcome.status, outcome.reasons = "error", [f"environment: {exc}"]
@@ -366,17 +188,17 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     await ctx.stage("reproduce", "synthesizing a bug reproduction test")
     runner = TestRunner(env, timeout=request.test_timeout)
     shared = Trajectory(id=f"{ctx.job_id}-repro", agent=request.agent, seed=0)
-    ctx.open_trajectory(shared, strategy="reproduce")
+    await ctx.open_trajectory(shared, strategy="reproduce")
     spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)
     repro: Reproduction | None = None
+    llm = "llm" in trajectory_kinds(request.agent, request.trajectories, ctx.model is not None)
     try:
         async with make_sandbox(request.sandbox, spec) as sb:
             repro = await reproduce(facts, sb, runner, tracked_files(base), shared, localize=request.mode == "fix")
     except NotReproduced as exc:
         # LLM trajectories write their own BRT, so a report the synthesizer cannot turn into a test is still
-        # worth their attempt; classic-only jobs (and reproduce jobs) stop here.
-        kinds = trajectory_kinds(request.agent, request.trajectories, ctx.model is not None)
-        if request.mode == "reproduce" or "llm" not in kinds:
+        # worth their attempt; classic-only jobs stop here.
+        if not llm:
             outcome.status, outcome.reasons = "abstained", [f"could not reproduce: {exc}"]
             outcome.trajectories = [shared.summary()]
             return
@@ -385,8 +207,8 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         shared.finish()
         if shared.status == "not_fixed":
             shared.status = "reproduced" if request.mode == "reproduce" else shared.status
-        ctx.save_trajectory(shared)
-    if request.mode == "reproduce" and repro is not None:
+        await ctx.save_trajectory(shared)
+    if request.mode == "reproduce" and repro is not None and not llm:
         outcome.status = "reproduced"
         outcome.brt = reproduction_evidence(repro)
         outcome.test_files = [repro.brt.path]
@@ -414,6 +236,9 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     )
     outcome.generated = generated
     outcome.trajectories = [t.summary() for t in generated]
+    if request.mode == "reproduce":
+        _llm_reproduction(outcome, generated, repro)
+        return
 
     await ctx.stage("review", "validating candidate patches in fresh sandboxes")
     chosen = await review_and_select(ctx, request, base, env, baseline, generated)
@@ -444,3 +269,24 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             *chosen.assessment.reasons,
             *outcome.reasons,
         ]
+
+
+def _llm_reproduction(outcome: JobOutcome, generated: list[Trajectory], repro: Reproduction | None) -> None:
+    """A reproduce job with a model: the first brt-only test that fails on the current code is the reproduction.
+
+    The synthesized test, when there is one, is the fallback; a test that does not fail reproduces nothing.
+    """
+    for traj in generated:
+        if traj.brt is not None and traj.brt.fails_before:
+            # Nothing was fixed: the evidence is the failing run alone, as for a synthesized reproduction.
+            outcome.status, outcome.brt = "reproduced", replace(traj.brt, passes_after=None, after_output="")
+            outcome.test_files = [traj.brt.path]
+            outcome.reasons = [f"the model's test `{traj.brt.path}` fails on the current code ({traj.id})"]
+            return
+    if repro is not None:
+        outcome.status, outcome.brt = "reproduced", reproduction_evidence(repro)
+        outcome.test_files = [repro.brt.path]
+        outcome.reasons = [f"the synthesized test fails on the current code ({repro.brt.symptom}); the model's did not"]
+        return
+    outcome.status = "abstained"
+    outcome.reasons = ["could not reproduce: no test written by the model fails on the current code"]

@@ -41,7 +41,16 @@ KEYS: dict[str, Key] = {
         "write", "str", "else: collaborator permission needed (via the API)", ("admin", "write", "read", "none")
     ),
     "triggers.commands.reply_to_others": Key(True, "bool", "one polite reply per issue to anyone else"),
-    "abstention.threshold": Key(0.5, "float", "act only when the triage score reaches this", minimum=0, maximum=1),
+    "abstention.threshold": Key(
+        0.5,
+        "float",
+        "act only when the triage score reaches this (REPROBOT_ABSTAIN_THRESHOLD is a floor)",
+        minimum=0,
+        maximum=1,
+    ),
+    "abstention.llm": Key(
+        False, "bool", "also ask the model how actionable the report is (needs a deployment model; else a note)"
+    ),
     "agent.kind": Key("classic", "str", "agent: classic (no LLM), llm, auto", ("classic", "llm", "auto")),
     "agent.strategy": Key(
         "freeform",
@@ -49,16 +58,23 @@ KEYS: dict[str, Key] = {
         "cogeneration strategy of llm trajectories (a `/fix strategy=` option overrides it)",
         ("freeform", "tdd", "tld", "fix-only", "brt-only"),
     ),
-    "agent.trajectories": Key(4, "int", "parallel trajectories per fix job", minimum=1, maximum=32),
+    "agent.trajectories": Key(
+        4, "int", "parallel trajectories per fix job (capped by REPROBOT_MAX_TRAJECTORIES)", minimum=1, maximum=32
+    ),
     "agent.max_steps": Key(
         30, "int", "step limit per llm trajectory (tightens REPROBOT_LLM_MAX_STEPS)", minimum=1, maximum=500
+    ),
+    "review.llm": Key(
+        False, "bool", "add the spec reviewer and the BRT relevance judge (needs a deployment model; else a note)"
     ),
     "selection.selector": Key("ranked", "str", "patch selector", ("default", "dual-level", "ranked", "reject-no-test")),
     "environment.setup": Key(
         None, "str?", "setup command run in the sandbox (no network) before the tests (null: detect)"
     ),
     "environment.test": Key(None, "str?", "test command (null: detect from the repo's files)"),
-    "environment.timeout": Key(300, "float", "seconds for one test-suite run", minimum=1, maximum=7200),
+    "environment.timeout": Key(
+        300, "float", "seconds for one test-suite run (capped by REPROBOT_MAX_TEST_TIMEOUT)", minimum=1, maximum=7200
+    ),
     "environment.sandbox": Key("bwrap", "str", "sandbox backend", ("bwrap", "docker")),
     "environment.allow_direct_references": Key(
         False, "bool", "accept URL, path and VCS requirements (fetched as files, built only in the sandbox)"
@@ -73,7 +89,12 @@ KEYS: dict[str, Key] = {
         "globs a patch may not touch: both paths of a rename count, and so do symlinks into them",
     ),
     "budget.max_cost_usd": Key(1.0, "float", "model spend cap per job (tightens REPROBOT_LLM_MAX_COST)", minimum=0),
-    "budget.max_minutes": Key(30, "float", "wall-clock cap per job: the job stops with an error after it", minimum=1),
+    "budget.max_minutes": Key(
+        30,
+        "float",
+        "wall-clock cap per job: the job stops with an error after it (capped by REPROBOT_MAX_JOB_MINUTES)",
+        minimum=1,
+    ),
 }
 
 

@@ -2,51 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bot.jobtypes import Chosen, JobContext, JobRequest, sandbox_spec
 from patch_selectors.assess_run import assess_records
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord, make_record
 from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
-from patch_selectors.selectors import SELECTORS, Selection, select
+from patch_selectors.selectors import SELECTORS, select
 from sandboxes.agents.trajectory import Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
 from sandboxes.factory import make_sandbox
 
-if TYPE_CHECKING:
-    from bot.pipeline import JobContext, JobRequest
-
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class Chosen:
-    """What the select stage hands to publishing, plus everything the eval harness scores."""
-
-    selector: str
-    explanation: str
-    trajectory: Trajectory | None = None
-    record: PatchRecord | None = None
-    reviews: list[dict[str, Any]] = field(default_factory=list)
-    fix_files: list[str] = field(default_factory=list)
-    test_files: list[str] = field(default_factory=list)
-    fix_summary: str = ""
-    reasons: list[str] = field(default_factory=list)
-    records: list[PatchRecord] = field(default_factory=list)
-    selections: dict[str, Selection] = field(default_factory=dict)
-    #: The correctness assessment of the selected patch; publish only when it is confident.
-    assessment: Assessment | None = None
-    #: Every accepted patch's assessment, by record id (the same as its trajectory id).
-    assessments: dict[str, Assessment] = field(default_factory=dict)
-
-    @property
-    def confident(self) -> bool:
-        """True when the selected patch may become a PR."""
-        return self.assessment is None or self.assessment.confident
+#: Chosen moved to bot.jobtypes; it stays importable from here.
+__all__ = ["Chosen", "assessment_pool", "review_and_select"]
 
 
 def _fix_summary(traj: Trajectory) -> str:
@@ -65,7 +40,6 @@ async def review_and_select(
     trajectories: list[Trajectory],
 ) -> Chosen:
     """Review every trajectory's patch (identical patches once), store verdicts, select at most one."""
-    from bot.pipeline import sandbox_spec
 
     def open_sandbox(workspace: Path) -> Sandbox:
         return make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout))
@@ -96,7 +70,8 @@ async def review_and_select(
         record = record.with_reviews(*verdicts[key])
         records.append(record)
         by_record[record.id] = traj
-        patch_id = ctx.store.add_patch(
+        patch_id = await asyncio.to_thread(
+            ctx.store.add_patch,
             ctx.job_id,
             traj.db_id,
             traj.diff,
@@ -107,13 +82,16 @@ async def review_and_select(
         )
         patch_ids[record.id] = patch_id
         for rv in record.reviews:
-            ctx.store.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
+            await asyncio.to_thread(
+                ctx.store.add_review, patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence)
+            )
     peers = _alternatives(trajectories, records)
     assessments = await assess_records(records, review_env, peers) if any(r.accepted for r in records) else {}
     pool = assessment_pool(records, assessments)
     selections = {name: select(name, pool) for name in SELECTORS}
     chosen_sel = selections[request.selector] if request.selector in selections else select(request.selector, pool)
-    ctx.store.add_selection(
+    await asyncio.to_thread(
+        ctx.store.add_selection,
         ctx.job_id,
         chosen_sel.selector,
         patch_ids.get(chosen_sel.selected.id) if chosen_sel.selected else None,
