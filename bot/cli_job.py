@@ -112,7 +112,9 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     store = Store.open(settings.store_path)
     queue = Queue(store)
     worker_id = f"cli-{os.getpid()}"
-    stored_issue = store.upsert_issue("local", str(repo.resolve()), issue.slug, title=issue.title, body=issue.body)
+    stored_issue = store.publications.upsert_issue(
+        "local", str(repo.resolve()), issue.slug, title=issue.title, body=issue.body
+    )
     job = queue.start_inline(request.mode, stored_issue.id, {"issue": str(args.issue)}, worker_id, _CLI_LEASE)
     branch = f"reprobot/issue-{issue.slug}"
     pushed = False

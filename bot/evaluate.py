@@ -143,7 +143,7 @@ async def evaluate_case(
     started = time.monotonic()
     try:
         repo = await asyncio.to_thread(_git_repo_from, case.repo, workdir / case.name / "repo")
-        issue = store.upsert_issue("local", str(repo), case.name, title=case.issue_text.splitlines()[0])
+        issue = store.publications.upsert_issue("local", str(repo), case.name, title=case.issue_text.splitlines()[0])
         queue = Queue(store)
         job_id = queue.enqueue("fix", issue.id, {"case": case.name}, concurrency_key=f"eval:{case.name}")
         request = JobRequest(

@@ -80,7 +80,7 @@ async def run_github_job(job: Job, deps: JobDeps) -> dict[str, Any]:
         return await _reply(job, forge, deps)
     try:
         policy = await load_policy(forge.fetch_file, forge.repo)
-        deps.store.remember_policy(forge.repo, policy)
+        deps.store.deliveries.remember_policy(forge.repo, policy)
     except PolicyError as exc:
         await forge.upsert_comment(render_policy_error(forge.ref, exc.source, exc.key, exc.problem))
         if comment_id:
@@ -159,12 +159,12 @@ async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
     elif p.get("command") == "cancel":
         cancelled = [
             j.id
-            for j in deps.store.list_jobs(issue_id=job.issue_id)
+            for j in deps.store.jobs.list_jobs(issue_id=job.issue_id)
             if j.kind in ("github.fix", "github.reproduce", "github.issue") and Queue(deps.store).cancel(j.id)
         ]
         text = f"Cancelled {len(cancelled)} job(s)." if cancelled else "Nothing to cancel."
     elif p.get("command") == "status":
-        jobs = deps.store.list_jobs(issue_id=job.issue_id, limit=10)
+        jobs = deps.store.jobs.list_jobs(issue_id=job.issue_id, limit=10)
         lines = [f"- job {j.id} `{j.kind}`: {j.status}" for j in jobs if j.id != job.id]
         text = "reprobot on this issue:\n\n" + ("\n".join(lines) or "- no jobs")
     # Keyed by the job, which keeps its id across retries: a taken-over job finds its own reply.

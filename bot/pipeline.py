@@ -195,10 +195,10 @@ class JobContext:
 
     def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
         """Create the trajectory's store row and stream its steps into the store as they happen."""
-        db_id = self.store.start_trajectory(self.job_id, traj.agent, strategy, traj.seed)
+        db_id = self.store.runs.start_trajectory(self.job_id, traj.agent, strategy, traj.seed)
 
         async def sink(idx: int, kind: str, content: dict[str, Any]) -> None:
-            self.store.add_step(db_id, kind, content)
+            self.store.runs.add_step(db_id, kind, content)
 
         traj.sink = sink
         traj.db_id = db_id
@@ -207,7 +207,7 @@ class JobContext:
         """Record how the trajectory ended; called from `finally`."""
         if traj.db_id is not None:
             usage = traj.usage
-            self.store.finish_trajectory(
+            self.store.runs.finish_trajectory(
                 traj.db_id,
                 traj.status,
                 seconds=traj.seconds,
@@ -333,10 +333,10 @@ async def run_job(
 
 def _spent(store: Store, job_id: int) -> tuple[float, float]:
     """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps."""
-    job = store.get_job(job_id)
+    job = store.jobs.get_job(job_id)
     today = time.strftime("%Y-%m-%dT00:00:00", time.gmtime())
-    spent_issue = store.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
-    return spent_issue, store.llm_cost_since(today)
+    spent_issue = store.runs.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
+    return spent_issue, store.runs.llm_cost_since(today)
 
 
 async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, outcome: JobOutcome) -> None:

@@ -96,7 +96,7 @@ async def review_and_select(
         record = record.with_reviews(*verdicts[key])
         records.append(record)
         by_record[record.id] = traj
-        patch_id = ctx.store.add_patch(
+        patch_id = ctx.store.runs.add_patch(
             ctx.job_id,
             traj.db_id,
             traj.diff,
@@ -107,13 +107,13 @@ async def review_and_select(
         )
         patch_ids[record.id] = patch_id
         for rv in record.reviews:
-            ctx.store.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
+            ctx.store.runs.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
     peers = _alternatives(trajectories, records)
     assessments = await assess_records(records, review_env, peers) if any(r.accepted for r in records) else {}
     pool = assessment_pool(records, assessments)
     selections = {name: select(name, pool) for name in SELECTORS}
     chosen_sel = selections[request.selector] if request.selector in selections else select(request.selector, pool)
-    ctx.store.add_selection(
+    ctx.store.runs.add_selection(
         ctx.job_id,
         chosen_sel.selector,
         patch_ids.get(chosen_sel.selected.id) if chosen_sel.selected else None,

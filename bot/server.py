@@ -13,8 +13,7 @@ from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
 from bot.config import Settings
-from bot.store import Store
-from bot.store_intake import DeliveryRecord, DeliveryRejected
+from bot.store import DeliveryRecord, DeliveryRejected, Store
 from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
 from handlers.github_payload import PayloadError, validate_payload
@@ -74,7 +73,7 @@ class GroupCommit:
             return
         batch, self._pending = self._pending, []
         try:
-            results = self.store.try_accept_deliveries([d for d, _ in batch])
+            results = self.store.deliveries.try_accept_deliveries([d for d, _ in batch])
         except Exception as exc:  # hand the store's error to every waiting request
             _settle(batch, error=exc)
             return
@@ -90,7 +89,7 @@ class GroupCommit:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    results = await asyncio.to_thread(self.store.accept_deliveries, [d for d, _ in batch])
+                    results = await asyncio.to_thread(self.store.deliveries.accept_deliveries, [d for d, _ in batch])
                 except Exception as exc:  # hand the store's error to every waiting request
                     _settle(batch, error=exc)
                     continue
@@ -223,7 +222,7 @@ async def webhook(request: web.Request) -> web.Response:
     if not accepted:
         # Handlers only plan, so running them again for a redelivery changed nothing. The read goes to a
         # thread: an in-process worker may hold the store's connection while it waits for a write lock.
-        seen = await asyncio.to_thread(store.get_delivery, event.delivery_id)
+        seen = await asyncio.to_thread(store.deliveries.get_delivery, event.delivery_id)
         if seen is not None and seen.planned and seen.promoted_at is None:
             return _reply(200, "redelivery: already acknowledged; its jobs wait for a worker", job_id=None)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)

@@ -89,7 +89,7 @@ class Worker:
         if days <= 0 or now < self._next_prune:
             return
         self._next_prune = now + PRUNE_INTERVAL
-        dropped = await asyncio.to_thread(self.store.prune_delivery_bodies, now - days * 86400)
+        dropped = await asyncio.to_thread(self.store.deliveries.prune_delivery_bodies, now - days * 86400)
         if dropped:
             log.info("dropped the bodies of %d deliveries older than %g days", dropped, days)
 

@@ -116,7 +116,7 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     repo = event.data["repository"]["full_name"]
     # The last policy a job loaded for this repo (defaults until then); the job checks again with a fresh one.
     # Read on a thread, never on the loop: an in-process worker may be holding the store's connection.
-    rules = (await asyncio.to_thread(intake.store.cached_policy, repo) or defaults())["triggers"]["commands"]
+    rules = (await asyncio.to_thread(intake.store.deliveries.cached_policy, repo) or defaults())["triggers"]["commands"]
     if not rules["enabled"]:
         return
     allowed = await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules)
@@ -164,10 +164,10 @@ async def on_installation(event: Event, gh: object, *, intake: Intake, **_: Any)
     """Record installs and uninstalls."""
     inst = event.data["installation"]
     if event.data["action"] == "deleted":
-        intake.store.remove_installation(int(inst["id"]))
+        intake.store.publications.remove_installation(int(inst["id"]))
         return
     repos = [r["full_name"] for r in event.data.get("repositories") or []]
-    intake.store.upsert_installation(int(inst["id"]), inst["account"]["login"], repos)
+    intake.store.publications.upsert_installation(int(inst["id"]), inst["account"]["login"], repos)
 
 
 # -- pull requests: feedback on our own PRs ----------------------------------------------------------------
@@ -181,7 +181,7 @@ async def on_pr_closed(event: Event, gh: object, *, intake: Intake, **_: Any) ->
     if not str(pr.get("head", {}).get("ref", "")).startswith("reprobot/"):
         return
     repo = event.data["repository"]["full_name"]
-    intake.store.record_pr_outcome(repo, int(pr["number"]), bool(pr.get("merged")), pr.get("closed_at"))
+    intake.store.publications.record_pr_outcome(repo, int(pr["number"]), bool(pr.get("merged")), pr.get("closed_at"))
 
 
 #: Every concern, composed in one place.
