@@ -58,7 +58,7 @@ async def _one_trajectory(
     kind = trajectory_kinds(gen.request.agent, gen.request.trajectories, ctx.model is not None)[index]
     strategy = gen.request.strategy if kind == "llm" else "freeform"
     traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=kind, seed=index, strategy=strategy)
-    ctx.open_trajectory(traj, strategy=strategy)
+    await ctx.open_trajectory(traj, strategy=strategy)
     if kind == "classic":
         for step in gen.shared_steps:
             await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
@@ -85,7 +85,7 @@ async def _one_trajectory(
             traj.status, traj.error = "error", f"{type(exc).__name__}: {exc}"
         finally:
             traj.finish()
-            ctx.save_trajectory(traj)
+            await ctx.save_trajectory(traj)
     return traj
 
 

@@ -193,21 +193,23 @@ class JobContext:
     model: ChatModel | None = None
     ledger: Ledger | None = None
 
-    def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
+    async def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
         """Create the trajectory's store row and stream its steps into the store as they happen."""
-        db_id = self.store.runs.start_trajectory(self.job_id, traj.agent, strategy, traj.seed)
+        runs = self.store.runs
+        db_id = await asyncio.to_thread(runs.start_trajectory, self.job_id, traj.agent, strategy, traj.seed)
 
         async def sink(idx: int, kind: str, content: dict[str, Any]) -> None:
-            self.store.runs.add_step(db_id, kind, content)
+            await asyncio.to_thread(runs.add_step, db_id, kind, content)
 
         traj.sink = sink
         traj.db_id = db_id
 
-    def save_trajectory(self, traj: Trajectory) -> None:
+    async def save_trajectory(self, traj: Trajectory) -> None:
         """Record how the trajectory ended; called from `finally`."""
         if traj.db_id is not None:
             usage = traj.usage
-            self.store.runs.finish_trajectory(
+            await asyncio.to_thread(
+                self.store.runs.finish_trajectory,
                 traj.db_id,
                 traj.status,
                 seconds=traj.seconds,
@@ -307,9 +309,8 @@ async def run_job(
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts)
     try:
         if request.needs_model(settings.llm_configured):
-            ctx.ledger = ledger_from_settings(
-                settings, *_spent(store, job_id), max_steps=request.max_steps, max_cost=request.max_cost
-            )
+            spent = await asyncio.to_thread(_spent, store, job_id)
+            ctx.ledger = ledger_from_settings(settings, *spent, max_steps=request.max_steps, max_cost=request.max_cost)
             ctx.model = client_from_settings(settings, ctx.ledger)
         await _run_stages(ctx, request, facts, outcome)
     except EnvironmentError_ as exc:
@@ -332,7 +333,7 @@ async def run_job(
 
 
 def _spent(store: Store, job_id: int) -> tuple[float, float]:
-    """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps."""
+    """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps (blocking)."""
     job = store.jobs.get_job(job_id)
     today = time.strftime("%Y-%m-%dT00:00:00", time.gmtime())
     spent_issue = store.runs.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
@@ -366,7 +367,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     await ctx.stage("reproduce", "synthesizing a bug reproduction test")
     runner = TestRunner(env, timeout=request.test_timeout)
     shared = Trajectory(id=f"{ctx.job_id}-repro", agent=request.agent, seed=0)
-    ctx.open_trajectory(shared, strategy="reproduce")
+    await ctx.open_trajectory(shared, strategy="reproduce")
     spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)
     repro: Reproduction | None = None
     try:
@@ -385,7 +386,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         shared.finish()
         if shared.status == "not_fixed":
             shared.status = "reproduced" if request.mode == "reproduce" else shared.status
-        ctx.save_trajectory(shared)
+        await ctx.save_trajectory(shared)
     if request.mode == "reproduce" and repro is not None:
         outcome.status = "reproduced"
         outcome.brt = reproduction_evidence(repro)

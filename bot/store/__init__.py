@@ -4,7 +4,7 @@
 `publications` and `environments` hold one concern each; `facade.Store` composes them.
 """
 
-from bot.store.base import StoreOnEventLoop
+from bot.store.base import StoreOnEventLoop, forbid_store_calls_on_loop
 from bot.store.facade import Store
 from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob
 from bot.store.rows import (
@@ -46,6 +46,7 @@ __all__ = [
     "StoreError",
     "StoreOnEventLoop",
     "Trajectory",
+    "forbid_store_calls_on_loop",
     "iso",
     "parse_iso",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import sqlite3
 import threading
 import time
@@ -26,6 +27,24 @@ Params = dict[str, Any] | tuple[Any, ...]
 
 class StoreOnEventLoop(StoreError):
     """A blocking store call was made on a thread that runs an event loop (use asyncio.to_thread)."""
+
+
+#: True while async code of `serve` or `worker` runs (a request handler, a worker's job): see loop_guard.
+_SERVING: contextvars.ContextVar[bool] = contextvars.ContextVar("reprobot_store_serving", default=False)
+
+
+@contextlib.contextmanager
+def forbid_store_calls_on_loop() -> Iterator[None]:
+    """Mark the code inside (and the tasks it creates) as the event loop of `serve` or `worker`.
+
+    There, with StoreConnection.loop_guard on, a blocking store call made on the loop's thread raises
+    StoreOnEventLoop instead of stalling every request and job for up to the busy timeout.
+    """
+    token = _SERVING.set(True)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
 
 
 def _wal_switch_retrying() -> Retrying:
@@ -59,8 +78,9 @@ class StoreConnection:
     """
 
     #: When True, a blocking call (any transaction or query below) made on a thread that is running an event
-    #: loop raises StoreOnEventLoop: it could hold that loop for the whole busy timeout. The test suite turns
-    #: it on for every store, so that each test run checks that `serve` and `worker` reach the store off-loop.
+    #: loop, from code marked by `forbid_store_calls_on_loop` (the server's requests, the worker's jobs),
+    #: raises StoreOnEventLoop: it could hold that loop for the whole busy timeout. The test suite turns it
+    #: on for every store, so that each test run checks that `serve` and `worker` reach the store off-loop.
     loop_guard: ClassVar[bool] = False
 
     def __init__(self, conn: sqlite3.Connection, *, where: str, clock: Callable[[], float] = time.time) -> None:
@@ -99,8 +119,8 @@ class StoreConnection:
             return schema_version(self.db)
 
     def check_thread(self) -> None:
-        """Raise StoreOnEventLoop when the guard is on and this thread is running an event loop."""
-        if self.loop_guard and _on_event_loop():
+        """Raise StoreOnEventLoop when the guard is on and serving code calls from the event loop's thread."""
+        if self.loop_guard and _SERVING.get() and _on_event_loop():
             raise StoreOnEventLoop(
                 f"blocking store call on the event loop's thread ({threading.current_thread().name}): "
                 "it may wait for the write lock for up to the busy timeout; call it via asyncio.to_thread"
