@@ -52,19 +52,8 @@ def main() -> int:
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "shopcart 0.3.0")
     out = root / "out"
-    cmd = [
-        str(reprobot),
-        "fix",
-        "--repo",
-        str(repo),
-        "--issue",
-        str(HERE / "shopcart-issue.md"),
-        "--trajectories",
-        "4",
-        "--out",
-        str(out),
-        "--json",
-    ]
+    cmd = [str(reprobot), "fix", "--repo", str(repo), "--issue", str(HERE / "shopcart-issue.md"),
+           "--trajectories", "4", "--out", str(out), "--json"]
     print("$", " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.stderr:
