@@ -187,12 +187,12 @@ def _scenario(name: str, body: bytes) -> None:
 def _promote_all(store_path: Path) -> tuple[int, float]:
     """Promote every delivery the run recorded, as workers do; (deliveries promoted, seconds spent)."""
     with Store.open(store_path) as store:
-        pending = store.pending_deliveries()
+        pending = store.deliveries.pending_deliveries()
         start = time.perf_counter()
-        while store.pending_deliveries():
-            store.promote_deliveries()
+        while store.deliveries.pending_deliveries():
+            store.deliveries.promote_deliveries()
         spent = time.perf_counter() - start
-        assert store.pending_deliveries() == 0
+        assert store.deliveries.pending_deliveries() == 0
     return pending, spent
 
 

@@ -120,11 +120,15 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
         base_commit=base_commit,
     )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = Store.open(settings.store_path)
+    # The store is reached on a thread: this runs on an event loop, which a store call may block for long.
+    store = await asyncio.to_thread(Store.open, settings.store_path)
     queue = Queue(store)
     worker_id = f"cli-{os.getpid()}"
-    stored_issue = store.upsert_issue("local", str(repo.resolve()), issue.slug, title=issue.title, body=issue.body)
-    job = queue.start_inline(request.mode, stored_issue.id, {"issue": str(args.issue)}, worker_id, _CLI_LEASE)
+    stored_issue = await asyncio.to_thread(
+        store.publications.upsert_issue, "local", str(repo.resolve()), issue.slug, title=issue.title, body=issue.body
+    )
+    payload = {"issue": str(args.issue)}
+    job = await asyncio.to_thread(queue.start_inline, request.mode, stored_issue.id, payload, worker_id, _CLI_LEASE)
     branch = f"reprobot/issue-{issue.slug}"
     pushed = False
     result: dict[str, Any] = {"status": "error"}
@@ -168,18 +172,24 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     except asyncio.CancelledError:
         if pushed:
             await forge.delete_branch(branch)
-        queue.finish(job.id, worker_id, {"status": "error", "reasons": ["interrupted"]}, failed=True)
+        await asyncio.to_thread(
+            queue.finish, job.id, worker_id, {"status": "error", "reasons": ["interrupted"]}, failed=True
+        )
         return _emit_error(args, "interrupted; no branch was left behind", EXIT_INTERRUPTED)
     except SandboxUnavailable as exc:
-        queue.finish(job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True)
+        await asyncio.to_thread(
+            queue.finish, job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True
+        )
         return _emit_error(args, str(exc), EXIT_ENVIRONMENT)
     except ForgeError as exc:
-        queue.finish(job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True)
+        await asyncio.to_thread(
+            queue.finish, job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True
+        )
         return _emit_error(args, str(exc), exc.code)
     else:
-        queue.finish(job.id, worker_id, result, failed=result["status"] == "error")
+        await asyncio.to_thread(queue.finish, job.id, worker_id, result, failed=result["status"] == "error")
     finally:
-        store.close()
+        await asyncio.to_thread(store.close)
     if args.json:
         print(json.dumps(result))
     else:

@@ -144,9 +144,11 @@ async def evaluate_case(
     started = time.monotonic()
     try:
         repo = await asyncio.to_thread(_git_repo_from, case.repo, workdir / case.name / "repo")
-        issue = store.upsert_issue("local", str(repo), case.name, title=case.issue_text.splitlines()[0])
+        title = case.issue_text.splitlines()[0]
+        issue = await asyncio.to_thread(store.publications.upsert_issue, "local", str(repo), case.name, title=title)
         queue = Queue(store)
-        job_id = queue.enqueue("fix", issue.id, {"case": case.name}, concurrency_key=f"eval:{case.name}")
+        payload = {"case": case.name}
+        job_id = await asyncio.to_thread(queue.enqueue, "fix", issue.id, payload, concurrency_key=f"eval:{case.name}")
         request = build_request(
             settings,
             None,
@@ -294,7 +296,7 @@ async def run_eval(
         raise FileNotFoundError(f"no case.toml found under {bench}")
     out.mkdir(parents=True, exist_ok=True)
     workdir = settings.data_dir / "eval-work" / str(int(time.time() * 1000))
-    store = Store.open(out / "eval.db")
+    store = await asyncio.to_thread(Store.open, out / "eval.db")
     gate = asyncio.Semaphore(max(1, jobs))
     results: list[CaseResult] = []
     console = console or Console(stderr=True)
@@ -314,7 +316,7 @@ async def run_eval(
 
             results = list(await asyncio.gather(*(one(c) for c in cases)))
     finally:
-        store.close()
+        await asyncio.to_thread(store.close)
         shutil.rmtree(workdir, ignore_errors=True)
     summary = summarize(results, trajectories, ks)
     document = {"summary": summary, "cases": [r.to_json() for r in results]}

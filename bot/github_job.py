@@ -82,7 +82,7 @@ async def run_github_job(job: Job, deps: JobDeps) -> dict[str, Any]:
         return await _reply(job, forge, deps)
     try:
         policy = await load_policy(forge.fetch_file, forge.repo)
-        deps.store.remember_policy(forge.repo, policy)
+        await asyncio.to_thread(deps.store.deliveries.remember_policy, forge.repo, policy)
     except PolicyError as exc:
         await forge.upsert_comment(render_policy_error(forge.ref, exc.source, exc.key, exc.problem))
         if comment_id:
@@ -95,7 +95,7 @@ async def run_github_job(job: Job, deps: JobDeps) -> dict[str, Any]:
     elif job.kind in ("github.fix", "github.reproduce"):
         mode = "fix" if job.kind == "github.fix" else "reproduce"
         if not await _command_allowed(job, forge, policy):
-            _queue_polite_reply(job, forge, deps, policy)
+            await _queue_polite_reply(job, forge, deps, policy)
             return {"status": "not_allowed"}
         await forge.react(comment_id, "eyes")
     else:
@@ -128,14 +128,15 @@ async def _command_allowed(job: Job, forge: GitHubForge, policy: dict[str, Any])
     return permission_allows(await forge.permission(str(job.payload.get("actor", ""))), cmd["permission"])
 
 
-def _queue_polite_reply(job: Job, forge: GitHubForge, deps: JobDeps, policy: dict[str, Any]) -> None:
+async def _queue_polite_reply(job: Job, forge: GitHubForge, deps: JobDeps, policy: dict[str, Any]) -> None:
     """A command the webhook could not check in time turned out not allowed: queue the one polite reply."""
     if not job.payload.get("permission_unverified") or not policy["triggers"]["commands"]["reply_to_others"]:
         return
     payload: dict[str, Any] = {k: job.payload[k] for k in ("installation_id", "repo", "number") if k in job.payload}
     payload |= {"text": polite_text(str(job.payload.get("actor", ""))), "polite": True}
     key = polite_key(forge.repo, forge.number)
-    Queue(deps.store).enqueue("github.reply", job.issue_id, payload, concurrency_key=None, dedupe_key=key)
+    queue = Queue(deps.store)
+    await asyncio.to_thread(queue.enqueue, "github.reply", job.issue_id, payload, concurrency_key=None, dedupe_key=key)
 
 
 async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
@@ -146,7 +147,7 @@ async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
         except PolicyError:
             return {"status": "policy_error"}
         if not await _command_allowed(job, forge, policy):
-            _queue_polite_reply(job, forge, deps, policy)
+            await _queue_polite_reply(job, forge, deps, policy)
             return {"status": "not_allowed"}
     if p.get("polite"):
         try:
@@ -159,19 +160,22 @@ async def _reply(job: Job, forge: GitHubForge, deps: JobDeps) -> dict[str, Any]:
     if p.get("command") == "help":
         text = HELP_TEXT
     elif p.get("command") == "cancel":
-        cancelled = [
-            j.id
-            for j in deps.store.list_jobs(issue_id=job.issue_id)
-            if j.kind in ("github.fix", "github.reproduce", "github.issue") and Queue(deps.store).cancel(j.id)
-        ]
+        cancelled = await asyncio.to_thread(_cancel_issue_jobs, deps.store, job.issue_id)
         text = f"Cancelled {len(cancelled)} job(s)." if cancelled else "Nothing to cancel."
     elif p.get("command") == "status":
-        jobs = deps.store.list_jobs(issue_id=job.issue_id, limit=10)
+        jobs = await asyncio.to_thread(deps.store.jobs.list_jobs, issue_id=job.issue_id, limit=10)
         lines = [f"- job {j.id} `{j.kind}`: {j.status}" for j in jobs if j.id != job.id]
         text = "reprobot on this issue:\n\n" + ("\n".join(lines) or "- no jobs")
     # Keyed by the job, which keeps its id across retries: a taken-over job finds its own reply.
     comment_id = await forge.reply_once(f"job-{job.id}", text)
     return {"status": "replied", "comment_id": comment_id}
+
+
+def _cancel_issue_jobs(store: Store, issue_id: int | None) -> list[int]:
+    """Cancel the issue's fix, reproduce and policy jobs (blocking: run it on a thread); returns their ids."""
+    queue = Queue(store)
+    jobs = store.jobs.list_jobs(issue_id=issue_id)
+    return [j.id for j in jobs if j.kind in ("github.fix", "github.reproduce", "github.issue") and queue.cancel(j.id)]
 
 
 async def _run_and_publish(

@@ -125,7 +125,7 @@ async def run_job(
     """Run one fix or reproduce job end to end on a local checkout; never raises for a bad report."""
     started = time.monotonic()
     workdir = settings.data_dir / "work" / f"job-{job_id}-{uuid.uuid4().hex[:6]}"
-    ctx = JobContext(settings, store, job_id, workdir, progress)
+    ctx = JobContext(settings, store.runs, job_id, workdir, progress)
     facts = parse_issue(request.issue_text)
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts, notes=list(request.notes))
     try:
@@ -154,11 +154,11 @@ async def run_job(
 
 
 def _spent(store: Store, job_id: int) -> tuple[float, float]:
-    """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps."""
-    job = store.get_job(job_id)
+    """Model spend so far on this job's issue and today (UTC), for the issue and day cost caps (blocking)."""
+    job = store.jobs.get_job(job_id)
     today = time.strftime("%Y-%m-%dT00:00:00", time.gmtime())
-    spent_issue = store.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
-    return spent_issue, store.llm_cost_since(today)
+    spent_issue = store.runs.llm_cost_since("", issue_id=job.issue_id) if job and job.issue_id is not None else 0.0
+    return spent_issue, store.runs.llm_cost_since(today)
 
 
 async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, outcome: JobOutcome) -> None:

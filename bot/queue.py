@@ -76,7 +76,7 @@ class Queue:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
         now = self.clock()
-        job_id, _created = self.store.insert_job(
+        job_id, _created = self.store.jobs.insert_job(
             kind,
             issue_id,
             payload,
@@ -97,11 +97,11 @@ class Queue:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
         self.promote()
-        return self.store.claim_job(worker_id, now=self.clock(), lease_seconds=lease_seconds)
+        return self.store.jobs.claim_job(worker_id, now=self.clock(), lease_seconds=lease_seconds)
 
     def promote(self) -> list[int]:
-        """Queue the jobs planned by acknowledged webhook deliveries (see `Store.promote_deliveries`)."""
-        return self.store.promote_deliveries()
+        """Queue the jobs planned by acknowledged webhook deliveries (see `Store.deliveries.promote_deliveries`)."""
+        return self.store.deliveries.promote_deliveries()
 
     def start_inline(
         self, kind: str, issue_id: int | None, payload: Mapping[str, Any], worker_id: str, lease_seconds: float
@@ -109,13 +109,13 @@ class Queue:
         """Enqueue a job and lease it at once to `worker_id`: the CLI and the eval harness run jobs inline,
         yet they go through the same state machine (and leave the same record) as a worker's jobs."""
         job_id = self.enqueue(kind, issue_id, payload, concurrency_key=None, max_attempts=1)
-        job = self.store.claim_job_by_id(job_id, worker_id, now=self.clock(), lease_seconds=lease_seconds)
+        job = self.store.jobs.claim_job_by_id(job_id, worker_id, now=self.clock(), lease_seconds=lease_seconds)
         assert job is not None  # the job was queued a moment ago and nobody else knows its id
         return job
 
     def heartbeat(self, job_id: int, worker_id: str, lease_seconds: float = 60.0) -> None:
         """Extend the lease to now + lease_seconds; raises LeaseLost if the worker no longer holds the job."""
-        if not self.store.extend_lease(job_id, worker_id, now=self.clock(), lease_seconds=lease_seconds):
+        if not self.store.jobs.extend_lease(job_id, worker_id, now=self.clock(), lease_seconds=lease_seconds):
             raise LeaseLost(job_id, worker_id)
 
     def finish(self, job_id: int, worker_id: str, result: Any = None, *, failed: bool = False) -> None:
@@ -124,7 +124,7 @@ class Queue:
         Raises LeaseLost if the worker no longer holds the job; its result is then discarded.
         """
         status = "failed" if failed else "done"
-        if not self.store.release_job(job_id, worker_id, status=status, now=self.clock(), result=result):
+        if not self.store.jobs.release_job(job_id, worker_id, status=status, now=self.clock(), result=result):
             raise LeaseLost(job_id, worker_id)
 
     def fail(self, job_id: int, worker_id: str, error: str, retryable: bool = True) -> Job:
@@ -133,19 +133,21 @@ class Queue:
 
         Raises LeaseLost if the worker no longer holds the job.
         """
-        job = self.store.get_job(job_id)
+        job = self.store.jobs.get_job(job_id)
         if job is None or job.status != "running" or job.lease_owner != worker_id:
             raise LeaseLost(job_id, worker_id)
         now = self.clock()
         if retryable and job.attempts < job.max_attempts:
             run_after = now + self.backoff_delay(job.attempts)
-            ok = self.store.release_job(job_id, worker_id, status="queued", now=now, error=error, run_after=run_after)
+            ok = self.store.jobs.release_job(
+                job_id, worker_id, status="queued", now=now, error=error, run_after=run_after
+            )
         else:
-            ok = self.store.release_job(job_id, worker_id, status="dead", now=now, error=error)
+            ok = self.store.jobs.release_job(job_id, worker_id, status="dead", now=now, error=error)
         # The lease can still be lost between the read above and the write: the write checks it again.
         if not ok:
             raise LeaseLost(job_id, worker_id)
-        updated = self.store.get_job(job_id)
+        updated = self.store.jobs.get_job(job_id)
         assert updated is not None  # jobs are never deleted
         return updated
 
@@ -156,8 +158,8 @@ class Queue:
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a queued or running job (its worker then gets LeaseLost); False if already finished."""
-        return self.store.cancel_job(job_id, now=self.clock())
+        return self.store.jobs.cancel_job(job_id, now=self.clock())
 
     def count_running(self) -> int:
         """Jobs running under a live lease, for a worker pool that enforces a global limit."""
-        return self.store.count_running(now=self.clock())
+        return self.store.jobs.count_running(now=self.clock())

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from bot.jobtypes import Chosen, JobContext, JobRequest, sandbox_spec
+from bot.jobtypes import Chosen, JobContext, JobRequest, TrajectoryStore, sandbox_spec
 from patch_selectors.assess_run import assess_records
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord, make_record
@@ -70,21 +70,7 @@ async def review_and_select(
         record = record.with_reviews(*verdicts[key])
         records.append(record)
         by_record[record.id] = traj
-        patch_id = await asyncio.to_thread(
-            ctx.store.add_patch,
-            ctx.job_id,
-            traj.db_id,
-            traj.diff,
-            fix_hash=record.fix_hash,
-            has_test=record.has_test,
-            fix_lines=record.fix_lines,
-            total_lines=record.total_lines,
-        )
-        patch_ids[record.id] = patch_id
-        for rv in record.reviews:
-            await asyncio.to_thread(
-                ctx.store.add_review, patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence)
-            )
+        patch_ids[record.id] = await asyncio.to_thread(_record_patch, ctx.store, ctx.job_id, traj, record)
     peers = _alternatives(trajectories, records)
     assessments = await assess_records(records, review_env, peers) if any(r.accepted for r in records) else {}
     pool = assessment_pool(records, assessments)
@@ -160,3 +146,19 @@ def assessment_pool(records: list[PatchRecord], assessments: dict[str, Assessmen
         return records
     best = min(_rank(assessments.get(r.id)) for r in accepted)
     return [r for r in records if not r.accepted or _rank(assessments.get(r.id)) == best]
+
+
+def _record_patch(runs: TrajectoryStore, job_id: int, traj: Trajectory, record: PatchRecord) -> int:
+    """Store a reviewed patch with its reviews (blocking: run it on a thread); returns the patch id."""
+    patch_id = runs.add_patch(
+        job_id,
+        traj.db_id,
+        traj.diff,
+        fix_hash=record.fix_hash,
+        has_test=record.has_test,
+        fix_lines=record.fix_lines,
+        total_lines=record.total_lines,
+    )
+    for rv in record.reviews:
+        runs.add_review(patch_id, rv.reviewer, rv.accepted, rv.reason, dict(rv.evidence))
+    return patch_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -13,8 +13,7 @@ from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
 from bot.config import Settings
-from bot.store import Store
-from bot.store_intake import DeliveryRecord, DeliveryRejected
+from bot.store import DeliveryRecord, DeliveryRejected, Store, forbid_store_calls_on_loop
 from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
 from handlers.github_payload import PayloadError, validate_payload
@@ -74,7 +73,7 @@ class GroupCommit:
             return
         batch, self._pending = self._pending, []
         try:
-            results = self.store.try_accept_deliveries([d for d, _ in batch])
+            results = self.store.deliveries.try_accept_deliveries([d for d, _ in batch])
         except Exception as exc:  # hand the store's error to every waiting request
             _settle(batch, error=exc)
             return
@@ -90,7 +89,7 @@ class GroupCommit:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    results = await asyncio.to_thread(self.store.accept_deliveries, [d for d, _ in batch])
+                    results = await asyncio.to_thread(self.store.deliveries.accept_deliveries, [d for d, _ in batch])
                 except Exception as exc:  # hand the store's error to every waiting request
                     _settle(batch, error=exc)
                     continue
@@ -217,13 +216,13 @@ async def webhook(request: web.Request) -> web.Response:
         return _reply(400, f"payload of {event.event} lacks a field or has a bad one: {exc!r}"[:500])
     planned = intake.planned
     try:
-        accepted = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, planned, body))
+        accepted = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.plan(), body))
     except DeliveryRejected as exc:
         return _reply(400, str(exc)[:500])
     if not accepted:
         # Handlers only plan, so running them again for a redelivery changed nothing. The read goes to a
         # thread: an in-process worker may hold the store's connection while it waits for a write lock.
-        seen = await asyncio.to_thread(store.get_delivery, event.delivery_id)
+        seen = await asyncio.to_thread(store.deliveries.get_delivery, event.delivery_id)
         if seen is not None and seen.planned and seen.promoted_at is None:
             return _reply(200, "redelivery: already acknowledged; its jobs wait for a worker", job_id=None)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
@@ -257,6 +256,15 @@ async def readyz(request: web.Request) -> web.Response:
     return _reply(200, "ready", **extra)
 
 
+@web.middleware
+async def _off_loop_store(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Requests run on the loop that answers every other request: they reach the store only via a thread."""
+    with forbid_store_calls_on_loop():
+        return await handler(request)
+
+
 def _permission_lookup(settings: Settings) -> PermissionLookup | None:
     if not (settings.github_app_id and settings.github_private_key):
         return None
@@ -281,20 +289,20 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
         from bot.github_client import GitHubConfigError
 
         raise GitHubConfigError("--workers needs REPROBOT_GITHUB_APP_ID and REPROBOT_GITHUB_PRIVATE_KEY(_PATH)")
-    app = web.Application(client_max_size=settings.webhook_max_bytes)
+    app = web.Application(client_max_size=settings.webhook_max_bytes, middlewares=[_off_loop_store])
     own_store = store is None
 
     async def lifecycle(app: web.Application) -> Any:
         if own_store:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-            app[STORE] = Store.open(settings.store_path)
+            app[STORE] = await asyncio.to_thread(Store.open, settings.store_path)
         else:
             assert store is not None
             app[STORE] = store
         app[COMMITS] = commits = GroupCommit(app[STORE])
         checkpointer = app[STORE].wal_checkpointer()
         if checkpointer is not None:
-            checkpointer.start()
+            await asyncio.to_thread(checkpointer.start)
         task = None
         if workers > 0:
             from bot.worker import Worker
@@ -309,9 +317,9 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
             await asyncio.gather(task, return_exceptions=True)
         await commits.drain()
         if checkpointer is not None:
-            checkpointer.stop()
+            await asyncio.to_thread(checkpointer.stop)
         if own_store:
-            app[STORE].close()
+            await asyncio.to_thread(app[STORE].close)
 
     app[SETTINGS] = settings
     app[PERMISSION] = _permission_lookup(settings)

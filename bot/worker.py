@@ -18,7 +18,7 @@ from bot.config import Settings
 from bot.github_client import InstallationTokens
 from bot.github_job import JobDeps, PermanentJobError, run_github_job
 from bot.queue import LeaseLost, Queue
-from bot.store import Job, Store
+from bot.store import Job, Store, forbid_store_calls_on_loop
 from sandboxes.reaper import reap_periodically
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,11 @@ class Worker:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Claim and run jobs until `stop` is set (or the task is cancelled)."""
-        stop = stop or asyncio.Event()
+        # The loop may also answer webhooks (`serve --workers N`): the store is reached only via a thread.
+        with forbid_store_calls_on_loop():
+            await self._run(stop or asyncio.Event())
+
+    async def _run(self, stop: asyncio.Event) -> None:
         tokens = InstallationTokens(self.settings)
         async with aiohttp.ClientSession() as session:
             deps = JobDeps(self.settings, self.store, session, tokens)
@@ -77,7 +81,7 @@ class Worker:
         await self._prune_if_due()
         # On a thread: promoting a burst of deliveries, or waiting for another process's write
         # lock, must not stall the loop (`serve --workers N` answers webhooks on it).
-        if self._may_claim():
+        if await self._may_claim():
             return await asyncio.to_thread(self.queue.claim, self.worker_id, self.settings.worker_lease)
         # Still turn acknowledged deliveries into jobs, so status and cancel can see them.
         await asyncio.to_thread(self.queue.promote)
@@ -89,22 +93,22 @@ class Worker:
         if days <= 0 or now < self._next_prune:
             return
         self._next_prune = now + PRUNE_INTERVAL
-        dropped = await asyncio.to_thread(self.store.prune_delivery_bodies, now - days * 86400)
+        dropped = await asyncio.to_thread(self.store.deliveries.prune_delivery_bodies, now - days * 86400)
         if dropped:
             log.info("dropped the bodies of %d deliveries older than %g days", dropped, days)
 
-    def _may_claim(self) -> bool:
+    async def _may_claim(self) -> bool:
         """Below this process's concurrency and the deployment-wide limit on running jobs."""
         if len(self._running) >= self.concurrency:
             return False
         limit = self.settings.max_running_jobs
-        return limit <= 0 or self.queue.count_running() < limit
+        return limit <= 0 or await asyncio.to_thread(self.queue.count_running) < limit
 
     async def _heartbeat(self, job: Job, work: asyncio.Task[dict[str, object]]) -> None:
         while True:
             await asyncio.sleep(self.settings.worker_lease / 3)
             try:
-                self.queue.heartbeat(job.id, self.worker_id, self.settings.worker_lease)
+                await asyncio.to_thread(self.queue.heartbeat, job.id, self.worker_id, self.settings.worker_lease)
             except LeaseLost:
                 log.warning("job %s: lease lost (expired or cancelled); stopping it", job.id)
                 work.cancel()
@@ -112,6 +116,10 @@ class Worker:
 
     async def run_one(self, job: Job, deps: JobDeps) -> None:
         """Run one claimed job to a recorded end: done, retry later, or dead-lettered with its error."""
+        with forbid_store_calls_on_loop():  # its tasks inherit the mark
+            await self._run_one(job, deps)
+
+    async def _run_one(self, job: Job, deps: JobDeps) -> None:
         log.info("job %s (%s, attempt %s) started by %s", job.id, job.kind, job.attempts, self.worker_id)
         work = asyncio.create_task(run_github_job(job, deps))
         beat = asyncio.create_task(self._heartbeat(job, work))
@@ -122,21 +130,23 @@ class Worker:
                 return  # lease lost: another worker owns the job now, and publishes for it
             raise
         except (PermanentJobError, BadRequest) as exc:  # bad payload or a final 4xx: retrying cannot help
-            self._fail(job, f"{type(exc).__name__}: {exc}", retryable=False)
+            await self._fail(job, f"{type(exc).__name__}: {exc}", retryable=False)
         except Exception as exc:  # the worker never dies on one bad job: record it and move on
-            self._fail(job, "".join(traceback.format_exception_only(exc)).strip() + "\n" + traceback.format_exc(-3))
+            await self._fail(
+                job, "".join(traceback.format_exception_only(exc)).strip() + "\n" + traceback.format_exc(-3)
+            )
         else:
             try:
-                self.queue.finish(job.id, self.worker_id, result)
+                await asyncio.to_thread(self.queue.finish, job.id, self.worker_id, result)
                 log.info("job %s finished: %s", job.id, result.get("status"))
             except LeaseLost:
                 log.warning("job %s: finished after its lease was lost; result dropped", job.id)
         finally:
             beat.cancel()
 
-    def _fail(self, job: Job, error: str, retryable: bool = True) -> None:
+    async def _fail(self, job: Job, error: str, retryable: bool = True) -> None:
         try:
-            after = self.queue.fail(job.id, self.worker_id, error[-4000:], retryable=retryable)
+            after = await asyncio.to_thread(self.queue.fail, job.id, self.worker_id, error[-4000:], retryable=retryable)
             log.warning("job %s failed (%s): %s", job.id, after.status, error.splitlines()[0] if error else "")
         except LeaseLost:
             log.warning("job %s failed after its lease was lost", job.id)
@@ -145,11 +155,11 @@ class Worker:
 async def run_worker(settings: Settings, concurrency: int | None = None) -> None:
     """`reprobot worker`: open the store and run a worker until interrupted."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = Store.open(settings.store_path)
+    store = await asyncio.to_thread(Store.open, settings.store_path)
     stop = asyncio.Event()
     # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
         await Worker(settings, store, concurrency=concurrency).run(stop)
     finally:
-        store.close()
+        await asyncio.to_thread(store.close)

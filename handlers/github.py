@@ -12,7 +12,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.policy import defaults
-from bot.store import PlannedJob, Store
+from bot.store import PlannedAction, PlannedJob, Store
 from handlers.commands import (
     CommandError,
     association_allows,
@@ -31,9 +31,11 @@ PermissionLookup = Callable[[int, str, str], Awaitable[str]]
 
 @dataclass
 class Intake:
-    """What handlers need: the store and queue, an optional permission lookup, and the jobs they plan.
+    """What handlers need: the store and queue, an optional permission lookup, and what they plan.
 
-    Handlers only plan jobs; the server commits the delivery with its plan to the inbox afterwards.
+    Handlers only plan: jobs (`planned`) and bookkeeping writes (`actions`). The server commits the delivery
+    with its plan to the inbox afterwards, the actions in that same transaction. Handlers run on the event
+    loop, so the one read they may make (`cached_policy`) goes through a thread.
     """
 
     store: Store
@@ -41,6 +43,11 @@ class Intake:
     #: Seconds the ack may wait on the permission lookup; past it the job decides (it checks again anyway).
     permission_timeout: float = 1.5
     planned: list[PlannedJob] = field(default_factory=list)
+    actions: list[PlannedAction] = field(default_factory=list)
+
+    def plan(self) -> list[PlannedJob | PlannedAction]:
+        """Everything the delivery asks for, to be committed with it."""
+        return [*self.planned, *self.actions]
 
     def enqueue(self, event: Event, kind: str, payload: dict[str, Any], *, dedupe: str | None = None) -> None:
         """Plan a job for the event's issue (one per delivery and kind); nothing without an installation."""
@@ -116,7 +123,7 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     repo = event.data["repository"]["full_name"]
     # The last policy a job loaded for this repo (defaults until then); the job checks again with a fresh one.
     # Read on a thread, never on the loop: an in-process worker may be holding the store's connection.
-    rules = (await asyncio.to_thread(intake.store.cached_policy, repo) or defaults())["triggers"]["commands"]
+    rules = (await asyncio.to_thread(intake.store.deliveries.cached_policy, repo) or defaults())["triggers"]["commands"]
     if not rules["enabled"]:
         return
     allowed = await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules)
@@ -161,13 +168,14 @@ installation_router = Router()
 
 @installation_router.register("installation")
 async def on_installation(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
-    """Record installs and uninstalls."""
+    """Record installs and uninstalls (written with the delivery, in its transaction)."""
     inst = event.data["installation"]
     if event.data["action"] == "deleted":
-        intake.store.remove_installation(int(inst["id"]))
+        intake.actions.append(PlannedAction("installation_removed", {"installation_id": int(inst["id"])}))
         return
     repos = [r["full_name"] for r in event.data.get("repositories") or []]
-    intake.store.upsert_installation(int(inst["id"]), inst["account"]["login"], repos)
+    args = {"installation_id": int(inst["id"]), "account": inst["account"]["login"], "repos": repos}
+    intake.actions.append(PlannedAction("installation", args))
 
 
 # -- pull requests: feedback on our own PRs ----------------------------------------------------------------
@@ -176,12 +184,18 @@ pulls_router = Router()
 
 @pulls_router.register("pull_request", action="closed")
 async def on_pr_closed(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
-    """Record whether a reprobot PR was merged."""
+    """Record whether a reprobot PR was merged (written with the delivery, in its transaction)."""
     pr = event.data["pull_request"]
     if not str(pr.get("head", {}).get("ref", "")).startswith("reprobot/"):
         return
     repo = event.data["repository"]["full_name"]
-    intake.store.record_pr_outcome(repo, int(pr["number"]), bool(pr.get("merged")), pr.get("closed_at"))
+    args = {
+        "repo": repo,
+        "pr_number": int(pr["number"]),
+        "merged": bool(pr.get("merged")),
+        "closed_at": pr.get("closed_at"),
+    }
+    intake.actions.append(PlannedAction("pr_outcome", args))
 
 
 #: Every concern, composed in one place.

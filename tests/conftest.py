@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from bot.store.base import StoreConnection
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
@@ -32,6 +33,16 @@ def require_shared(path: Path = QUIXBUGS) -> Path:
     if not path.exists():
         pytest.skip(f"needs {path} (the shared bench/fixtures folder beside the checkout), which is absent")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_store_calls_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test checks that no blocking store call runs on a thread that runs an event loop.
+
+    With the guard on, such a call raises StoreOnEventLoop (it could stall `serve` for the busy timeout);
+    tests that read the store from a coroutine do it with asyncio.to_thread, as the product code does.
+    """
+    monkeypatch.setattr(StoreConnection, "loop_guard", True)
 
 
 @pytest.fixture(scope="session")

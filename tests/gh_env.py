@@ -129,8 +129,8 @@ class GitHubEnv:
 
     def jobs(self) -> list[Job]:
         """Every job, after promoting the acknowledged deliveries as a worker's next poll would."""
-        self.store.promote_deliveries()
-        return self.store.list_jobs()
+        self.store.deliveries.promote_deliveries()
+        return self.store.jobs.list_jobs()
 
 
 def bot_comments(double: GitHubDouble, repo: str, number: int) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ async def run_scripted_job(
         s = llm_settings(settings, srv.base_url, **(overrides or {}))
         s.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store.open(s.store_path)
-        issue = store.upsert_issue("local", str(repo), case, title=issue_text.splitlines()[0])
+        issue = store.publications.upsert_issue("local", str(repo), case, title=issue_text.splitlines()[0])
         job_id = Queue(store).enqueue("fix", issue.id, {"case": case}, concurrency_key=f"t:{case}")
         request = JobRequest(
             repo=repo,

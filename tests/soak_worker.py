@@ -5,7 +5,7 @@ store recording it, and between posting a reply and the job's end being recorded
 process with SIGKILL there, as a crash or an OOM kill would:
 
 - SOAK_KILL_AT: comma-separated publication kinds (branch, pr, comment); the process kills itself right after
-  the forge call and before `Store.upsert_publication` records it, once per kind (a flag file in
+  the forge call and before `Publications.upsert_publication` records it, once per kind (a flag file in
   SOAK_FLAG_DIR remembers it across restarts).
 - SOAK_KILL_REPLY_P: probability of a kill right after a reply comment is posted, before the job is finished.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from bot.cli import main
 from bot.forges.github import GitHubForge
-from bot.store import Store
+from bot.store.publications import Publications
 
 KILL_AT = {kind for kind in os.environ.get("SOAK_KILL_AT", "").split(",") if kind}
 KILL_REPLY_P = float(os.environ.get("SOAK_KILL_REPLY_P", "0") or 0)
@@ -34,10 +34,10 @@ def _die(reason: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-_record = Store.upsert_publication
+_record = Publications.upsert_publication
 
 
-def _upsert_publication(self: Store, issue_id: int, kind: str, forge_ref: str, **kw: Any) -> Any:
+def _upsert_publication(self: Publications, issue_id: int, kind: str, forge_ref: str, **kw: Any) -> Any:
     flag = FLAGS / f"killed-at-{kind}"
     if kind in KILL_AT and not flag.exists():
         flag.write_text(forge_ref)
@@ -55,7 +55,7 @@ async def _reply_once_then_maybe_die(self: GitHubForge, key: str, body: str) -> 
     return comment_id
 
 
-Store.upsert_publication = _upsert_publication  # type: ignore[method-assign]
+Publications.upsert_publication = _upsert_publication  # type: ignore[method-assign]
 GitHubForge.reply_once = _reply_once_then_maybe_die  # type: ignore[method-assign]
 
 if __name__ == "__main__":

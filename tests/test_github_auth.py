@@ -59,7 +59,7 @@ async def test_git_over_https_keeps_the_token_out_of_git_config(tmp_path: Path, 
         (src / "m.py").write_text("X = 1\n")
         env.double.add_repo("octo/app", src, installation_id=INSTALLATION)
         store = Store.memory()
-        issue = store.upsert_issue("github", "octo/app", "1")
+        issue = store.publications.upsert_issue("github", "octo/app", "1")
         async with aiohttp.ClientSession() as session:
             token = await InstallationTokens(env.settings).token(session, INSTALLATION)
             forge = GitHubForge(

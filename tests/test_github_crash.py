@@ -71,19 +71,19 @@ async def test_redeliveries_and_sigkilled_worker_give_one_pr(tmp_path: Path, set
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
         assert env.double.repos[REPO].pulls == []
-        assert env.store.pending_deliveries() == 0  # the worker process promoted the inbox itself
+        assert env.store.deliveries.pending_deliveries() == 0  # the worker process promoted the inbox itself
         assert (await env.send("issues", payload, delivery_id="delivery-1"))[0] == 200
         second = _start_worker(env, log)
         try:
-            done = lambda: env.store.list_jobs()[0].status in ("done", "dead", "failed")  # noqa: E731
+            done = lambda: env.store.jobs.list_jobs()[0].status in ("done", "dead", "failed")  # noqa: E731
             await _wait_for(done, 180, "the second worker to finish the job")
         finally:
             os.killpg(second.pid, signal.SIGTERM)
             second.wait()
-        job = env.store.list_jobs()[0]
+        job = env.store.jobs.list_jobs()[0]
         assert job.status == "done", (job.last_error, log.read_text()[-3000:])
         assert job.attempts == 2 and "expired" in (job.last_error or "")
-        assert len(env.store.list_jobs()) == 1
+        assert len(env.store.jobs.list_jobs()) == 1
         assert len(env.double.repos[REPO].pulls) == 1
         assert len(bot_comments(env.double, REPO, issue["number"])) == 1
         assert env.double.violations == []

@@ -44,15 +44,17 @@ def test_try_accept_writes_when_free_and_writes_nothing_when_locked(tmp_path: Pa
     path = tmp_path / "s.db"
     with Store.open(path) as store:
         other = _hold_write_lock(path)
-        assert store.try_accept_deliveries([_delivery("d-1")]) is None
+        assert store.deliveries.try_accept_deliveries([_delivery("d-1")]) is None
         other.execute("COMMIT")
         other.close()
-        assert store.get_delivery("d-1") is None and store.list_jobs() == []
-        assert store.try_accept_deliveries([_delivery("d-1")]) == [True]
-        assert store.try_accept_deliveries([_delivery("d-1")]) == [False]  # a redelivery records nothing
-        assert store.pending_deliveries() == 1 and store.list_jobs() == []  # acknowledged, not yet promoted
-        assert len(store.promote_deliveries()) == 1
-        assert len(store.list_jobs()) == 1
+        assert store.deliveries.get_delivery("d-1") is None and store.jobs.list_jobs() == []
+        assert store.deliveries.try_accept_deliveries([_delivery("d-1")]) == [True]
+        assert store.deliveries.try_accept_deliveries([_delivery("d-1")]) == [False]  # a redelivery records nothing
+        assert (
+            store.deliveries.pending_deliveries() == 1 and store.jobs.list_jobs() == []
+        )  # acknowledged, not yet promoted
+        assert len(store.deliveries.promote_deliveries()) == 1
+        assert len(store.jobs.list_jobs()) == 1
         # The busy timeout is back to normal after the non-waiting attempt.
         assert store.db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
 
@@ -62,7 +64,7 @@ def test_try_accept_gives_way_to_another_thread_of_this_process(tmp_path: Path) 
         taken, release = threading.Event(), threading.Event()
 
         def hold() -> None:  # e.g. an in-process worker (`serve --workers N`) in the middle of a write
-            with store._write():
+            with store.conn.write():
                 taken.set()
                 release.wait()
 
@@ -70,11 +72,11 @@ def test_try_accept_gives_way_to_another_thread_of_this_process(tmp_path: Path) 
         holder.start()
         taken.wait()
         try:
-            assert store.try_accept_deliveries([_delivery("d-1")]) is None
+            assert store.deliveries.try_accept_deliveries([_delivery("d-1")]) is None
         finally:
             release.set()
             holder.join()
-        assert store.try_accept_deliveries([_delivery("d-1")]) == [True]
+        assert store.deliveries.try_accept_deliveries([_delivery("d-1")]) == [True]
 
 
 async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tmp_path: Path) -> None:
@@ -100,7 +102,7 @@ async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tm
         before = commits.inline_commits
         assert await commits.accept(_delivery("d-1")) is False  # redelivery
         assert commits.inline_commits == before + 1
-        assert len(store.promote_deliveries()) == 3 and len(store.list_jobs()) == 3
+        assert len(store.deliveries.promote_deliveries()) == 3 and len(store.jobs.list_jobs()) == 3
 
 
 async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path) -> None:
@@ -119,8 +121,8 @@ async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path
     assert waiting.done() and waiting.result() is True
     store.close()  # nothing is left running on the connection
     with Store.open(path) as again:
-        assert again.get_delivery("d-1") is not None  # recorded durably, seen after a restart
-        assert len(again.promote_deliveries()) == 1  # and its job is queued by the next worker
+        assert again.deliveries.get_delivery("d-1") is not None  # recorded durably, seen after a restart
+        assert len(again.deliveries.promote_deliveries()) == 1  # and its job is queued by the next worker
 
 
 async def test_a_bad_delivery_fails_alone_and_its_neighbours_are_stored(tmp_path: Path) -> None:
@@ -135,25 +137,25 @@ async def test_a_bad_delivery_fails_alone_and_its_neighbours_are_stored(tmp_path
         assert isinstance(results[1], DeliveryRejected) and "forge" in str(results[1])
         assert isinstance(results[2], DeliveryRejected) and "surrogate" in str(results[2])
         assert commits.inline_commits == 1  # one commit for the whole batch, bad bodies and all
-        assert store.get_delivery("d-1") is not None and store.get_delivery("d-2") is not None
-        assert store.get_delivery("d-bad") is None and store.get_delivery("d-sur") is None
+        assert store.deliveries.get_delivery("d-1") is not None and store.deliveries.get_delivery("d-2") is not None
+        assert store.deliveries.get_delivery("d-bad") is None and store.deliveries.get_delivery("d-sur") is None
         # The same through the thread path (a batch that had to wait for the lock).
-        assert store.accept_deliveries([_delivery("d-3"), bad])[0] is True
+        assert store.deliveries.accept_deliveries([_delivery("d-3"), bad])[0] is True
         with pytest.raises(DeliveryRejected):
-            store.accept_delivery(*bad)
+            store.deliveries.accept_delivery(*bad)
 
 
 async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
         commits = GroupCommit(store)
         # The store itself refuses writes (as with a full disk): that is not one delivery's fault.
-        store._nowait_connection().execute("PRAGMA query_only = ON")
+        store.conn.nowait_connection().execute("PRAGMA query_only = ON")
         results = await asyncio.gather(
             commits.accept(_delivery("d-1")), commits.accept(_delivery("d-2")), return_exceptions=True
         )
         assert all(isinstance(r, sqlite3.OperationalError) for r in results), results
-        store._nowait_connection().execute("PRAGMA query_only = OFF")
-        assert store.get_delivery("d-1") is None  # the batch's transaction rolled back as a whole
+        store.conn.nowait_connection().execute("PRAGMA query_only = OFF")
+        assert store.deliveries.get_delivery("d-1") is None  # the batch's transaction rolled back as a whole
         assert await commits.accept(_delivery("d-1")) is True  # and the commit path still works
 
 
@@ -165,7 +167,7 @@ def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: P
         checkpointer.start()
         assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         for i in range(50):
-            store.accept_delivery(*_delivery(f"d-{i}"))
+            store.deliveries.accept_delivery(*_delivery(f"d-{i}"))
         checkpointer.stop()
         assert checkpointer.checkpoints >= 1  # at least the final one on stop
         assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
@@ -174,7 +176,7 @@ def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: P
         busy, log_frames, copied = store.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         assert busy == 0 and log_frames == copied
     with Store.open(path) as again:
-        assert again.pending_deliveries() == 50
+        assert again.deliveries.pending_deliveries() == 50
 
 
 def test_memory_store_has_no_checkpointer() -> None:
@@ -196,7 +198,7 @@ async def test_server_stays_responsive_while_a_delivery_waits_for_the_store(tmp_
         status, body = await sent
         assert status == 202 and body["jobs"] == ["github.issue"]
         assert (await env.send("issues", payload, delivery_id="held"))[0] == 200
-        assert len(env.store.promote_deliveries()) == 1 and len(env.store.list_jobs()) == 1
+        assert len(env.store.deliveries.promote_deliveries()) == 1 and len(env.store.jobs.list_jobs()) == 1
 
 
 def _polite(delivery_id: str) -> tuple[str, str, str, list[PlannedJob], bytes]:
@@ -206,33 +208,40 @@ def _polite(delivery_id: str) -> tuple[str, str, str, list[PlannedJob], bytes]:
 
 def test_promotion_queues_each_delivery_once_in_order_and_keeps_dedupe_keys(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
-        store.accept_deliveries([_delivery("d-1"), _polite("p-1"), _polite("p-2"), _delivery("d-2")])
-        assert store.accept_delivery("nothing", "github", "issues", []) is True  # recorded, nothing to promote
-        assert store.pending_deliveries() == 4
-        ids = store.promote_deliveries(limit=3)
+        store.deliveries.accept_deliveries([_delivery("d-1"), _polite("p-1"), _polite("p-2"), _delivery("d-2")])
+        assert (
+            store.deliveries.accept_delivery("nothing", "github", "issues", []) is True
+        )  # recorded, nothing to promote
+        assert store.deliveries.pending_deliveries() == 4
+        ids = store.deliveries.promote_deliveries(limit=3)
         assert len(ids) == 3 and ids[1] == ids[2]  # the second polite reply found the first one's job
-        assert store.pending_deliveries() == 1
-        rest = store.promote_deliveries()
+        assert store.deliveries.pending_deliveries() == 1
+        rest = store.deliveries.promote_deliveries()
         assert len(rest) == 1 and rest[0] > max(ids)  # oldest first
-        assert store.promote_deliveries() == [] and store.pending_deliveries() == 0
-        jobs = sorted(store.list_jobs(), key=lambda j: j.id)
+        assert store.deliveries.promote_deliveries() == [] and store.deliveries.pending_deliveries() == 0
+        jobs = sorted(store.jobs.list_jobs(), key=lambda j: j.id)
         assert [j.payload["delivery_id"] for j in jobs] == ["d-1", "p-1", "d-2"]
-        assert [store.get_delivery(d).job_id for d in ("d-1", "p-1", "p-2", "d-2")] == [ids[0], ids[1], ids[1], rest[0]]  # type: ignore[union-attr]
-        nothing = store.get_delivery("nothing")
+        assert [store.deliveries.get_delivery(d).job_id for d in ("d-1", "p-1", "p-2", "d-2")] == [
+            ids[0],
+            ids[1],
+            ids[1],
+            rest[0],
+        ]  # type: ignore[union-attr]
+        nothing = store.deliveries.get_delivery("nothing")
         assert nothing is not None and nothing.planned is None and nothing.job_id is None
 
 
 def test_a_plan_that_cannot_be_queued_is_marked_and_does_not_block_the_rest(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
-        store.accept_deliveries([_delivery("d-1"), _delivery("d-2"), _delivery("d-3")])
+        store.deliveries.accept_deliveries([_delivery("d-1"), _delivery("d-2"), _delivery("d-3")])
         # A row written by an older or broken release: the plan lacks fields.
         store.db.execute("UPDATE deliveries SET planned = ? WHERE delivery_id = 'd-2'", ('[{"kind": "x"}]',))
-        ids = store.promote_deliveries()
-        assert len(ids) == 2 and len(store.list_jobs()) == 2
-        bad = store.get_delivery("d-2")
+        ids = store.deliveries.promote_deliveries()
+        assert len(ids) == 2 and len(store.jobs.list_jobs()) == 2
+        bad = store.deliveries.get_delivery("d-2")
         assert bad is not None and bad.promoted_at is not None and bad.job_id is None
         assert bad.promote_error is not None and bad.promote_error.startswith("TypeError")
-        assert store.pending_deliveries() == 0
+        assert store.deliveries.pending_deliveries() == 0
 
 
 def test_an_idle_promotion_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
@@ -241,7 +250,7 @@ def test_an_idle_promotion_does_not_wait_for_the_write_lock(tmp_path: Path) -> N
         store.db.conn.execute("PRAGMA busy_timeout = 50")  # a wrongly taken lock fails fast, not after 30 s
         other = _hold_write_lock(path)
         try:
-            assert store.promote_deliveries() == []
+            assert store.deliveries.promote_deliveries() == []
         finally:
             other.execute("COMMIT")
             other.close()
@@ -252,11 +261,11 @@ def test_acknowledged_deliveries_survive_a_restart_and_the_next_claim_runs_them(
 
     path = tmp_path / "s.db"
     with Store.open(path) as store:
-        store.accept_deliveries([_delivery("d-1"), _delivery("d-2")])
+        store.deliveries.accept_deliveries([_delivery("d-1"), _delivery("d-2")])
     with Store.open(path) as store:  # e.g. the web process died right after answering 202
         job = Queue(store).claim("w-1")
         assert job is not None and job.kind == "github.issue" and job.payload["delivery_id"] == "d-1"
-        assert store.pending_deliveries() == 0 and len(store.list_jobs()) == 2
+        assert store.deliveries.pending_deliveries() == 0 and len(store.jobs.list_jobs()) == 2
 
 
 async def test_deliveries_accepted_in_consecutive_loop_turns_share_one_commit(tmp_path: Path) -> None:
@@ -272,16 +281,16 @@ async def test_deliveries_accepted_in_consecutive_loop_turns_share_one_commit(tm
 def test_old_delivery_bodies_are_dropped_and_the_delivery_still_dedupes(tmp_path: Path) -> None:
     now = [1_000_000.0]
     with Store.open(tmp_path / "s.db", clock=lambda: now[0]) as store:
-        store.accept_deliveries([_delivery(f"old-{i}") for i in range(5)])
+        store.deliveries.accept_deliveries([_delivery(f"old-{i}") for i in range(5)])
         now[0] += 40 * 86400
-        store.accept_deliveries([_delivery("new")])
-        assert store.prune_delivery_bodies(now[0] - 30 * 86400, batch=2) == 5  # several batches
-        assert store.prune_delivery_bodies(now[0] - 30 * 86400) == 0
-        old, new = store.get_delivery("old-0"), store.get_delivery("new")
+        store.deliveries.accept_deliveries([_delivery("new")])
+        assert store.deliveries.prune_delivery_bodies(now[0] - 30 * 86400, batch=2) == 5  # several batches
+        assert store.deliveries.prune_delivery_bodies(now[0] - 30 * 86400) == 0
+        old, new = store.deliveries.get_delivery("old-0"), store.deliveries.get_delivery("new")
         assert old is not None and old.payload is None and old.planned is not None
         assert new is not None and new.payload == '{"x": 1}'
-        assert store.accept_delivery(*_delivery("old-0")) is False  # still a redelivery
-        assert len(store.promote_deliveries()) == 6  # the plans were kept
+        assert store.deliveries.accept_delivery(*_delivery("old-0")) is False  # still a redelivery
+        assert len(store.deliveries.promote_deliveries()) == 6  # the plans were kept
 
 
 async def test_the_loop_never_waits_for_the_shared_store_connection(tmp_path: Path, settings: Settings) -> None:
@@ -291,7 +300,7 @@ async def test_the_loop_never_waits_for_the_shared_store_connection(tmp_path: Pa
         taken, release = threading.Event(), threading.Event()
 
         def hold() -> None:  # an in-process worker thread holding the shared connection (say, waiting on a lock)
-            with env.store._lock:
+            with env.store.conn._lock:
                 taken.set()
                 release.wait(5)  # bounded, so that a loop blocked on this lock fails the test instead of hanging
 

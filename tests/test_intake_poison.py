@@ -116,7 +116,7 @@ async def test_wrong_typed_fields_deep_json_and_bad_bodies_get_400(tmp_path: Pat
             status, answer = await _post(env.hook_url, body, _signed(env, "issues", body, f"bad-{i}", **extra))
             assert status == 400, (body, answer)
         # Nothing of the refused bodies reached the inbox; the one good (deep but shallow enough) one did.
-        assert env.store.pending_deliveries() == 1
+        assert env.store.deliveries.pending_deliveries() == 1
 
 
 async def test_bad_body_beside_six_good_ones_leaves_all_six_acked_and_stored(
@@ -135,9 +135,9 @@ async def test_bad_body_beside_six_good_ones_leaves_all_six_acked_and_stored(
         assert statuses.pop("bad") == 400
         assert set(statuses.values()) == {202}, results
         for delivery, _ in bodies:
-            stored = env.store.get_delivery(delivery)
+            stored = env.store.deliveries.get_delivery(delivery)
             assert (stored is None) == (delivery == "bad")
-        assert len(env.store.promote_deliveries()) == 6
+        assert len(env.store.deliveries.promote_deliveries()) == 6
 
 
 async def test_poison_delivery_leaves_the_worker_running_and_later_deliveries_run(
@@ -156,7 +156,7 @@ async def test_poison_delivery_leaves_the_worker_running_and_later_deliveries_ru
             "poison",
             url=2**64,  # type: ignore[arg-type]
         )
-        env.store.accept_delivery("poison", "github", "issue_comment", [poison], b"{}")
+        env.store.deliveries.accept_delivery("poison", "github", "issue_comment", [poison], b"{}")
         for i in range(3):
             body = json.dumps(_help_comment(env, good, 900 + i)).encode()
             status, _ = await _post(env.hook_url, body, _signed(env, "issue_comment", body, f"after-{i}"))
@@ -174,9 +174,9 @@ async def test_poison_delivery_leaves_the_worker_running_and_later_deliveries_ru
             stop.set()
             await task
         assert len(bot_comments(env.double, "octo/app", 1)) == 3
-        seen = env.store.get_delivery("poison")
+        seen = env.store.deliveries.get_delivery("poison")
         assert seen is not None and seen.promoted_at is not None and "OverflowError" in (seen.promote_error or "")
-        assert env.store.pending_deliveries() == 0 and worker.poll_errors == 0
+        assert env.store.deliveries.pending_deliveries() == 0 and worker.poll_errors == 0
 
 
 async def test_supervisor_restarts_a_dead_worker_and_readyz_reports_it(

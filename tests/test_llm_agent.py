@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.shared, pytest.mark.slow]
 
 
 def _stored(run: LlmRun) -> tuple[dict[str, object], list[dict[str, object]]]:
-    (traj,) = [t for t in run.store.list_trajectories(run.outcome.job_id) if t.strategy != "reproduce"]
-    return traj.__dict__, [{"kind": s.kind, **s.content} for s in run.store.get_steps(traj.id)]
+    (traj,) = [t for t in run.store.runs.list_trajectories(run.outcome.job_id) if t.strategy != "reproduce"]
+    return traj.__dict__, [{"kind": s.kind, **s.content} for s in run.store.runs.get_steps(traj.id)]
 
 
 @pytest.mark.parametrize(

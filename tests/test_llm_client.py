@@ -88,15 +88,15 @@ async def test_check_endpoint(tmp_path: Path) -> None:
 
 def test_issue_and_day_caps_shrink_the_job_budget(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "s.db")
-    issue = store.upsert_issue("local", "/r", "a", title="t")
-    other = store.upsert_issue("local", "/r", "b", title="t")
+    issue = store.publications.upsert_issue("local", "/r", "a", title="t")
+    other = store.publications.upsert_issue("local", "/r", "b", title="t")
     queue = Queue(store)
     for iss, cost in ((issue, 0.75), (other, 2.0)):
         job = queue.enqueue("fix", iss.id, {}, concurrency_key=f"k{iss.id}")
-        traj = store.start_trajectory(job, "llm", "freeform")
-        store.finish_trajectory(traj, "fixed", cost=cost)
-    assert store.llm_cost_since("", issue_id=issue.id) == 0.75
-    assert store.llm_cost_since("2000-01-01") == 2.75
+        traj = store.runs.start_trajectory(job, "llm", "freeform")
+        store.runs.finish_trajectory(traj, "fixed", cost=cost)
+    assert store.runs.llm_cost_since("", issue_id=issue.id) == 0.75
+    assert store.runs.llm_cost_since("2000-01-01") == 2.75
     s = Settings(data_dir=tmp_path, llm_max_cost=5.0, llm_max_cost_issue=1.0, llm_max_cost_day=10.0)
     budget = ledger_from_settings(s, spent_issue=0.75, spent_day=2.75).budget
     assert (budget.cost_scope, budget.max_cost) == ("issue", 0.25)

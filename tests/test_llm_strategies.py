@@ -120,7 +120,7 @@ async def test_mixed_kinds_in_one_job_are_reviewed_and_selected_alike(tmp_path: 
     run = await run_scripted_job(tmp_path, settings, "gcd", "guard_gcd", agent="mixed", trajectories=2)
     out = run.outcome
     assert sorted(t["agent"] for t in out.trajectories) == ["classic", "llm"]
-    patches = run.store.list_patches(out.job_id)
+    patches = run.store.runs.list_patches(out.job_id)
     assert len(patches) == sum(1 for t in out.generated if t.diff) >= 1
     assert out.status == "fixed", out.reasons
     assert out.chosen is not None
@@ -135,8 +135,8 @@ async def test_prose_report_model_tips_triage_and_agent_writes_its_own_brt(tmp_p
     run = await run_scripted_job(tmp_path, settings, "gcd", "prose_gcd", issue=issue, llm_abstention=True)
     ab = run.outcome.abstention
     assert ab is not None and ab.rule_score is not None and ab.rule_score < ab.threshold <= ab.score
-    stored = run.store.list_trajectories(run.outcome.job_id)
+    stored = run.store.runs.list_trajectories(run.outcome.job_id)
     repro = next(t for t in stored if t.strategy == "reproduce")
-    assert any(s.kind == "synthesize_brt" and not s.content["candidates"] for s in run.store.get_steps(repro.id))
+    assert any(s.kind == "synthesize_brt" and not s.content["candidates"] for s in run.store.runs.get_steps(repro.id))
     _assert_fixed_with_brt(run, "gcd.py")
     assert run.outcome.test_files == ["tests/test_gcd_equal.py"]

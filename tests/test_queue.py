@@ -49,7 +49,7 @@ def queue(store: Store) -> Queue:
 
 
 def _job(store: Store, job_id: int) -> Job:
-    job = store.get_job(job_id)
+    job = store.jobs.get_job(job_id)
     assert job is not None
     return job
 
@@ -95,7 +95,7 @@ def test_dedupe_key_makes_enqueue_idempotent(queue: Queue, store: Store) -> None
     assert queue.enqueue("fix", None, {}, concurrency_key="k", dedupe_key="github:delivery-1") == first
     other = queue.enqueue("fix", None, {}, concurrency_key="k", dedupe_key="github:delivery-2")
     assert other != first
-    assert len(store.list_jobs()) == 2
+    assert len(store.jobs.list_jobs()) == 2
     assert _job(store, first).payload == {"a": 1}
 
 
@@ -268,7 +268,7 @@ def test_two_connections_racing_never_double_claim(tmp_path: Path) -> None:
     everything = claimed[0] + claimed[1]
     assert sorted(everything) == ids  # each job exactly once
     with Store.open(path) as store:
-        assert {(j.status, j.attempts) for j in store.list_jobs(limit=n_jobs)} == {("done", 1)}
+        assert {(j.status, j.attempts) for j in store.jobs.list_jobs(limit=n_jobs)} == {("done", 1)}
 
 
 _CLAIMER = textwrap.dedent(
@@ -329,4 +329,4 @@ def test_separate_processes_racing_never_double_claim(tmp_path: Path) -> None:
     claimed = [int(line) for out, _ in outputs for line in out.split()]
     assert sorted(claimed) == ids  # each job exactly once across processes
     with Store.open(path) as store:
-        assert {(j.status, j.attempts) for j in store.list_jobs(limit=n_jobs)} == {("done", 1)}
+        assert {(j.status, j.attempts) for j in store.jobs.list_jobs(limit=n_jobs)} == {("done", 1)}

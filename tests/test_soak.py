@@ -192,8 +192,8 @@ async def test_soak_fuzzed_signed_deliveries_with_a_worker_running(tmp_path: Pat
                     assert server.alive(), "the server process died"
                 readyz = await _ready(session, url)
             with Store.open(env.settings.store_path) as store:
-                drained = await _wait_for(lambda: store.pending_deliveries() == 0, 60)
-                unpromoted = store.pending_deliveries()
+                drained = await _wait_for(lambda: store.deliveries.pending_deliveries() == 0, 60)
+                unpromoted = store.deliveries.pending_deliveries()
                 errors = store.db.conn.execute(
                     "SELECT count(*) FROM deliveries WHERE promote_error IS NOT NULL"
                 ).fetchone()[0]
@@ -314,8 +314,8 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                     with Store.open(env.settings.store_path) as store:
 
                         def settled() -> bool:
-                            return store.pending_deliveries() == 0 and not [
-                                j for j in store.list_jobs(limit=100_000) if j.status in ("queued", "running")
+                            return store.deliveries.pending_deliveries() == 0 and not [
+                                j for j in store.jobs.list_jobs(limit=100_000) if j.status in ("queued", "running")
                             ]
 
                         await _wait_for(settled, 120 + len(bodies) / 5)
@@ -323,9 +323,9 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                     done.set()
                     await guard
             with Store.open(env.settings.store_path) as store:
-                jobs = store.list_jobs(limit=100_000)
+                jobs = store.jobs.list_jobs(limit=100_000)
                 by_delivery = Counter(str(j.payload.get("delivery_id")) for j in jobs)
-                deliveries = {d: store.get_delivery(d) for d in acked}
+                deliveries = {d: store.deliveries.get_delivery(d) for d in acked}
         finally:
             server.stop()
             worker.stop()

@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from bot.store import LATEST_VERSION, SchemaTooNew, Store, iso, parse_iso
-from bot.store_schema import MIGRATIONS, migrate, schema_version
+from bot.store.schema import MIGRATIONS, migrate, schema_version
 
 CORE_TABLES = {"issues", "deliveries", "jobs", "trajectories", "steps", "patches", "reviews", "selections"}
 ALL_TABLES = CORE_TABLES | {"publications", "installations", "pr_outcomes", "environments"}
@@ -52,10 +52,10 @@ def test_open_creates_directory_wal_file_and_latest_schema(tmp_path: Path) -> No
 def test_reopening_keeps_data_and_version(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     with Store.open(path) as store:
-        issue_id = store.upsert_issue("github", "o/r", "12", title="t").id
+        issue_id = store.publications.upsert_issue("github", "o/r", "12", title="t").id
     with Store.open(path) as store:
         assert store.schema_version == LATEST_VERSION
-        issue = store.get_issue(issue_id)
+        issue = store.publications.get_issue(issue_id)
         assert issue is not None and issue.title == "t"
 
 
@@ -70,10 +70,12 @@ def test_v4_deliveries_keep_their_bodies_and_are_never_promoted_again(tmp_path: 
     db.close()
     with Store.open(path) as store:
         assert store.schema_version == LATEST_VERSION
-        old = store.get_delivery("d-old")
+        old = store.deliveries.get_delivery("d-old")
         assert old is not None and old.payload == '{"a": 1}' and old.planned is None
-        assert store.pending_deliveries() == 0 and store.promote_deliveries() == []  # v4 queued its jobs itself
-        assert store.accept_delivery("d-old", "github", "issues", []) is False  # still deduplicated
+        assert (
+            store.deliveries.pending_deliveries() == 0 and store.deliveries.promote_deliveries() == []
+        )  # v4 queued its jobs itself
+        assert store.deliveries.accept_delivery("d-old", "github", "issues", []) is False  # still deduplicated
         columns = {c[1] for c in store.db.execute("PRAGMA table_info(deliveries)").fetchall()}
         assert "payload" not in columns and {"planned", "promoted_at", "promote_error"} <= columns
 
@@ -90,10 +92,10 @@ def test_v1_database_is_migrated_forward_keeping_its_data(tmp_path: Path) -> Non
     db.close()
     with Store.open(path) as store:
         assert store.schema_version == LATEST_VERSION
-        issue = store.find_issue("jira", "MC", "MC-1")
+        issue = store.publications.find_issue("jira", "MC", "MC-1")
         assert issue is not None and issue.title == "crash"
-        store.upsert_installation(7, "octo", ["octo/a"])  # a table that v1 did not have
-        installation = store.get_installation(7)
+        store.publications.upsert_installation(7, "octo", ["octo/a"])  # a table that v1 did not have
+        installation = store.publications.get_installation(7)
         assert installation is not None and installation.repos == ["octo/a"]
 
 
@@ -154,28 +156,28 @@ def test_timestamps_are_fixed_width_iso_utc() -> None:
 
 
 def test_upsert_issue_is_keyed_by_forge_repo_and_number(store: Store, clock: FakeClock) -> None:
-    first = store.upsert_issue("github", "o/r", "12", title="old", body="b", url="https://x/12")
+    first = store.publications.upsert_issue("github", "o/r", "12", title="old", body="b", url="https://x/12")
     clock.t += 5
-    second = store.upsert_issue("github", "o/r", "12", title="new", body="b2")
-    other = store.upsert_issue("local", "/repo", "12")
+    second = store.publications.upsert_issue("github", "o/r", "12", title="new", body="b2")
+    other = store.publications.upsert_issue("local", "/repo", "12")
     assert second.id == first.id != other.id
     assert (second.title, second.body, second.url) == ("new", "b2", None)
     assert second.created_at == iso(1_700_000_000.0) and second.updated_at == iso(1_700_000_005.0)
     with pytest.raises(ValueError, match="unknown forge"):
-        store.upsert_issue("gitlab", "o/r", "1")
+        store.publications.upsert_issue("gitlab", "o/r", "1")
 
 
 def test_redelivery_is_detected_across_connections(tmp_path: Path) -> None:
     path = tmp_path / "d.db"
     with Store.open(path) as a, Store.open(path) as b:
-        assert a.record_delivery("d-1", "github", "issues") is True
-        assert a.record_delivery("d-1", "github", "issues") is False
-        assert b.record_delivery("d-1", "github", "issues") is False
-        job_id, _ = a.insert_job(
+        assert a.deliveries.record_delivery("d-1", "github", "issues") is True
+        assert a.deliveries.record_delivery("d-1", "github", "issues") is False
+        assert b.deliveries.record_delivery("d-1", "github", "issues") is False
+        job_id, _ = a.jobs.insert_job(
             "fix", None, {}, concurrency_key=None, max_attempts=3, dedupe_key=None, now=0.0, run_after=0.0
         )
-        a.link_delivery("d-1", job_id)
-        delivery = b.get_delivery("d-1")
+        a.deliveries.link_delivery("d-1", job_id)
+        delivery = b.deliveries.get_delivery("d-1")
         assert delivery is not None
         assert (delivery.source, delivery.event, delivery.job_id) == ("github", "issues", job_id)
 
@@ -190,7 +192,7 @@ def test_racing_deliveries_are_accepted_exactly_once(tmp_path: Path) -> None:
     def deliver(slot: int) -> None:
         with Store.open(path) as store:
             barrier.wait()
-            accepted[slot].extend(d for d in ids if store.record_delivery(d, "github", "issues"))
+            accepted[slot].extend(d for d in ids if store.deliveries.record_delivery(d, "github", "issues"))
 
     threads = [threading.Thread(target=deliver, args=(i,)) for i in range(2)]
     for t in threads:
@@ -201,30 +203,30 @@ def test_racing_deliveries_are_accepted_exactly_once(tmp_path: Path) -> None:
 
 
 def test_steps_are_recorded_in_order_and_counted(store: Store) -> None:
-    tid = store.start_trajectory(None, "classic", "tdd", seed=3)
+    tid = store.runs.start_trajectory(None, "classic", "tdd", seed=3)
     contents = ["think", {"tool": "run_tests", "args": ["-q"]}, {"exit": 1}, ["a", 1], None]
     kinds = ["thought", "action", "observation", "action", "finish"]
-    assert [store.add_step(tid, k, c) for k, c in zip(kinds, contents, strict=True)] == [0, 1, 2, 3, 4]
-    steps = store.get_steps(tid)
+    assert [store.runs.add_step(tid, k, c) for k, c in zip(kinds, contents, strict=True)] == [0, 1, 2, 3, 4]
+    steps = store.runs.get_steps(tid)
     assert [(s.idx, s.kind, s.content) for s in steps] == list(zip(range(5), kinds, contents, strict=True))
-    store.finish_trajectory(tid, "done", seconds=1.5, tokens=10, cost=0.01)
-    trajectory = store.get_trajectory(tid)
+    store.runs.finish_trajectory(tid, "done", seconds=1.5, tokens=10, cost=0.01)
+    trajectory = store.runs.get_trajectory(tid)
     assert trajectory is not None
     assert (trajectory.steps, trajectory.status, trajectory.seed, trajectory.tokens) == (5, "done", 3, 10)
     assert trajectory.finished_at is not None
     with pytest.raises(KeyError):
-        store.add_step(tid + 100, "thought", "x")
+        store.runs.add_step(tid + 100, "thought", "x")
 
 
 def test_concurrent_appenders_never_lose_or_reorder_steps(tmp_path: Path) -> None:
     path = tmp_path / "steps.db"
     with Store.open(path) as setup:
-        tid = setup.start_trajectory(None, "llm", "freeform")
+        tid = setup.runs.start_trajectory(None, "llm", "freeform")
 
     def append(name: str) -> None:
         with Store.open(path) as store:
             for i in range(40):
-                store.add_step(tid, "action", {"writer": name, "i": i})
+                store.runs.add_step(tid, "action", {"writer": name, "i": i})
 
     threads = [threading.Thread(target=append, args=(n,)) for n in ("a", "b")]
     for t in threads:
@@ -232,79 +234,79 @@ def test_concurrent_appenders_never_lose_or_reorder_steps(tmp_path: Path) -> Non
     for t in threads:
         t.join()
     with Store.open(path) as store:
-        steps = store.get_steps(tid)
+        steps = store.runs.get_steps(tid)
         assert [s.idx for s in steps] == list(range(80))
         for name in ("a", "b"):
             assert [s.content["i"] for s in steps if s.content["writer"] == name] == list(range(40))
-        trajectory = store.get_trajectory(tid)
+        trajectory = store.runs.get_trajectory(tid)
         assert trajectory is not None and trajectory.steps == 80
 
 
 def test_patches_reviews_and_selections_round_trip(store: Store) -> None:
-    tid = store.start_trajectory(None, "classic", "freeform")
-    pid = store.add_patch(None, tid, "--- a\n+++ b\n", fix_hash="h1", has_test=True, fix_lines=2, total_lines=9)
-    patch = store.get_patch(pid)
+    tid = store.runs.start_trajectory(None, "classic", "freeform")
+    pid = store.runs.add_patch(None, tid, "--- a\n+++ b\n", fix_hash="h1", has_test=True, fix_lines=2, total_lines=9)
+    patch = store.runs.get_patch(pid)
     assert patch is not None and patch.has_test is True and (patch.fix_hash, patch.total_lines) == ("h1", 9)
-    store.add_review(pid, "smell", True)
-    store.add_review(pid, "brt", False, "passes on buggy code", {"before": "ok", "after": "ok"})
-    reviews = store.get_reviews(pid)
+    store.runs.add_review(pid, "smell", True)
+    store.runs.add_review(pid, "brt", False, "passes on buggy code", {"before": "ok", "after": "ok"})
+    reviews = store.runs.get_reviews(pid)
     assert [(r.reviewer, r.accepted, r.reason) for r in reviews] == [
         ("smell", True, ""),
         ("brt", False, "passes on buggy code"),
     ]
     assert reviews[1].evidence == {"before": "ok", "after": "ok"}
     with pytest.raises(sqlite3.IntegrityError):  # foreign keys are enforced
-        store.add_review(pid + 100, "smell", True)
+        store.runs.add_review(pid + 100, "smell", True)
 
 
 def test_selections_and_patches_are_listed_per_job(store: Store) -> None:
-    job_id, _ = store.insert_job(
+    job_id, _ = store.jobs.insert_job(
         "fix", None, {}, concurrency_key=None, max_attempts=3, dedupe_key=None, now=0.0, run_after=0.0
     )
-    pid = store.add_patch(job_id, None, "d", fix_hash="h", has_test=False, fix_lines=1, total_lines=1)
-    store.add_selection(job_id, "default", pid, "largest group", [{"fix_hash": "h", "patches": [pid]}])
-    store.add_selection(job_id, "reject-no-test", None, "no patch has a test", [])
-    assert [p.id for p in store.list_patches(job_id)] == [pid]
-    selections = store.get_selections(job_id)
+    pid = store.runs.add_patch(job_id, None, "d", fix_hash="h", has_test=False, fix_lines=1, total_lines=1)
+    store.runs.add_selection(job_id, "default", pid, "largest group", [{"fix_hash": "h", "patches": [pid]}])
+    store.runs.add_selection(job_id, "reject-no-test", None, "no patch has a test", [])
+    assert [p.id for p in store.runs.list_patches(job_id)] == [pid]
+    selections = store.runs.get_selections(job_id)
     assert [(s.selector, s.patch_id) for s in selections] == [("default", pid), ("reject-no-test", None)]
     assert selections[0].groups == [{"fix_hash": "h", "patches": [pid]}]
 
 
 def test_publications_are_idempotent_per_issue_and_kind(store: Store, clock: FakeClock) -> None:
-    issue = store.upsert_issue("github", "o/r", "12")
-    assert store.get_publication(issue.id, "pr") is None
-    first = store.upsert_publication(issue.id, "pr", "41", body_hash="aaa")
+    issue = store.publications.upsert_issue("github", "o/r", "12")
+    assert store.publications.get_publication(issue.id, "pr") is None
+    first = store.publications.upsert_publication(issue.id, "pr", "41", body_hash="aaa")
     clock.t += 60
-    again = store.upsert_publication(issue.id, "pr", "41", body_hash="bbb")
-    comment = store.upsert_publication(issue.id, "comment", "9001")
+    again = store.publications.upsert_publication(issue.id, "pr", "41", body_hash="bbb")
+    comment = store.publications.upsert_publication(issue.id, "comment", "9001")
     assert again.id == first.id != comment.id
     assert (again.forge_ref, again.body_hash) == ("41", "bbb")
     assert again.created_at == first.created_at < again.updated_at
-    assert store.get_publication(issue.id, "pr") == again
+    assert store.publications.get_publication(issue.id, "pr") == again
     assert store.db.table("publications").count == 2
     with pytest.raises(ValueError, match="unknown publication kind"):
-        store.upsert_publication(issue.id, "tweet", "x")
+        store.publications.upsert_publication(issue.id, "tweet", "x")
 
 
 def test_installations_pr_outcomes_and_environment_cache(store: Store, clock: FakeClock) -> None:
-    store.upsert_installation(1, "octo", ["octo/a", "octo/b"])
-    store.remove_installation(1)
-    removed = store.get_installation(1)
+    store.publications.upsert_installation(1, "octo", ["octo/a", "octo/b"])
+    store.publications.remove_installation(1)
+    removed = store.publications.get_installation(1)
     assert removed is not None and removed.removed_at is not None
-    store.upsert_installation(1, "octo", ["octo/a"])
-    revived = store.get_installation(1)
+    store.publications.upsert_installation(1, "octo", ["octo/a"])
+    revived = store.publications.get_installation(1)
     assert revived is not None and revived.removed_at is None and revived.repos == ["octo/a"]
-    assert store.get_installation(2) is None
+    assert store.publications.get_installation(2) is None
 
-    store.record_pr_outcome("octo/a", 5, merged=False)
-    store.record_pr_outcome("octo/a", 5, merged=True, closed_at="2024-05-01T00:00:00.000000+00:00")
-    outcome = store.get_pr_outcome("octo/a", 5)
+    store.publications.record_pr_outcome("octo/a", 5, merged=False)
+    store.publications.record_pr_outcome("octo/a", 5, merged=True, closed_at="2024-05-01T00:00:00.000000+00:00")
+    outcome = store.publications.get_pr_outcome("octo/a", 5)
     assert outcome is not None and outcome.merged is True and outcome.closed_at.startswith("2024-05-01")
 
-    assert store.get_environment("k") is None
-    store.put_environment("k", "octo/a", {"install": ["pip install -e ."]}, "/cache/k")
+    assert store.environments.get_environment("k") is None
+    store.environments.put_environment("k", "octo/a", {"install": ["pip install -e ."]}, "/cache/k")
     clock.t += 30
-    env = store.get_environment("k")
+    env = store.environments.get_environment("k")
     assert env is not None and env.spec == {"install": ["pip install -e ."]} and env.path == "/cache/k"
     assert env.last_used_at == iso(clock.t) > env.created_at
 

@@ -51,23 +51,25 @@ async def test_redelivery_is_answered_200_and_queues_nothing(tmp_path: Path, set
         again = await env.send("issues", payload, delivery_id="same-id")
         assert again == (200, again[1]) and again[1]["job_id"] is None  # acknowledged, not promoted yet
         assert "wait for a worker" in again[1]["message"]
-        [job_id] = env.store.promote_deliveries()
+        [job_id] = env.store.deliveries.promote_deliveries()
         for _ in range(3):
             again = await env.send("issues", payload, delivery_id="same-id")
             assert again == (200, again[1]) and again[1]["job_id"] == job_id
-        assert env.store.promote_deliveries() == [] and len(env.store.list_jobs()) == 1
+        assert env.store.deliveries.promote_deliveries() == [] and len(env.store.jobs.list_jobs()) == 1
 
 
 async def test_installation_and_pr_closed_are_recorded(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
         inst = load_payload("installation", "created")
         assert (await env.send("installation", inst))[0] == 200
-        assert env.store.get_installation(int(inst["installation"]["id"])) is not None
+        assert env.store.publications.get_installation(int(inst["installation"]["id"])) is not None
         pr = load_payload("pull_request", "closed")
         pr["pull_request"]["head"]["ref"] = "reprobot/issue-7"
         pr["pull_request"]["merged"] = True
         assert (await env.send("pull_request", pr))[0] == 200
-        outcome = env.store.get_pr_outcome(pr["repository"]["full_name"], int(pr["pull_request"]["number"]))
+        outcome = env.store.publications.get_pr_outcome(
+            pr["repository"]["full_name"], int(pr["pull_request"]["number"])
+        )
         assert outcome is not None and outcome.merged
 
 
@@ -102,14 +104,14 @@ async def test_the_delivered_event_is_stored(tmp_path: Path, settings: Settings)
     async with GitHubEnv(tmp_path, settings) as env:
         payload = env.small_repo_issue("opened")
         assert (await env.send("issues", payload, delivery_id="stored-1"))[0] == 202
-        seen = env.store.get_delivery("stored-1")
+        seen = env.store.deliveries.get_delivery("stored-1")
         assert seen is not None and json.loads(seen.payload or "") == payload
         assert seen.planned is not None and [p["kind"] for p in seen.planned] == ["github.issue"]
         assert seen.job_id is None and seen.promoted_at is None
-        [job_id] = env.store.promote_deliveries()
-        promoted = env.store.get_delivery("stored-1")
+        [job_id] = env.store.deliveries.promote_deliveries()
+        promoted = env.store.deliveries.get_delivery("stored-1")
         assert promoted is not None and promoted.job_id == job_id and promoted.promoted_at is not None
-        job = env.store.get_job(job_id)
+        job = env.store.jobs.get_job(job_id)
         assert job is not None and job.kind == "github.issue" and job.payload["delivery_id"] == "stored-1"
 
 

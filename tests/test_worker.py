@@ -30,7 +30,7 @@ async def test_global_limit_counts_other_workers_jobs(tmp_path: Path, settings: 
     assert worker.queue.claim("someone-else", 60) is not None and busy
     waiting = worker.queue.enqueue("github.reply", None, {}, concurrency_key=None)
     await _run_briefly(worker)
-    job = store.get_job(waiting)
+    job = store.jobs.get_job(waiting)
     assert job is not None and job.status == "queued" and job.attempts == 0
 
 
@@ -43,7 +43,7 @@ async def test_bad_jobs_are_dead_lettered_and_the_worker_goes_on(tmp_path: Path,
     ]
     await _run_briefly(worker)
     for job_id in bad:
-        job = store.get_job(job_id)
+        job = store.jobs.get_job(job_id)
         assert job is not None and job.status == "dead" and "payload" in (job.last_error or "")
 
 
@@ -54,12 +54,12 @@ async def test_the_worker_drops_old_delivery_bodies_and_promotes_the_inbox(tmp_p
     long_ago = Store.open(path, clock=lambda: 1_000_000.0)
     # No installation in the payload: the job is dead-lettered before it could call any API.
     job = PlannedJob("github.reply", "github", "o/r", "1", {"text": "hi"}, None, None)
-    long_ago.accept_delivery("old", "github", "issue_comment", [job], b'{"big": "body"}')
+    long_ago.deliveries.accept_delivery("old", "github", "issue_comment", [job], b'{"big": "body"}')
     long_ago.close()
     store = Store.open(path)
-    store.accept_delivery("recent", "github", "issue_comment", [], b'{"kept": true}')
+    store.deliveries.accept_delivery("recent", "github", "issue_comment", [], b'{"kept": true}')
     worker = Worker(_settings(settings, delivery_body_days=7, github_api_url="http://127.0.0.1:9"), store)
     await _run_briefly(worker, 0.3)
-    old, recent = store.get_delivery("old"), store.get_delivery("recent")
+    old, recent = store.deliveries.get_delivery("old"), store.deliveries.get_delivery("recent")
     assert old is not None and old.payload is None and old.promoted_at is not None and old.job_id is not None
     assert recent is not None and recent.payload == '{"kept": true}'

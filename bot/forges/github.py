@@ -110,7 +110,7 @@ class GitHubForge:
         await self.gh.post(url, data={"content": content})
 
     async def _find_status_comment(self) -> int | None:
-        pub = self.store.get_publication(self.issue_id, "comment")
+        pub = await asyncio.to_thread(self.store.publications.get_publication, self.issue_id, "comment")
         if pub is not None:
             return int(pub.forge_ref)
         url = f"/repos/{self.repo}/issues/{self.number}/comments"
@@ -139,7 +139,7 @@ class GitHubForge:
         digest = hashlib.sha256(body.encode()).hexdigest()
         comment_id = await self._find_status_comment()
         if comment_id is not None:
-            pub = self.store.get_publication(self.issue_id, "comment")
+            pub = await asyncio.to_thread(self.store.publications.get_publication, self.issue_id, "comment")
             if pub is None or pub.body_hash != digest:
                 try:
                     await self.gh.patch(f"/repos/{self.repo}/issues/comments/{comment_id}", data={"body": body})
@@ -150,7 +150,14 @@ class GitHubForge:
         if comment_id is None:
             made = await self.gh.post(f"/repos/{self.repo}/issues/{self.number}/comments", data={"body": body})
             comment_id = int(made["id"])
-        self.store.upsert_publication(self.issue_id, "comment", str(comment_id), body_hash=digest, job_id=self.job_id)
+        await asyncio.to_thread(
+            self.store.publications.upsert_publication,
+            self.issue_id,
+            "comment",
+            str(comment_id),
+            body_hash=digest,
+            job_id=self.job_id,
+        )
         return comment_id
 
     async def open_or_update_pr(
@@ -174,8 +181,14 @@ class GitHubForge:
             number = int(made["number"])
         if labels:
             await self.gh.post(f"/repos/{self.repo}/issues/{number}/labels", data={"labels": labels})
-        self.store.upsert_publication(self.issue_id, "pr", str(number), job_id=self.job_id)
+        await self._record("pr", str(number))
         return PullRequest(number, str(made.get("html_url", "")), created)
+
+    async def _record(self, kind: str, forge_ref: str) -> None:
+        """Record a publication of this job, on a thread: the store may wait for its write lock."""
+        await asyncio.to_thread(
+            self.store.publications.upsert_publication, self.issue_id, kind, forge_ref, job_id=self.job_id
+        )
 
     # -- git over HTTPS -----------------------------------------------------------------------------------
 
@@ -225,5 +238,5 @@ class GitHubForge:
         await git(workspace, "add", "--all")
         await git(workspace, "commit", "--quiet", "--no-verify", "-m", clean_commit_message(message))
         await self._git_remote(workspace, "push", "--quiet", "--force", self.clone_url, f"{branch}:refs/heads/{branch}")
-        self.store.upsert_publication(self.issue_id, "branch", branch, job_id=self.job_id)
+        await self._record("branch", branch)
         return (await git(workspace, "rev-parse", "HEAD")).stdout.strip()

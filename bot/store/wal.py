@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.store_core import BUSY_TIMEOUT_MS
+from bot.store.sql import BUSY_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 

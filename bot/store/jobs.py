@@ -1,59 +1,22 @@
-"""The store: one SQLite file per deployment (WAL, sqlite-utils); all SQL lives in bot/store*.py."""
+"""The job queue's atomic primitives; the policy (leases, retries, backoff) lives in bot.queue."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, cast
 
-from bot.store_core import check_choice, dumps, iso, parse_iso
-from bot.store_intake import DeliveryRejected, PlannedJob, StoreIntake
-from bot.store_rows import (
-    Delivery,
-    EnvironmentRecord,
-    Installation,
-    Issue,
-    Job,
-    PatchRecord,
-    PrOutcome,
-    Publication,
-    Review,
-    Selection,
-    Step,
-    Trajectory,
-)
-from bot.store_schema import JOB_STATUSES, LATEST_VERSION, SchemaTooNew, StoreError
-
-__all__ = [
-    "LATEST_VERSION",
-    "Delivery",
-    "DeliveryRejected",
-    "EnvironmentRecord",
-    "Installation",
-    "Issue",
-    "Job",
-    "PatchRecord",
-    "PlannedJob",
-    "PrOutcome",
-    "Publication",
-    "Review",
-    "SchemaTooNew",
-    "Selection",
-    "Step",
-    "Store",
-    "StoreError",
-    "Trajectory",
-    "iso",
-    "parse_iso",
-]
+from bot.store.base import StoreConnection
+from bot.store.rows import Job
+from bot.store.schema import JOB_STATUSES
+from bot.store.sql import check_choice, dumps, iso
 
 
-class Store(StoreIntake):
-    """Typed access to the deployment's database: `Store.open(path)`, or `Store.memory()` in tests.
+class Jobs:
+    """Insert, claim, extend, release, cancel, count and read jobs (`store.jobs`)."""
 
-    Thread-safe. Separate processes may open the same file: every write is a BEGIN IMMEDIATE transaction.
-    """
-
-    # -- jobs: atomic primitives; the policy (leases, retries, backoff) lives in bot.queue ---------------
+    def __init__(self, conn: StoreConnection) -> None:
+        """Use the store's shared connection."""
+        self._conn = conn
 
     def insert_job(
         self,
@@ -68,7 +31,7 @@ class Store(StoreIntake):
         run_after: float,
     ) -> tuple[int, bool]:
         """Insert a queued job, or find the job already holding `dedupe_key`; returns (id, created)."""
-        with self._write() as db:
+        with self._conn.write() as db:
             if dedupe_key is not None:
                 rows = list(db.query("SELECT id FROM jobs WHERE dedupe_key = ?", (dedupe_key,)))
                 if rows:
@@ -86,7 +49,7 @@ class Store(StoreIntake):
         that already used all its attempts is dead-lettered instead, as it may be what kills workers.
         """
         params = {"now": iso(now), "until": iso(now + lease_seconds), "worker": worker_id}
-        with self._write() as db:
+        with self._conn.write() as db:
             db.execute(
                 """UPDATE jobs SET status = 'dead', lease_expires_at = NULL, updated_at = :now,
                     last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts
@@ -125,7 +88,7 @@ class Store(StoreIntake):
     def claim_job_by_id(self, job_id: int, worker_id: str, *, now: float, lease_seconds: float) -> Job | None:
         """Lease one specific queued job to `worker_id` (an inline run such as the CLI's); None if not queued."""
         params = {"now": iso(now), "until": iso(now + lease_seconds), "worker": worker_id, "id": job_id}
-        with self._write() as db:
+        with self._conn.write() as db:
             cursor = db.execute(
                 """UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_owner = :worker,
                     lease_expires_at = :until, updated_at = :now
@@ -138,7 +101,7 @@ class Store(StoreIntake):
 
     def extend_lease(self, job_id: int, worker_id: str, *, now: float, lease_seconds: float) -> bool:
         """Push the lease to now + lease_seconds; False if `worker_id` no longer holds the running job."""
-        with self._write() as db:
+        with self._conn.write() as db:
             cursor = db.execute(
                 """UPDATE jobs SET lease_expires_at = ?, updated_at = ?
                 WHERE id = ? AND status = 'running' AND lease_owner = ?""",
@@ -165,7 +128,7 @@ class Store(StoreIntake):
         params: dict[str, Any] = {"status": status, "now": iso(now), "id": job_id, "worker": worker_id}
         params |= {"result": None if result is None else dumps(result), "error": error}
         params |= {"run_after": None if run_after is None else iso(run_after)}
-        with self._write() as db:
+        with self._conn.write() as db:
             cursor = db.execute(
                 """UPDATE jobs SET status = :status, result = COALESCE(:result, result),
                     last_error = COALESCE(:error, last_error), run_after = COALESCE(:run_after, run_after),
@@ -177,7 +140,7 @@ class Store(StoreIntake):
 
     def cancel_job(self, job_id: int, *, now: float) -> bool:
         """Cancel a queued or running job; False if it is unknown or already finished."""
-        with self._write() as db:
+        with self._conn.write() as db:
             cursor = db.execute(
                 """UPDATE jobs SET status = 'cancelled', lease_expires_at = NULL, updated_at = ?
                 WHERE id = ? AND status IN ('queued', 'running')""",
@@ -188,11 +151,11 @@ class Store(StoreIntake):
     def count_running(self, *, now: float) -> int:
         """Running jobs whose lease is live (expired ones are waiting to be reclaimed)."""
         sql = "SELECT count(*) AS n FROM jobs WHERE status = 'running' AND lease_expires_at > ?"
-        return int(self._rows(sql, (iso(now),))[0]["n"])
+        return int(self._conn.rows(sql, (iso(now),))[0]["n"])
 
     def get_job(self, job_id: int) -> Job | None:
         """The job with this id, if any."""
-        return self._one(Job, "SELECT * FROM jobs WHERE id = ?", (job_id,))
+        return self._conn.one(Job, "SELECT * FROM jobs WHERE id = ?", (job_id,))
 
     def list_jobs(
         self,
@@ -206,115 +169,4 @@ class Store(StoreIntake):
         sql = """SELECT * FROM jobs WHERE (:status IS NULL OR status = :status)
             AND (:kind IS NULL OR kind = :kind) AND (:issue_id IS NULL OR issue_id = :issue_id)
             ORDER BY id DESC LIMIT :limit"""
-        return self._all(Job, sql, {"status": status, "kind": kind, "issue_id": issue_id, "limit": limit})
-
-    # -- trajectories and steps -------------------------------------------------------------------------
-
-    def start_trajectory(self, job_id: int | None, agent: str, strategy: str, seed: int = 0) -> int:
-        """Open a trajectory in status 'running'; returns its id."""
-        row = {"job_id": job_id, "agent": agent, "strategy": strategy, "seed": seed}
-        return self._insert("trajectories", row | {"created_at": self._now()})
-
-    def add_step(self, trajectory_id: int, kind: str, content: Any) -> int:
-        """Append a step (content: any JSON value) and return its index; concurrent appends stay ordered."""
-        with self._write() as db:
-            rows = list(db.query("SELECT steps FROM trajectories WHERE id = ?", (trajectory_id,)))
-            if not rows:
-                raise KeyError(f"no trajectory {trajectory_id}")
-            idx = int(rows[0]["steps"])
-            db.execute(
-                "INSERT INTO steps (trajectory_id, idx, kind, content, created_at) VALUES (?, ?, ?, ?, ?)",
-                (trajectory_id, idx, kind, dumps(content), self._now()),
-            )
-            db.execute("UPDATE trajectories SET steps = ? WHERE id = ?", (idx + 1, trajectory_id))
-            return idx
-
-    def llm_cost_since(self, since: str, *, issue_id: int | None = None) -> float:
-        """USD spent by finished trajectories created at or after `since` (ISO), optionally for one issue."""
-        sql = """SELECT COALESCE(SUM(t.cost), 0) AS spent FROM trajectories t LEFT JOIN jobs j ON j.id = t.job_id
-            WHERE t.created_at >= :since AND (:issue_id IS NULL OR j.issue_id = :issue_id)"""
-        return float(self._rows(sql, {"since": since, "issue_id": issue_id})[0]["spent"])
-
-    def get_steps(self, trajectory_id: int) -> list[Step]:
-        """Every step of the trajectory, in the order it was recorded."""
-        return self._all(Step, "SELECT * FROM steps WHERE trajectory_id = ? ORDER BY idx", (trajectory_id,))
-
-    def finish_trajectory(
-        self,
-        trajectory_id: int,
-        status: str,
-        *,
-        seconds: float = 0.0,
-        tokens: int = 0,
-        cost: float = 0.0,
-        error: str | None = None,
-    ) -> None:
-        """Close a trajectory with its totals (status e.g. 'done', 'failed', 'timeout')."""
-        with self._write() as db:
-            db.execute(
-                """UPDATE trajectories SET status = ?, seconds = ?, tokens = ?, cost = ?, error = ?,
-                    finished_at = ? WHERE id = ?""",
-                (status, seconds, tokens, cost, error, self._now(), trajectory_id),
-            )
-
-    def get_trajectory(self, trajectory_id: int) -> Trajectory | None:
-        """The trajectory with this id, if any."""
-        return self._one(Trajectory, "SELECT * FROM trajectories WHERE id = ?", (trajectory_id,))
-
-    def list_trajectories(self, job_id: int) -> list[Trajectory]:
-        """The job's trajectories in creation order."""
-        return self._all(Trajectory, "SELECT * FROM trajectories WHERE job_id = ? ORDER BY id", (job_id,))
-
-    # -- patches, reviews, selections -------------------------------------------------------------------
-
-    def add_patch(
-        self,
-        job_id: int | None,
-        trajectory_id: int | None,
-        diff: str,
-        *,
-        fix_hash: str,
-        has_test: bool,
-        fix_lines: int,
-        total_lines: int,
-    ) -> int:
-        """Record a candidate patch; returns its id."""
-        row = {"job_id": job_id, "trajectory_id": trajectory_id, "diff": diff, "fix_hash": fix_hash}
-        row |= {"has_test": int(has_test), "fix_lines": fix_lines, "total_lines": total_lines}
-        return self._insert("patches", row | {"created_at": self._now()})
-
-    def get_patch(self, patch_id: int) -> PatchRecord | None:
-        """The patch with this id, if any."""
-        return self._one(PatchRecord, "SELECT * FROM patches WHERE id = ?", (patch_id,))
-
-    def list_patches(self, job_id: int) -> list[PatchRecord]:
-        """The job's patches in creation order."""
-        return self._all(PatchRecord, "SELECT * FROM patches WHERE job_id = ? ORDER BY id", (job_id,))
-
-    def add_review(
-        self,
-        patch_id: int,
-        reviewer: str,
-        accepted: bool,
-        reason: str = "",
-        evidence: Mapping[str, Any] | None = None,
-    ) -> int:
-        """Record one reviewer's verdict on a patch; returns its id."""
-        row = {"patch_id": patch_id, "reviewer": reviewer, "accepted": int(accepted), "reason": reason}
-        row |= {"evidence": dumps(dict(evidence or {})), "created_at": self._now()}
-        return self._insert("reviews", row)
-
-    def get_reviews(self, patch_id: int) -> list[Review]:
-        """The patch's reviews in the order they were recorded."""
-        return self._all(Review, "SELECT * FROM reviews WHERE patch_id = ? ORDER BY id", (patch_id,))
-
-    def add_selection(
-        self, job_id: int | None, selector: str, patch_id: int | None, explanation: str, groups: list[Any]
-    ) -> int:
-        """Record a selector's choice (patch_id None: chose nothing) and the groups it saw; returns its id."""
-        row = {"job_id": job_id, "selector": selector, "patch_id": patch_id, "explanation": explanation}
-        return self._insert("selections", row | {"groups": dumps(groups), "created_at": self._now()})
-
-    def get_selections(self, job_id: int) -> list[Selection]:
-        """The job's selections in the order they were recorded."""
-        return self._all(Selection, "SELECT * FROM selections WHERE job_id = ? ORDER BY id", (job_id,))
+        return self._conn.all(Job, sql, {"status": status, "kind": kind, "issue_id": issue_id, "limit": limit})

@@ -1,116 +1,42 @@
-"""Webhook inbox: record a delivery with the jobs it plans in one short commit; promote them to jobs later."""
+"""Webhook inbox: record a delivery with what it plans in one short commit; promote its jobs to the queue later."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlite_utils import Database
 
-from bot.store_core import StoreCore, check_choice, dumps, is_busy, iso
-from bot.store_schema import FORGES
-from bot.store_wal import WalCheckpointer
+from bot.store.base import StoreConnection
+from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
+from bot.store.publications import apply_action
+from bot.store.rows import Delivery
+from bot.store.schema import FORGES
+from bot.store.sql import check_choice, dumps, iso
 
 log = logging.getLogger(__name__)
 
-#: One webhook delivery for the inbox: (delivery id, source, event name, planned jobs, raw body).
-DeliveryRecord = tuple[str, str, str, Sequence["PlannedJob"], bytes]
 
+class Deliveries:
+    """The inbox (`store.deliveries`): acknowledging a delivery costs one row and one commit.
 
-#: A delivery ready for its INSERTs: (delivery id, source, event, planned jobs as JSON text, body text).
-_Prepared = tuple[str, str, str, str | None, str]
+    Promotion of its planned jobs happens off that path, on every worker's poll.
+    """
 
-
-class DeliveryRejected(ValueError):
-    """A delivery that cannot be stored (e.g. text that is not valid Unicode); nothing of it was written."""
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    """A job a webhook asks for, with the issue it is about; kept on the delivery until a worker promotes it."""
-
-    kind: str
-    forge: str
-    repo: str
-    number_or_key: str
-    payload: Mapping[str, Any]
-    concurrency_key: str | None
-    dedupe_key: str | None
-    title: str = ""
-    body: str = ""
-    url: str | None = None
-    max_attempts: int = 3
-
-    def to_json(self) -> dict[str, Any]:
-        """The planned job as a JSON object (the inverse of `from_json`)."""
-        # Not dataclasses.asdict: it deep-copies, and this runs on every acknowledged delivery.
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"payload": dict(self.payload)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PlannedJob:
-        """Rebuild a planned job from `to_json` output; TypeError when a field is missing or unknown."""
-        return cls(**data)
-
-
-class StoreIntake(StoreCore):
-    """The inbox: acknowledging a delivery costs one row and one commit; promotion happens off that path."""
-
-    def __init__(self, conn: sqlite3.Connection, *, where: str, clock: Callable[[], float] = time.time) -> None:
-        """Wrap the store connection; the webhook path opens its own connection to the same file on first use."""
-        super().__init__(conn, where=where, clock=clock)
-        self._nowait_lock = threading.Lock()
-        self._nowait: sqlite3.Connection | None = None
-        self._autocheckpoint_pages: int | None = None
-
-    def close(self) -> None:
-        """Close both connections."""
-        with self._nowait_lock:
-            if self._nowait is not None:
-                self._nowait.close()
-                self._nowait = None
-        super().close()
-
-    def wal_checkpointer(self, *, interval: float = 0.25) -> WalCheckpointer | None:
-        """A background checkpointer for this store's WAL (not started), or None for an in-memory store."""
-        if self.where == ":memory:":
-            return None
-        return WalCheckpointer(self._set_autocheckpoint, Path(self.where), interval=interval)
-
-    def _set_autocheckpoint(self, pages: int) -> None:
-        # PRAGMA takes no bound parameters; pages is an int from WalCheckpointer.
-        self._autocheckpoint_pages = pages
-        with self._lock:
-            self.db.conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
-        with self._nowait_lock:
-            if self._nowait is not None:
-                self._nowait.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
-
-    def _nowait_connection(self) -> sqlite3.Connection:
-        """The webhook path's connection: busy_timeout 0, so a held write lock answers SQLITE_BUSY at once.
-
-        Its own connection rather than toggling the shared one's timeout: that costs two statements a commit.
-        An in-memory store has a single connection, which no other process can lock, so it uses that one.
-        """
-        if self.where == ":memory:":
-            return self.db.conn
-        if self._nowait is None:
-            conn = sqlite3.connect(self.where, timeout=0, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if self._autocheckpoint_pages is not None:
-                conn.execute(f"PRAGMA wal_autocheckpoint = {int(self._autocheckpoint_pages)}")
-            self._nowait = conn
-        return self._nowait
+    def __init__(self, conn: StoreConnection) -> None:
+        """Use the store's shared connection (and its no-wait connection for the webhook path)."""
+        self._conn = conn
 
     def accept_delivery(
-        self, delivery_id: str, source: str, event: str, jobs: Sequence[PlannedJob], payload: bytes = b""
+        self,
+        delivery_id: str,
+        source: str,
+        event: str,
+        jobs: Sequence[PlannedJob | PlannedAction],
+        payload: bytes = b"",
     ) -> bool:
         """Record a delivery with its body and planned jobs; False for a redelivery (nothing is written).
 
@@ -128,9 +54,9 @@ class StoreIntake(StoreCore):
         Each delivery is isolated: one that cannot be stored gets a DeliveryRejected in its place and the
         others are written all the same.
         """
-        prepared = [_prepare(delivery) for delivery in deliveries]
-        now = iso(self.clock())
-        with self._write() as db:
+        prepared = [prepare(delivery) for delivery in deliveries]
+        now = iso(self._conn.clock())
+        with self._conn.write() as db:
             return [self._record(db.conn, now, row) for row in prepared]
 
     def try_accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool | DeliveryRejected] | None:
@@ -139,36 +65,18 @@ class StoreIntake(StoreCore):
         Never waits: another thread of this process or another connection holding the lock makes it
         return None at once, so the event loop can run it inline and hand a contended batch to a thread.
         """
-        prepared = [_prepare(delivery) for delivery in deliveries]
-        # The memory store's single connection is the shared one, so its lock is the shared lock too.
-        lock = self._lock if self.where == ":memory:" else self._nowait_lock
-        if not lock.acquire(blocking=False):
-            return None
-        try:
-            conn = self._nowait_connection()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if is_busy(exc):
-                    return None
-                raise
-            try:
-                now = iso(self.clock())
-                results = [self._record(conn, now, row) for row in prepared]
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return results
-        finally:
-            lock.release()
+        prepared = [prepare(delivery) for delivery in deliveries]
+        with self._conn.try_write() as conn:
+            if conn is None:
+                return None
+            now = iso(self._conn.clock())
+            return [self._record(conn, now, row) for row in prepared]
 
-    def _record(self, conn: sqlite3.Connection, now: str, row: _Prepared | DeliveryRejected) -> bool | DeliveryRejected:
+    def _record(self, conn: sqlite3.Connection, now: str, row: Prepared | DeliveryRejected) -> bool | DeliveryRejected:
         """Insert one prepared delivery inside its own savepoint, so that its failure is its own."""
         if isinstance(row, DeliveryRejected):
             return row
-        delivery_id, source, event, planned, body = row
+        delivery_id, source, event, planned, body, actions = row
         conn.execute("SAVEPOINT delivery")
         try:
             cursor = conn.execute(
@@ -181,6 +89,8 @@ class StoreIntake(StoreCore):
                 conn.execute(
                     "INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (cursor.lastrowid, body)
                 )
+            for action in actions if inserted else ():  # a redelivery's effect is already written
+                apply_action(conn, now, action)
         except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError) as exc:
             # A data error of this delivery (a lock or disk error is not caught: it fails the whole batch).
             conn.execute("ROLLBACK TO delivery")
@@ -193,7 +103,7 @@ class StoreIntake(StoreCore):
     def pending_deliveries(self) -> int:
         """Deliveries whose planned jobs are not promoted yet."""
         sql = "SELECT count(*) AS n FROM deliveries WHERE planned IS NOT NULL AND promoted_at IS NULL"
-        return int(self._rows(sql)[0]["n"])
+        return int(self._conn.rows(sql)[0]["n"])
 
     def promote_deliveries(self, *, limit: int = 200) -> list[int]:
         """Queue the planned jobs of up to `limit` pending deliveries, oldest first; returns their job ids.
@@ -207,11 +117,11 @@ class StoreIntake(StoreCore):
         """
         # A read first: the worker calls this on every poll, and an idle poll must not take the write lock.
         waiting = "SELECT 1 FROM deliveries WHERE planned IS NOT NULL AND promoted_at IS NULL LIMIT 1"
-        if not self._rows(waiting):
+        if not self._conn.rows(waiting):
             return []
-        now = iso(self.clock())
+        now = iso(self._conn.clock())
         ids: list[int] = []
-        with self._write() as db:
+        with self._conn.write() as db:
             rows = db.execute(
                 """SELECT id, delivery_id, planned FROM deliveries
                 WHERE planned IS NOT NULL AND promoted_at IS NULL ORDER BY id LIMIT ?""",
@@ -248,7 +158,7 @@ class StoreIntake(StoreCore):
         cutoff = iso(received_before)
         dropped = 0
         while True:
-            with self._write() as db:
+            with self._conn.write() as db:
                 cursor = db.execute(
                     """DELETE FROM delivery_bodies WHERE delivery_id IN (
                         SELECT b.delivery_id FROM delivery_bodies b JOIN deliveries d ON d.id = b.delivery_id
@@ -292,29 +202,35 @@ class StoreIntake(StoreCore):
 
     def remember_policy(self, repo: str, policy: Mapping[str, Any]) -> None:
         """Keep the effective policy a job just loaded for `repo` (the webhook path reads it)."""
-        with self._write() as db:
+        with self._conn.write() as db:
             db.execute(
                 """INSERT INTO policies (repo, policy, updated_at) VALUES (?, ?, ?)
                 ON CONFLICT (repo) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at""",
-                (repo, dumps(dict(policy)), iso(self.clock())),
+                (repo, dumps(dict(policy)), iso(self._conn.clock())),
             )
 
     def cached_policy(self, repo: str) -> dict[str, Any] | None:
         """The last policy loaded for `repo`, if any job loaded one."""
-        rows = self._rows("SELECT policy FROM policies WHERE repo = ?", (repo,))
+        rows = self._conn.rows("SELECT policy FROM policies WHERE repo = ?", (repo,))
         return json.loads(rows[0]["policy"]) if rows else None
 
+    def record_delivery(self, delivery_id: str, source: str, event: str, job_id: int | None = None) -> bool:
+        """Record a webhook delivery; False when this delivery id was already seen (a redelivery)."""
+        with self._conn.write() as db:
+            cursor = db.execute(
+                """INSERT INTO deliveries (delivery_id, source, event, received_at, job_id)
+                VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
+                (delivery_id, source, event, self._conn.now(), job_id),
+            )
+            return cursor.rowcount == 1
 
-def _prepare(delivery: DeliveryRecord) -> _Prepared | DeliveryRejected:
-    """Check and encode one delivery before the transaction: a bad one is rejected alone, without the lock."""
-    delivery_id, source, event, jobs, payload = delivery
-    try:
-        for job in jobs:  # refuse a bad plan now, while the sender still gets an error for it
-            check_choice(job.forge, FORGES, "forge")
-        planned = dumps([job.to_json() for job in jobs]) if jobs else None
-        # SQLite binds text as UTF-8: a lone surrogate would fail the INSERT, so find it here.
-        for text in (delivery_id, source, event, planned or ""):
-            text.encode("utf-8")
-    except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
-        return DeliveryRejected(f"delivery {delivery_id!r} cannot be stored: {exc}")
-    return delivery_id, source, event, planned, payload.decode("utf-8", "replace") if payload else ""
+    def link_delivery(self, delivery_id: str, job_id: int) -> None:
+        """Attach the job a delivery produced."""
+        with self._conn.write() as db:
+            db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (job_id, delivery_id))
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        """The recorded delivery, if any."""
+        sql = """SELECT d.*, b.payload FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
+            WHERE d.delivery_id = ?"""
+        return self._conn.one(Delivery, sql, (delivery_id,))

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from bot.store_schema import TERMINAL_JOB_STATUSES
+from bot.store.schema import TERMINAL_JOB_STATUSES
 
 
 class _Row:
