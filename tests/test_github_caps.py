@@ -40,7 +40,7 @@ def _command(env: GitHubEnv, issue: dict[str, Any], body: str) -> dict[str, Any]
 
 def _fix_trajectories(env: GitHubEnv) -> list[Any]:
     job = next(j for j in env.jobs() if j.kind == "github.fix")
-    return [t for t in env.store.list_trajectories(job.id) if t.strategy != "reproduce"]
+    return [t for t in env.store.runs.list_trajectories(job.id) if t.strategy != "reproduce"]
 
 
 async def test_fix_over_the_trajectory_cap_runs_the_cap_and_says_so(tmp_path: Path, settings: Settings) -> None:
