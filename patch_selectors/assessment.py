@@ -114,6 +114,63 @@ def touched_targets(fix: Patch, old_sources: Mapping[str, str], new_sources: Map
     return sorted(targets, key=lambda t: (t.file, t.qualname))
 
 
+#: Documented examples per touched file: at most this many are run.
+MAX_EXAMPLES = 12
+
+
+def documented_examples(source: str, names: Iterable[str]) -> list[dict[str, str]]:
+    """The author's own `>>>` examples that call one of `names`, with a literal expected result.
+
+    Examples are read from every docstring of the module (module, classes, functions) and from string
+    statements anywhere at module level (some projects document a function in a string after it). Only
+    one-line examples whose expected output is a Python literal are kept (`>>> f(3)` then `9`), so the harness
+    can compare values rather than text; examples that need earlier lines of a session stay unresolved there.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    wanted = {n.rsplit(".", 1)[-1] for n in names}
+    texts: list[str] = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        assert isinstance(body, list)
+        for index, stmt in enumerate(body):
+            doc = (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            )
+            if doc and (index == 0 or isinstance(node, ast.Module)):
+                texts.append(stmt.value.value)
+    found: list[dict[str, str]] = []
+    for text in texts:
+        lines = [line.strip() for line in text.split("\n")]
+        for i, line in enumerate(lines):
+            if not line.startswith(">>> ") or i + 1 >= len(lines):
+                continue
+            expr, expected = line[4:].strip(), lines[i + 1]
+            if not expected or expected.startswith((">>>", "...")):
+                continue
+            if i + 2 < len(lines) and lines[i + 2] and not lines[i + 2].startswith(">>>"):
+                continue  # output over several lines, or prose right after it: not a value to compare
+            try:
+                called = {
+                    n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+                    for n in ast.walk(ast.parse(expr, mode="eval"))
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)
+                }
+                ast.literal_eval(expected)
+            except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+                continue
+            if called & wanted:
+                found.append({"source": expr, "expected": expected})
+    unique = {(e["source"], e["expected"]): e for e in found}
+    return list(unique.values())[:MAX_EXAMPLES]
+
+
 def semantic_size(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> int:
     """How many AST tokens the fix changes (comments and formatting do not count); -1 when a side does not parse."""
     total = 0
@@ -163,6 +220,8 @@ class TraceRun:
     outcomes: Mapping[str, str] = field(default_factory=dict)
     stdout: Mapping[str, str] = field(default_factory=dict)
     probes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Documented examples run after the suite, by key: outcome pass | fail | raise | timeout | unresolved.
+    examples: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     seeds: int = 0
     error: str = ""
 
@@ -176,12 +235,17 @@ class TraceRun:
         for row in data.get("probes") or []:
             if isinstance(row, dict) and isinstance(row.get("key"), str):
                 probes[row["key"]] = {str(k): str(v) for k, v in row.items()}
+        examples: dict[str, Mapping[str, str]] = {}
+        for row in data.get("examples") or []:
+            if isinstance(row, dict) and isinstance(row.get("key"), str):
+                examples[row["key"]] = {str(k): str(v) for k, v in row.items()}
         seeds = data.get("seeds")
         return cls(
             events={str(k): [list(map(str, e)) for e in v] for k, v in (events or {}).items() if isinstance(v, list)},
             outcomes={str(k): str(v) for k, v in (outcomes or {}).items()},
             stdout={str(k): str(v) for k, v in (stdout or {}).items()},
             probes=probes,
+            examples=examples,
             seeds=seeds if isinstance(seeds, int) else 0,
         )
 
@@ -279,6 +343,34 @@ def new_crashes(original: TraceRun, patched: TraceRun) -> tuple[int, list[str]]:
     return compared, crashes
 
 
+def example_checks(before: TraceRun, after: TraceRun) -> tuple[int, int, list[str]]:
+    """(documented examples run, passing ones that ran the changed lines, failures the patch answers for).
+
+    A documented example (`>>> f(3)` / `9` in the code's own documentation) is the author's statement of
+    what the function does. After the patch it must give the documented value when it runs the changed
+    lines or when it gave that value before; an example that failed before and never reaches the change is
+    not the patch's doing. Unresolved examples (they need earlier lines of a session) count for nothing.
+    """
+    run = 0
+    hits = 0
+    failures: list[str] = []
+    for key, row in sorted(after.examples.items()):
+        outcome = row.get("outcome", "")
+        if outcome == "unresolved":
+            continue
+        run += 1
+        if outcome == "pass":
+            hits += row.get("hit") == "1"
+            continue
+        was = before.examples.get(key, {}).get("outcome")
+        if row.get("hit") == "1" or was == "pass":
+            got = row.get("value", "") if outcome == "fail" else f"{outcome} {row.get('exc', '')}".strip()
+            failures.append(
+                f"{_clip(key, 80)} gives {_clip(got, 60)}, the documentation says {row.get('expected', '?')}"
+            )
+    return run, hits, failures
+
+
 def _result(row: Mapping[str, str]) -> tuple[str, ...]:
     if row.get("outcome") == "ok":
         return ("ok", row.get("value", ""), row.get("after", ""), row.get("stdout", ""))
@@ -345,6 +437,9 @@ class Assessment:
     probe_crashes: tuple[str, ...] = ()
     disagreements: tuple[str, ...] = ()
     semantic_size: int = 0
+    #: Documented examples run, and those the patched code gets wrong (see `example_checks`).
+    examples_run: int = 0
+    example_failures: tuple[str, ...] = ()
 
     @property
     def confident(self) -> bool:
@@ -365,6 +460,8 @@ class Assessment:
             "probe_crashes": list(self.probe_crashes),
             "disagreements": list(self.disagreements),
             "semantic_size": self.semantic_size,
+            "examples_run": self.examples_run,
+            "example_failures": list(self.example_failures),
         }
 
 
@@ -394,6 +491,12 @@ def judge(
             f"fails on {len(crashes)} of {compared} input(s) near the report's example where the original did not: "
             + "; ".join(crashes[:_SHOWN])
         )
+    examples_run, example_hits, example_failures = example_checks(before, after)
+    if example_failures:
+        reasons.append(
+            f"disagrees with {len(example_failures)} of the code's documented example(s): "
+            + "; ".join(example_failures[:_SHOWN])
+        )
     if deletion:
         reasons.append(
             "the fix only deletes code (a check, a condition or a statement): deleting what handled another "
@@ -404,17 +507,19 @@ def judge(
             f"another validated candidate gives a different result on {len(others_disagree)} near input(s): "
             + "; ".join(others_disagree[:_SHOWN])
         )
-    ran = exercised(before, after, exclude_prefix=brt_prefix, targets=names or None)
+    ran = exercised(before, after, exclude_prefix=brt_prefix, targets=names or None) + example_hits
     if not reasons and ran == 0:
         reasons.append(
-            "no evidence beyond the BRT: no test that passed before, and no input near the report's example "
-            "on which the original returned, runs the changed lines"
+            "no evidence beyond the BRT: no test that passed before, no input near the report's example "
+            "on which the original returned, and no documented example runs the changed lines"
         )
     verdict: Verdict = "unsure" if reasons else "confident"
     if verdict == "confident":
         reasons.append(
             f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed functions) and "
-            f"no new failure on {compared} near input(s); {ran} of these checks ran the changed lines"
+            f"no new failure on {compared} near input(s)"
+            + (f"; {examples_run} documented example(s) hold" if examples_run else "")
+            + f"; {ran} of these checks ran the changed lines"
         )
     return Assessment(
         verdict=verdict,
@@ -428,6 +533,8 @@ def judge(
         probe_crashes=tuple(crashes),
         disagreements=tuple(others_disagree),
         semantic_size=size,
+        examples_run=examples_run,
+        example_failures=tuple(example_failures),
     )
 
 

@@ -19,6 +19,7 @@ from patch_selectors.assessment import (
     changed_lines,
     deletes_only,
     disagreements,
+    documented_examples,
     enclosing_functions,
     judge,
     new_crashes,
@@ -359,3 +360,102 @@ def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidat
     # OVERFIT once (t1 found it too); CORRECT is already a candidate; the fix part alone decides identity.
     assert [p.id for p in peers] == ["t0-alt0"]
     assert peers[0].fix_hash == make_record("x", other).fix_hash
+
+
+CLAMP = '''\
+"""Number helpers.
+
+>>> clamp(15, 0, 10)
+10
+"""
+
+
+def clamp(x, low, high):
+    """Keep x within [low, high].
+
+    >>> clamp(-3, 0, 10)
+    0
+    >>> clamp(5, 0, 10)
+    5
+    >>> clamp(4, 0, 10) in range(11)
+    True
+    >>> sorted_pair = (clamp(1, 2, 3), 9)
+    >>> print(clamp(1, 0, 2))
+    one
+    """
+    if x < low:
+        return low
+    return min(x, high)
+
+
+def untouched(x):
+    """>>> untouched(1)
+    1
+    """
+    return x
+
+
+"""
+More examples, after the code:
+    >>> clamp(7, 0, 5)
+    5
+    >>> clamp(
+    ...     1, 0, 5)
+    1
+"""
+'''
+
+
+def test_documented_examples_of_the_touched_functions_with_literal_results() -> None:
+    examples = documented_examples(CLAMP, {"clamp"})
+    assert [(e["source"], e["expected"]) for e in examples] == [
+        ("clamp(15, 0, 10)", "10"),
+        ("clamp(7, 0, 5)", "5"),
+        ("clamp(-3, 0, 10)", "0"),
+        ("clamp(5, 0, 10)", "5"),
+        ("clamp(4, 0, 10) in range(11)", "True"),
+    ]
+    # Only examples that call a touched function count; a method's qualified name matches by its last part.
+    assert documented_examples(CLAMP, {"Helper.untouched"}) == [{"source": "untouched(1)", "expected": "1"}]
+    assert documented_examples(CLAMP, {"other"}) == []
+    assert documented_examples("def broken(:\n", {"broken"}) == []
+
+
+def _examples(**rows: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {key: {"key": key, "expected": "5", **row} for key, row in rows.items()}
+
+
+def test_documented_examples_are_evidence_and_a_wrong_result_is_flagged() -> None:
+    targets = [Target("m.py", "f")]
+    before = TraceRun(examples=_examples(a={"outcome": "timeout"}, b={"outcome": "fail", "value": "4"}))
+    # The example that hung now gives the documented value and runs the changed line: evidence.
+    good = TraceRun(examples=_examples(a={"outcome": "pass", "hit": "1"}, b={"outcome": "fail", "value": "4"}))
+    verdict = judge(before, good, brt_prefix="t_brt", targets=targets)
+    assert verdict.verdict == "confident" and verdict.exercised == 1 and verdict.examples_run == 2
+    # A wrong value where the changed line ran is flagged; so is breaking one that held before.
+    wrong = TraceRun(examples=_examples(a={"outcome": "fail", "value": "6", "hit": "1"}))
+    flagged = judge(before, wrong, brt_prefix="t_brt", targets=targets)
+    assert flagged.verdict == "unsure" and "documented example" in flagged.reasons[0]
+    assert "gives 6, the documentation says 5" in flagged.example_failures[0]
+    held = TraceRun(examples=_examples(b={"outcome": "pass"}))
+    broke = TraceRun(examples=_examples(b={"outcome": "raise", "exc": "KeyError"}))
+    assert "raise KeyError" in judge(held, broke, brt_prefix="t_brt", targets=targets).example_failures[0]
+    # Unresolved examples (they need an earlier line of a session) are no evidence either way.
+    unresolved = TraceRun(examples=_examples(a={"outcome": "unresolved", "hit": "1"}))
+    assert judge(before, unresolved, brt_prefix="t_brt", targets=targets).exercised == 0
+
+
+def test_harness_runs_documented_examples_in_the_module_namespace(tmp_path: Path) -> None:
+    from sandboxes.agents.probe_harness import Tracer, run_examples
+
+    (tmp_path / "clamping.py").write_text(CLAMP.replace("return min(x, high)", "return max(x, high)"))
+    line = next(i for i, t in enumerate(CLAMP.splitlines(), 1) if "return min(x, high)" in t)
+    tracer = Tracer([{"file": "clamping.py", "qualname": "clamp"}], "none", f"{tmp_path}/", {"clamping.py": [line]})
+    examples = [{"file": "clamping.py", **e} for e in documented_examples(CLAMP, {"clamp"})[2:4]] + [
+        {"file": "clamping.py", "source": "clamp(missing, 0, 1)", "expected": "0"}
+    ]
+    rows = {r["key"].split(">>> ")[1]: r for r in run_examples(examples, f"{tmp_path}/", tracer)}
+    assert rows["clamp(-3, 0, 10)"]["outcome"] == "pass" and rows["clamp(-3, 0, 10)"]["hit"] == "0"
+    assert rows["clamp(5, 0, 10)"]["outcome"] == "fail" and rows["clamp(5, 0, 10)"]["value"] == "10"
+    assert rows["clamp(5, 0, 10)"]["hit"] == "1"
+    assert rows["clamp(missing, 0, 1)"]["outcome"] == "unresolved"
