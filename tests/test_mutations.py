@@ -743,3 +743,26 @@ def test_special_method_needs_a_named_class_of_the_file() -> None:
     # A class that already has the method gets no second one.
     sized = _PROTOCOL_SOURCE.replace("    def add(", "    def __len__(self):\n        return 0\n\n    def add(")
     assert special_method_candidates(sized, "TypeError: object of type 'Playlist' has no len()") == []
+
+
+def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_special_method() -> None:
+    from types import SimpleNamespace
+
+    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
+    from sandboxes.agents.localize import Location
+
+    ranked = [Location("lib/shelf.py", 9, 0.9, ("ochiai",)), Location("lib/util.py", 3, 0.5, ("ochiai",))]
+
+    def plan(output: str) -> list[tuple[str, int]]:
+        before = SimpleNamespace(result=SimpleNamespace(output=output))
+        repro = Reproduction(brt=None, before=before, locations=ranked)  # type: ignore[arg-type]
+        search = ClassicSearch(repro, None, None, None, SearchLimits())  # type: ignore[arg-type]
+        return [(loc.file, loc.line) for loc in search._search_plan(0)]
+
+    assert plan("E   TypeError: object of type 'Shelf' has no len()") == [
+        ("lib/shelf.py", 0),
+        ("lib/util.py", 0),
+        ("lib/shelf.py", 9),
+        ("lib/util.py", 3),
+    ]
+    assert plan("E   assert 3 == 4") == [("lib/shelf.py", 9), ("lib/util.py", 3)]
