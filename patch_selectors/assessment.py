@@ -262,12 +262,20 @@ def behaviour_changes(
     A test that passed on the buggy code, and is not the BRT, pins behaviour. The calls the test itself makes
     into the touched functions (depth 0) must give the same results in the same order, and its printed
     output must not change. Nested calls (recursion, helpers) may come and go, since a fix can change how
-    a result is computed, but the same function called with the same arguments must still return the same
-    value and leave its arguments the same.
+    a result is computed; a nested call whose function and arguments some passing test calls at the top
+    must still return what that test saw and leave its arguments the same. Other intermediate results are
+    not pinned: no test asserts them, and the steps of a recursion are where a recursive bug lives.
     """
     tests = 0
     calls = 0
     diffs: list[str] = []
+    pinned = {
+        (e[0], e[2])
+        for test, outcome in before.outcomes.items()
+        if outcome == "passed" and not test.startswith(exclude_prefix)
+        for e in before.events.get(test, [])
+        if len(e) >= 5 and e[1] == "0" and _targets_of(e, targets)
+    }
     for test, outcome in sorted(before.outcomes.items()):
         if outcome != "passed" or test.startswith(exclude_prefix) or test not in after.outcomes:
             continue
@@ -283,7 +291,7 @@ def behaviour_changes(
             (
                 (seen[(e[0], e[2])], e)
                 for e in new
-                if (e[0], e[2]) in seen and list(seen[(e[0], e[2])][3:5]) != list(e[3:5])
+                if (e[0], e[2]) in seen and (e[0], e[2]) in pinned and list(seen[(e[0], e[2])][3:5]) != list(e[3:5])
             ),
             None,
         )
