@@ -20,6 +20,7 @@ from patch_selectors.assessment import (
     TraceRun,
     changed_lines,
     deletes_only,
+    departures,
     disagreements,
     documented_examples,
     judge,
@@ -191,18 +192,20 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     }
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
     disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident}, sizes)
+    departs = departures(before, after)
     out = dict(failed)
     for rid in workspaces:
         out[rid] = own[rid]
-        if disagree.get(rid):
+        if disagree.get(rid) or departs.get(rid):
             out[rid] = judge(
                 before,
                 after[rid],
                 brt_prefix=brt,
                 targets=targets[rid],
-                others_disagree=disagree[rid],
+                others_disagree=disagree.get(rid, []),
                 size=sizes[rid],
                 deletion=deletions[rid],
+                departs=departs.get(rid, []),
             )
         log.info("assessment of %s: %s (%s)", rid, out[rid].verdict, "; ".join(out[rid].reasons))
     return out

@@ -130,7 +130,8 @@ def documented_examples(source: str, names: Iterable[str]) -> list[dict[str, str
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    wanted = {n.rsplit(".", 1)[-1] for n in names}
+    # A nested function runs through the function that defines it: `outer.<locals>.inner` counts `outer` too.
+    wanted = {part for n in names for part in n.split(".") if part != "<locals>"}
     texts: list[str] = []
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -416,6 +417,28 @@ def disagreements(runs: Mapping[str, TraceRun], sizes: Mapping[str, int] | None 
     return out
 
 
+def departures(original: TraceRun, runs: Mapping[str, TraceRun]) -> dict[str, list[str]]:
+    """For each candidate, the near inputs where the original returned, another candidate keeps that result,
+    and this one gives another.
+
+    Of two fixes that pass the same checks, the one that changes behaviour where the code already returned
+    is the larger behavioural change. This is a tie-breaker between doubtful fixes only: the bug itself may
+    be what the original returned there, so it never makes a fix confident.
+    """
+    out: dict[str, list[str]] = {cid: [] for cid in runs}
+    for key, row in original.probes.items():
+        if row.get("outcome") != "ok":
+            continue
+        kept = _result(row)
+        results = {cid: _result(run.probes[key]) for cid, run in runs.items() if key in run.probes}
+        if kept not in results.values():
+            continue
+        for cid, result in results.items():
+            if result != kept:
+                out[cid].append(f"{_clip(key)}: {_describe(runs[cid].probes[key])} here, {_describe(row)} before")
+    return out
+
+
 def _describe(row: Mapping[str, str]) -> str:
     if row.get("outcome") == "ok":
         return _clip(row.get("value", ""), 60)
@@ -482,6 +505,7 @@ def judge(
     others_disagree: Sequence[str] = (),
     size: int = 0,
     deletion: bool = False,
+    departs: Sequence[str] = (),
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
     names = {f"{t.file}::{t.qualname}" for t in targets}
@@ -522,6 +546,12 @@ def judge(
             "on which the original returned, and no documented example runs the changed lines"
         )
     verdict: Verdict = "unsure" if reasons else "confident"
+    if verdict == "unsure" and departs:
+        # Only ranks a fix that is withheld anyway below one that keeps what the code returned.
+        reasons.append(
+            f"changes the result on {len(departs)} near input(s) where the original returned and another "
+            "validated candidate keeps that result: " + "; ".join(departs[:_SHOWN])
+        )
     if verdict == "confident":
         reasons.append(
             f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed functions) and "

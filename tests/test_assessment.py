@@ -18,6 +18,7 @@ from patch_selectors.assessment import (
     behaviour_changes,
     changed_lines,
     deletes_only,
+    departures,
     disagreements,
     documented_examples,
     enclosing_functions,
@@ -424,6 +425,8 @@ def test_documented_examples_of_the_touched_functions_with_literal_results() -> 
     # Only examples that call a touched function count; a method's qualified name matches by its last part.
     assert documented_examples(CLAMP, {"Helper.untouched"}) == [{"source": "untouched(1)", "expected": "1"}]
     assert documented_examples(CLAMP, {"other"}) == []
+    # A nested function is run through the function that defines it.
+    assert len(documented_examples(CLAMP, {"clamp.<locals>.inner"})) == 5
     assert documented_examples("def broken(:\n", {"broken"}) == []
 
 
@@ -465,3 +468,30 @@ def test_harness_runs_documented_examples_in_the_module_namespace(tmp_path: Path
     assert rows["clamp(5, 0, 10)"]["outcome"] == "fail" and rows["clamp(5, 0, 10)"]["value"] == "10"
     assert rows["clamp(5, 0, 10)"]["hit"] == "1"
     assert rows["clamp(missing, 0, 1)"]["outcome"] == "unresolved"
+
+
+def test_near_inputs_also_take_values_that_occur_in_a_sequence_argument() -> None:
+    from sandboxes.agents.probe_harness import _sibling_values
+
+    # `index_of(xs, 5)` with 5 absent also runs with items that are present: first, middle and last.
+    assert _sibling_values([[1, 3, 4, 9], 5]) == [(1, 0, 1), (1, 0, 4), (1, 0, 9)]
+    assert _sibling_values(["abc", ["x", "abc"]]) == [(0, 1, "x")]
+    # Only same-typed elements; bools and unhashable elements are left alone.
+    assert _sibling_values([[[1], [2]], 5]) == [] and _sibling_values([[True], 1]) == []
+
+
+def test_a_doubtful_fix_that_changes_what_the_code_returned_ranks_below_one_that_keeps_it() -> None:
+    original = TraceRun(probes=_probes(k={"outcome": "ok", "value": "0"}, j={"outcome": "raise", "exc": "E"}))
+    keeps = TraceRun(probes=_probes(k={"outcome": "ok", "value": "0"}, j={"outcome": "ok", "value": "1"}))
+    departs = TraceRun(probes=_probes(k={"outcome": "ok", "value": "-1"}, j={"outcome": "ok", "value": "1"}))
+    found = departures(original, {"a": keeps, "b": departs})
+    assert found["a"] == [] and len(found["b"]) == 1 and "-1 here, 0 before" in found["b"][0]
+    # Where no candidate keeps the original's result (the bug shows there), nobody departs.
+    assert departures(original, {"b": departs}) == {"b": []}
+    targets = [Target("m.py", "f")]
+    doubted = judge(original, departs, brt_prefix="t", targets=targets, others_disagree=["k"], departs=found["b"])
+    assert doubted.verdict == "unsure" and len(doubted.reasons) == 2
+    # It is a tie-breaker only: a fix with nothing else against it is not made doubtful by it.
+    clean_before = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
+    clean_after = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
+    assert judge(clean_before, clean_after, brt_prefix="t_brt", targets=targets, departs=["k"]).verdict == "confident"

@@ -87,6 +87,24 @@ def _variants(value: object) -> list[object]:
     return []
 
 
+def _sibling_values(values: list[Any]) -> list[tuple[int, int, object]]:
+    """(i, j, v): a scalar argument i replaced by an element v of a sequence argument j of the same type.
+
+    A value that occurs in the data (the first, middle and last element) takes the other paths of a search
+    or lookup: `find(xs, 5)` with 5 absent also runs as `find(xs, xs[0])`, where the item is present.
+    """
+    out: list[tuple[int, int, object]] = []
+    for i, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            continue
+        for j, other in enumerate(values):
+            if j == i or not isinstance(other, (list, tuple)) or not other:
+                continue
+            picks = [e for e in (other[0], other[len(other) // 2], other[-1]) if type(e) is type(value)]
+            out += [(i, j, e) for e in dict.fromkeys(picks) if e != value]
+    return out
+
+
 class _Timeout(BaseException):
     """Raised by the alarm inside a probe call (BaseException so the repo's `except Exception` cannot eat it)."""
 
@@ -311,6 +329,8 @@ def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dic
         for i, value in enumerate(base):
             for v in _variants(value):
                 variants.append((f"arg{i}", [*base[:i], v, *base[i + 1 :]]))
+        for i, j, v in _sibling_values(base):
+            variants.append((f"arg{i}-from-arg{j}", [*base[:i], v, *base[i + 1 :]]))
         for label, values in variants[: MAX_VARIANTS_PER_SEED + 1]:
             key = seed["module"] + "." + seed["qualname"] + "(" + ", ".join(norm_repr(v) for v in values) + ")"
             if key in seen:
