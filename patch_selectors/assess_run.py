@@ -20,7 +20,9 @@ from patch_selectors.assessment import (
     TraceRun,
     changed_lines,
     deletes_only,
+    departures,
     disagreements,
+    documented_examples,
     judge,
     not_assessed,
     semantic_size,
@@ -56,7 +58,12 @@ def _read_sources(root: Path, paths: Sequence[str]) -> dict[str, str]:
 
 
 async def _harness_run(
-    env: ReviewEnv, workspace: Path, targets: Sequence[Target], brt: str, lines: dict[str, list[int]]
+    env: ReviewEnv,
+    workspace: Path,
+    targets: Sequence[Target],
+    brt: str,
+    lines: dict[str, list[int]],
+    examples: Sequence[dict[str, str]] = (),
 ) -> TraceRun:
     """Run the harness over the whole suite plus the BRT in a sandbox on `workspace`; parse its JSON."""
     runner = env.runner
@@ -67,6 +74,7 @@ async def _harness_run(
         "seed_prefix": brt,
         "root": f"{WORKSPACE_MOUNT}/",
         "lines": lines,
+        "examples": list(examples),
     }
     (workspace / _CONFIG_REL).write_text(json.dumps(config))
     argv = [
@@ -161,32 +169,43 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
     if not workspaces:
         return failed
+    # The code's own documented examples of the touched functions, read from the base version.
+    base_sources = _read_sources(env.base, sorted({t.file for t in union}))
+    examples = [
+        {"file": path, **example}
+        for path, text in base_sources.items()
+        for example in documented_examples(text, {t.qualname for t in union if t.file == path})
+    ]
     original_ws = await env.fresh_copy("assess-original")
     before = TraceRun(error="the test part does not apply")
     try:
         await apply_patch(original_ws, members[0].test_part.render())
-        before = await _harness_run(env, original_ws, union, brt, {f: sorted(ls) for f, ls in old_lines.items()})
+        before = await _harness_run(
+            env, original_ws, union, brt, {f: sorted(ls) for f, ls in old_lines.items()}, examples
+        )
     except GitError as exc:
         before = TraceRun(error=f"the test part does not apply: {exc}")
-    after = {rid: await _harness_run(env, ws, union, brt, new_lines[rid]) for rid, ws in workspaces.items()}
+    after = {rid: await _harness_run(env, ws, union, brt, new_lines[rid], examples) for rid, ws in workspaces.items()}
     own = {
         rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid], deletion=deletions[rid])
         for rid in after
     }
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
     disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident}, sizes)
+    departs = departures(before, after)
     out = dict(failed)
     for rid in workspaces:
         out[rid] = own[rid]
-        if disagree.get(rid):
+        if disagree.get(rid) or departs.get(rid):
             out[rid] = judge(
                 before,
                 after[rid],
                 brt_prefix=brt,
                 targets=targets[rid],
-                others_disagree=disagree[rid],
+                others_disagree=disagree.get(rid, []),
                 size=sizes[rid],
                 deletion=deletions[rid],
+                departs=departs.get(rid, []),
             )
         log.info("assessment of %s: %s (%s)", rid, out[rid].verdict, "; ".join(out[rid].reasons))
     return out

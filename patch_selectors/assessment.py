@@ -114,6 +114,64 @@ def touched_targets(fix: Patch, old_sources: Mapping[str, str], new_sources: Map
     return sorted(targets, key=lambda t: (t.file, t.qualname))
 
 
+#: Documented examples per touched file: at most this many are run.
+MAX_EXAMPLES = 12
+
+
+def documented_examples(source: str, names: Iterable[str]) -> list[dict[str, str]]:
+    """The author's own `>>>` examples that call one of `names`, with a literal expected result.
+
+    Examples are read from every docstring of the module (module, classes, functions) and from string
+    statements anywhere at module level (some projects document a function in a string after it). Only
+    one-line examples whose expected output is a Python literal are kept (`>>> f(3)` then `9`), so the harness
+    can compare values rather than text; examples that need earlier lines of a session stay unresolved there.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    # A nested function runs through the function that defines it: `outer.<locals>.inner` counts `outer` too.
+    wanted = {part for n in names for part in n.split(".") if part != "<locals>"}
+    texts: list[str] = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        assert isinstance(body, list)
+        for index, stmt in enumerate(body):
+            doc = (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            )
+            if doc and (index == 0 or isinstance(node, ast.Module)):
+                texts.append(stmt.value.value)
+    found: list[dict[str, str]] = []
+    for text in texts:
+        lines = [line.strip() for line in text.split("\n")]
+        for i, line in enumerate(lines):
+            if not line.startswith(">>> ") or i + 1 >= len(lines):
+                continue
+            expr, expected = line[4:].strip(), lines[i + 1]
+            if not expected or expected.startswith((">>>", "...")):
+                continue
+            if i + 2 < len(lines) and lines[i + 2] and not lines[i + 2].startswith(">>>"):
+                continue  # output over several lines, or prose right after it: not a value to compare
+            try:
+                called = {
+                    n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+                    for n in ast.walk(ast.parse(expr, mode="eval"))
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)
+                }
+                ast.literal_eval(expected)
+            except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+                continue
+            if called & wanted:
+                found.append({"source": expr, "expected": expected})
+    unique = {(e["source"], e["expected"]): e for e in found}
+    return list(unique.values())[:MAX_EXAMPLES]
+
+
 def semantic_size(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> int:
     """How many AST tokens the fix changes (comments and formatting do not count); -1 when a side does not parse."""
     total = 0
@@ -163,6 +221,8 @@ class TraceRun:
     outcomes: Mapping[str, str] = field(default_factory=dict)
     stdout: Mapping[str, str] = field(default_factory=dict)
     probes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Documented examples run after the suite, by key: outcome pass | fail | raise | timeout | unresolved.
+    examples: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     seeds: int = 0
     error: str = ""
 
@@ -176,12 +236,17 @@ class TraceRun:
         for row in data.get("probes") or []:
             if isinstance(row, dict) and isinstance(row.get("key"), str):
                 probes[row["key"]] = {str(k): str(v) for k, v in row.items()}
+        examples: dict[str, Mapping[str, str]] = {}
+        for row in data.get("examples") or []:
+            if isinstance(row, dict) and isinstance(row.get("key"), str):
+                examples[row["key"]] = {str(k): str(v) for k, v in row.items()}
         seeds = data.get("seeds")
         return cls(
             events={str(k): [list(map(str, e)) for e in v] for k, v in (events or {}).items() if isinstance(v, list)},
             outcomes={str(k): str(v) for k, v in (outcomes or {}).items()},
             stdout={str(k): str(v) for k, v in (stdout or {}).items()},
             probes=probes,
+            examples=examples,
             seeds=seeds if isinstance(seeds, int) else 0,
         )
 
@@ -198,12 +263,20 @@ def behaviour_changes(
     A test that passed on the buggy code, and is not the BRT, pins behaviour. The calls the test itself makes
     into the touched functions (depth 0) must give the same results in the same order, and its printed
     output must not change. Nested calls (recursion, helpers) may come and go, since a fix can change how
-    a result is computed, but the same function called with the same arguments must still return the same
-    value and leave its arguments the same.
+    a result is computed; a nested call whose function and arguments some passing test calls at the top
+    must still return what that test saw and leave its arguments the same. Other intermediate results are
+    not pinned: no test asserts them, and the steps of a recursion are where a recursive bug lives.
     """
     tests = 0
     calls = 0
     diffs: list[str] = []
+    pinned = {
+        (e[0], e[2])
+        for test, outcome in before.outcomes.items()
+        if outcome == "passed" and not test.startswith(exclude_prefix)
+        for e in before.events.get(test, [])
+        if len(e) >= 5 and e[1] == "0" and _targets_of(e, targets)
+    }
     for test, outcome in sorted(before.outcomes.items()):
         if outcome != "passed" or test.startswith(exclude_prefix) or test not in after.outcomes:
             continue
@@ -219,7 +292,7 @@ def behaviour_changes(
             (
                 (seen[(e[0], e[2])], e)
                 for e in new
-                if (e[0], e[2]) in seen and list(seen[(e[0], e[2])][3:5]) != list(e[3:5])
+                if (e[0], e[2]) in seen and (e[0], e[2]) in pinned and list(seen[(e[0], e[2])][3:5]) != list(e[3:5])
             ),
             None,
         )
@@ -279,6 +352,34 @@ def new_crashes(original: TraceRun, patched: TraceRun) -> tuple[int, list[str]]:
     return compared, crashes
 
 
+def example_checks(before: TraceRun, after: TraceRun) -> tuple[int, int, list[str]]:
+    """(documented examples run, passing ones that ran the changed lines, failures the patch answers for).
+
+    A documented example (`>>> f(3)` / `9` in the code's own documentation) is the author's statement of
+    what the function does. After the patch it must give the documented value when it runs the changed
+    lines or when it gave that value before; an example that failed before and never reaches the change is
+    not the patch's doing. Unresolved examples (they need earlier lines of a session) count for nothing.
+    """
+    run = 0
+    hits = 0
+    failures: list[str] = []
+    for key, row in sorted(after.examples.items()):
+        outcome = row.get("outcome", "")
+        if outcome == "unresolved":
+            continue
+        run += 1
+        if outcome == "pass":
+            hits += row.get("hit") == "1"
+            continue
+        was = before.examples.get(key, {}).get("outcome")
+        if row.get("hit") == "1" or was == "pass":
+            got = row.get("value", "") if outcome == "fail" else f"{outcome} {row.get('exc', '')}".strip()
+            failures.append(
+                f"{_clip(key, 80)} gives {_clip(got, 60)}, the documentation says {row.get('expected', '?')}"
+            )
+    return run, hits, failures
+
+
 def _result(row: Mapping[str, str]) -> tuple[str, ...]:
     if row.get("outcome") == "ok":
         return ("ok", row.get("value", ""), row.get("after", ""), row.get("stdout", ""))
@@ -316,6 +417,28 @@ def disagreements(runs: Mapping[str, TraceRun], sizes: Mapping[str, int] | None 
     return out
 
 
+def departures(original: TraceRun, runs: Mapping[str, TraceRun]) -> dict[str, list[str]]:
+    """For each candidate, the near inputs where the original returned, another candidate keeps that result,
+    and this one gives another.
+
+    Of two fixes that pass the same checks, the one that changes behaviour where the code already returned
+    is the larger behavioural change. This is a tie-breaker between doubtful fixes only: the bug itself may
+    be what the original returned there, so it never makes a fix confident.
+    """
+    out: dict[str, list[str]] = {cid: [] for cid in runs}
+    for key, row in original.probes.items():
+        if row.get("outcome") != "ok":
+            continue
+        kept = _result(row)
+        results = {cid: _result(run.probes[key]) for cid, run in runs.items() if key in run.probes}
+        if kept not in results.values():
+            continue
+        for cid, result in results.items():
+            if result != kept:
+                out[cid].append(f"{_clip(key)}: {_describe(runs[cid].probes[key])} here, {_describe(row)} before")
+    return out
+
+
 def _describe(row: Mapping[str, str]) -> str:
     if row.get("outcome") == "ok":
         return _clip(row.get("value", ""), 60)
@@ -345,6 +468,9 @@ class Assessment:
     probe_crashes: tuple[str, ...] = ()
     disagreements: tuple[str, ...] = ()
     semantic_size: int = 0
+    #: Documented examples run, and those the patched code gets wrong (see `example_checks`).
+    examples_run: int = 0
+    example_failures: tuple[str, ...] = ()
 
     @property
     def confident(self) -> bool:
@@ -365,6 +491,8 @@ class Assessment:
             "probe_crashes": list(self.probe_crashes),
             "disagreements": list(self.disagreements),
             "semantic_size": self.semantic_size,
+            "examples_run": self.examples_run,
+            "example_failures": list(self.example_failures),
         }
 
 
@@ -377,6 +505,7 @@ def judge(
     others_disagree: Sequence[str] = (),
     size: int = 0,
     deletion: bool = False,
+    departs: Sequence[str] = (),
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
     names = {f"{t.file}::{t.qualname}" for t in targets}
@@ -394,6 +523,12 @@ def judge(
             f"fails on {len(crashes)} of {compared} input(s) near the report's example where the original did not: "
             + "; ".join(crashes[:_SHOWN])
         )
+    examples_run, example_hits, example_failures = example_checks(before, after)
+    if example_failures:
+        reasons.append(
+            f"disagrees with {len(example_failures)} of the code's documented example(s): "
+            + "; ".join(example_failures[:_SHOWN])
+        )
     if deletion:
         reasons.append(
             "the fix only deletes code (a check, a condition or a statement): deleting what handled another "
@@ -404,17 +539,25 @@ def judge(
             f"another validated candidate gives a different result on {len(others_disagree)} near input(s): "
             + "; ".join(others_disagree[:_SHOWN])
         )
-    ran = exercised(before, after, exclude_prefix=brt_prefix, targets=names or None)
+    ran = exercised(before, after, exclude_prefix=brt_prefix, targets=names or None) + example_hits
     if not reasons and ran == 0:
         reasons.append(
-            "no evidence beyond the BRT: no test that passed before, and no input near the report's example "
-            "on which the original returned, runs the changed lines"
+            "no evidence beyond the BRT: no test that passed before, no input near the report's example "
+            "on which the original returned, and no documented example runs the changed lines"
         )
     verdict: Verdict = "unsure" if reasons else "confident"
+    if verdict == "unsure" and departs:
+        # Only ranks a fix that is withheld anyway below one that keeps what the code returned.
+        reasons.append(
+            f"changes the result on {len(departs)} near input(s) where the original returned and another "
+            "validated candidate keeps that result: " + "; ".join(departs[:_SHOWN])
+        )
     if verdict == "confident":
         reasons.append(
             f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed functions) and "
-            f"no new failure on {compared} near input(s); {ran} of these checks ran the changed lines"
+            f"no new failure on {compared} near input(s)"
+            + (f"; {examples_run} documented example(s) hold" if examples_run else "")
+            + f"; {ran} of these checks ran the changed lines"
         )
     return Assessment(
         verdict=verdict,
@@ -428,6 +571,8 @@ def judge(
         probe_crashes=tuple(crashes),
         disagreements=tuple(others_disagree),
         semantic_size=size,
+        examples_run=examples_run,
+        example_failures=tuple(example_failures),
     )
 
 

@@ -18,7 +18,9 @@ from patch_selectors.assessment import (
     behaviour_changes,
     changed_lines,
     deletes_only,
+    departures,
     disagreements,
+    documented_examples,
     enclosing_functions,
     judge,
     new_crashes,
@@ -105,10 +107,16 @@ def test_extra_nested_calls_are_fine_but_the_same_call_must_return_the_same() ->
         outcomes={"t::a": "passed"},
     )
     assert behaviour_changes(before, deeper, exclude_prefix="x")[2] == []
-    inconsistent = TraceRun(
+    # A step of the recursion that no test calls itself is not pinned: the bug may have been there.
+    step = TraceRun(
         events={"t::a": [_event("f", 0, "([1, 2],)", "3"), _event("f", 1, "([2],)", "5")]},
         outcomes={"t::a": "passed"},
     )
+    assert behaviour_changes(before, step, exclude_prefix="x")[2] == []
+    # The same call made at the top of another passing test is pinned, wherever it happens.
+    pinned = {"t::b": [_event("f", 0, "([2],)", "2")]}
+    before = TraceRun(events={**before.events, **pinned}, outcomes={"t::a": "passed", "t::b": "passed"})
+    inconsistent = TraceRun(events={**step.events, **pinned}, outcomes={"t::a": "passed", "t::b": "passed"})
     assert behaviour_changes(before, inconsistent, exclude_prefix="x")[2] == ["t::a: f([2],) returned 5 instead of 2"]
 
 
@@ -359,3 +367,131 @@ def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidat
     # OVERFIT once (t1 found it too); CORRECT is already a candidate; the fix part alone decides identity.
     assert [p.id for p in peers] == ["t0-alt0"]
     assert peers[0].fix_hash == make_record("x", other).fix_hash
+
+
+CLAMP = '''\
+"""Number helpers.
+
+>>> clamp(15, 0, 10)
+10
+"""
+
+
+def clamp(x, low, high):
+    """Keep x within [low, high].
+
+    >>> clamp(-3, 0, 10)
+    0
+    >>> clamp(5, 0, 10)
+    5
+    >>> clamp(4, 0, 10) in range(11)
+    True
+    >>> sorted_pair = (clamp(1, 2, 3), 9)
+    >>> print(clamp(1, 0, 2))
+    one
+    """
+    if x < low:
+        return low
+    return min(x, high)
+
+
+def untouched(x):
+    """>>> untouched(1)
+    1
+    """
+    return x
+
+
+"""
+More examples, after the code:
+    >>> clamp(7, 0, 5)
+    5
+    >>> clamp(
+    ...     1, 0, 5)
+    1
+"""
+'''
+
+
+def test_documented_examples_of_the_touched_functions_with_literal_results() -> None:
+    examples = documented_examples(CLAMP, {"clamp"})
+    assert [(e["source"], e["expected"]) for e in examples] == [
+        ("clamp(15, 0, 10)", "10"),
+        ("clamp(7, 0, 5)", "5"),
+        ("clamp(-3, 0, 10)", "0"),
+        ("clamp(5, 0, 10)", "5"),
+        ("clamp(4, 0, 10) in range(11)", "True"),
+    ]
+    # Only examples that call a touched function count; a method's qualified name matches by its last part.
+    assert documented_examples(CLAMP, {"Helper.untouched"}) == [{"source": "untouched(1)", "expected": "1"}]
+    assert documented_examples(CLAMP, {"other"}) == []
+    # A nested function is run through the function that defines it.
+    assert len(documented_examples(CLAMP, {"clamp.<locals>.inner"})) == 5
+    assert documented_examples("def broken(:\n", {"broken"}) == []
+
+
+def _examples(**rows: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {key: {"key": key, "expected": "5", **row} for key, row in rows.items()}
+
+
+def test_documented_examples_are_evidence_and_a_wrong_result_is_flagged() -> None:
+    targets = [Target("m.py", "f")]
+    before = TraceRun(examples=_examples(a={"outcome": "timeout"}, b={"outcome": "fail", "value": "4"}))
+    # The example that hung now gives the documented value and runs the changed line: evidence.
+    good = TraceRun(examples=_examples(a={"outcome": "pass", "hit": "1"}, b={"outcome": "fail", "value": "4"}))
+    verdict = judge(before, good, brt_prefix="t_brt", targets=targets)
+    assert verdict.verdict == "confident" and verdict.exercised == 1 and verdict.examples_run == 2
+    # A wrong value where the changed line ran is flagged; so is breaking one that held before.
+    wrong = TraceRun(examples=_examples(a={"outcome": "fail", "value": "6", "hit": "1"}))
+    flagged = judge(before, wrong, brt_prefix="t_brt", targets=targets)
+    assert flagged.verdict == "unsure" and "documented example" in flagged.reasons[0]
+    assert "gives 6, the documentation says 5" in flagged.example_failures[0]
+    held = TraceRun(examples=_examples(b={"outcome": "pass"}))
+    broke = TraceRun(examples=_examples(b={"outcome": "raise", "exc": "KeyError"}))
+    assert "raise KeyError" in judge(held, broke, brt_prefix="t_brt", targets=targets).example_failures[0]
+    # Unresolved examples (they need an earlier line of a session) are no evidence either way.
+    unresolved = TraceRun(examples=_examples(a={"outcome": "unresolved", "hit": "1"}))
+    assert judge(before, unresolved, brt_prefix="t_brt", targets=targets).exercised == 0
+
+
+def test_harness_runs_documented_examples_in_the_module_namespace(tmp_path: Path) -> None:
+    from sandboxes.agents.probe_harness import Tracer, run_examples
+
+    (tmp_path / "clamping.py").write_text(CLAMP.replace("return min(x, high)", "return max(x, high)"))
+    line = next(i for i, t in enumerate(CLAMP.splitlines(), 1) if "return min(x, high)" in t)
+    tracer = Tracer([{"file": "clamping.py", "qualname": "clamp"}], "none", f"{tmp_path}/", {"clamping.py": [line]})
+    examples = [{"file": "clamping.py", **e} for e in documented_examples(CLAMP, {"clamp"})[2:4]] + [
+        {"file": "clamping.py", "source": "clamp(missing, 0, 1)", "expected": "0"}
+    ]
+    rows = {r["key"].split(">>> ")[1]: r for r in run_examples(examples, f"{tmp_path}/", tracer)}
+    assert rows["clamp(-3, 0, 10)"]["outcome"] == "pass" and rows["clamp(-3, 0, 10)"]["hit"] == "0"
+    assert rows["clamp(5, 0, 10)"]["outcome"] == "fail" and rows["clamp(5, 0, 10)"]["value"] == "10"
+    assert rows["clamp(5, 0, 10)"]["hit"] == "1"
+    assert rows["clamp(missing, 0, 1)"]["outcome"] == "unresolved"
+
+
+def test_near_inputs_also_take_values_that_occur_in_a_sequence_argument() -> None:
+    from sandboxes.agents.probe_harness import _sibling_values
+
+    # `index_of(xs, 5)` with 5 absent also runs with items that are present: first, middle and last.
+    assert _sibling_values([[1, 3, 4, 9], 5]) == [(1, 0, 1), (1, 0, 4), (1, 0, 9)]
+    assert _sibling_values(["abc", ["x", "abc"]]) == [(0, 1, "x")]
+    # Only same-typed elements; bools and unhashable elements are left alone.
+    assert _sibling_values([[[1], [2]], 5]) == [] and _sibling_values([[True], 1]) == []
+
+
+def test_a_doubtful_fix_that_changes_what_the_code_returned_ranks_below_one_that_keeps_it() -> None:
+    original = TraceRun(probes=_probes(k={"outcome": "ok", "value": "0"}, j={"outcome": "raise", "exc": "E"}))
+    keeps = TraceRun(probes=_probes(k={"outcome": "ok", "value": "0"}, j={"outcome": "ok", "value": "1"}))
+    departs = TraceRun(probes=_probes(k={"outcome": "ok", "value": "-1"}, j={"outcome": "ok", "value": "1"}))
+    found = departures(original, {"a": keeps, "b": departs})
+    assert found["a"] == [] and len(found["b"]) == 1 and "-1 here, 0 before" in found["b"][0]
+    # Where no candidate keeps the original's result (the bug shows there), nobody departs.
+    assert departures(original, {"b": departs}) == {"b": []}
+    targets = [Target("m.py", "f")]
+    doubted = judge(original, departs, brt_prefix="t", targets=targets, others_disagree=["k"], departs=found["b"])
+    assert doubted.verdict == "unsure" and len(doubted.reasons) == 2
+    # It is a tie-breaker only: a fix with nothing else against it is not made doubtful by it.
+    clean_before = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
+    clean_after = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
+    assert judge(clean_before, clean_after, brt_prefix="t_brt", targets=targets, departs=["k"]).verdict == "confident"

@@ -672,3 +672,97 @@ def test_bench_programs_smoke() -> None:
         report.append(f"{case.name}: {productive}/{len(starts)} statements with candidates")
         assert productive > 0, case.name
     print("\n".join(report))
+
+
+_PROTOCOL_SOURCE = textwrap.dedent(
+    """
+    class Playlist:
+        \"\"\"Songs in play order.\"\"\"
+
+        def __init__(self, title):
+            self.title = title
+            self.songs = []
+
+        def add(self, song):
+            self.songs.append(song)
+
+
+    def summary(playlist):
+        return f"{playlist.title}: {len(playlist)} songs"
+    """
+).lstrip("\n")
+
+
+@pytest.mark.parametrize(
+    ("error", "check"),
+    [
+        (
+            "E       TypeError: object of type 'Playlist' has no len()",
+            lambda ns: ns["summary"](_playlist(ns, "a", "b")) == "mix: 2 songs",
+        ),
+        (
+            "E       TypeError: 'Playlist' object is not iterable",
+            lambda ns: list(_playlist(ns, "a", "b")) == ["a", "b"] and "b" in _playlist(ns, "b"),
+        ),
+        (
+            "AttributeError: 'Playlist' object has no attribute '__bool__'",
+            lambda ns: _playlist(ns, "a").__bool__() and not _playlist(ns).__bool__(),
+        ),
+    ],
+    ids=["len", "iter", "bool"],
+)
+def test_special_method_named_by_the_error_is_added(error: str, check: Callable[[dict[str, Any]], bool]) -> None:
+    from sandboxes.agents.mutation_protocols import special_method_candidates
+
+    assert not _passes(_PROTOCOL_SOURCE, check), "the example must be buggy"
+    candidates = special_method_candidates(_PROTOCOL_SOURCE, error)
+    assert candidates, "no candidate for the named special method"
+    assert any(_passes(c.new_source, check) for c in candidates)
+    for candidate in candidates:
+        # Only lines are added, after the class's last statement; the rest of the file is untouched.
+        old, new = _PROTOCOL_SOURCE.split("\n"), candidate.new_source.split("\n")
+        ops = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+        assert all(tag in ("equal", "insert") for tag, *_ in ops)
+
+
+def _playlist(ns: dict[str, Any], *songs: str) -> Any:
+    playlist = ns["Playlist"]("mix")
+    for song in songs:
+        playlist.add(song)
+    return playlist
+
+
+def test_special_method_needs_a_named_class_of_the_file() -> None:
+    from sandboxes.agents.mutation_protocols import missing_protocols, special_method_candidates
+
+    # A built-in type in the message is a wrong argument, not a class lacking a method.
+    assert missing_protocols("TypeError: object of type 'int' has no len()") == []
+    assert missing_protocols("TypeError: 'NoneType' object is not iterable") == []
+    assert special_method_candidates(_PROTOCOL_SOURCE, "TypeError: object of type 'Album' has no len()") == []
+    assert special_method_candidates(_PROTOCOL_SOURCE, "AssertionError: assert 1 == 2") == []
+    # A class that already has the method gets no second one.
+    sized = _PROTOCOL_SOURCE.replace("    def add(", "    def __len__(self):\n        return 0\n\n    def add(")
+    assert special_method_candidates(sized, "TypeError: object of type 'Playlist' has no len()") == []
+
+
+def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_special_method() -> None:
+    from types import SimpleNamespace
+
+    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
+    from sandboxes.agents.localize import Location
+
+    ranked = [Location("lib/shelf.py", 9, 0.9, ("ochiai",)), Location("lib/util.py", 3, 0.5, ("ochiai",))]
+
+    def plan(output: str) -> list[tuple[str, int]]:
+        before = SimpleNamespace(result=SimpleNamespace(output=output))
+        repro = Reproduction(brt=None, before=before, locations=ranked)  # type: ignore[arg-type]
+        search = ClassicSearch(repro, None, None, None, SearchLimits())  # type: ignore[arg-type]
+        return [(loc.file, loc.line) for loc in search._search_plan(0)]
+
+    assert plan("E   TypeError: object of type 'Shelf' has no len()") == [
+        ("lib/shelf.py", 0),
+        ("lib/util.py", 0),
+        ("lib/shelf.py", 9),
+        ("lib/util.py", 3),
+    ]
+    assert plan("E   assert 3 == 4") == [("lib/shelf.py", 9), ("lib/util.py", 3)]

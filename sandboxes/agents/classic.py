@@ -6,14 +6,15 @@ import asyncio
 import hashlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
 from sandboxes.agents.brt_synthesis import BrtCandidate, symptom_matches, synthesize_brts
 from sandboxes.agents.issue_facts import IssueFacts
 from sandboxes.agents.localize import Location, parse_traceback_frames
-from sandboxes.agents.mutations import build_context, generate_candidates
+from sandboxes.agents.mutation_protocols import missing_protocols, special_method_candidates
+from sandboxes.agents.mutations import Candidate, build_context, generate_candidates
 from sandboxes.agents.sbfl_run import localize_in_sandbox
 from sandboxes.agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
@@ -180,6 +181,21 @@ class ClassicSearch:
         rng = random.Random(seed)
         return sorted(locs, key=lambda loc: -(loc.score * (1.0 + rng.uniform(-0.25, 0.25))))
 
+    def _search_plan(self, seed: int) -> list[Location]:
+        """Where to search: first each suspicious file as a whole (line 0) when the failure names a special
+        method a class lacks, then the ranked lines."""
+        order = self._location_order(seed)
+        if not missing_protocols(self.repro.before.result.output):
+            return order
+        files = list(dict.fromkeys(loc.file for loc in order if loc.file.endswith(".py")))
+        return [
+            Location(file=f, line=0, score=1.0, reasons=("the failure names a missing special method",)) for f in files
+        ] + order
+
+    def _protocol_candidates(self, source: str) -> Iterator[Candidate]:
+        for fix in special_method_candidates(source, self.repro.before.result.output):
+            yield Candidate(fix.operator, fix.description, fix.line, fix.new_source)
+
     async def _check(self, sandbox: Sandbox, relpath: str, new_source: str) -> tuple[bool, str]:
         """Run the BRT against one edit; memoized across trajectories."""
         key = CandidateCache.key("brt", relpath, new_source, self.repro.brt.source)
@@ -222,10 +238,13 @@ class ClassicSearch:
         submitted: str | None = None
         alt_tried = 0
         sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
-        for loc in self._location_order(trajectory.seed):
+        for loc in self._search_plan(trajectory.seed):
             original = sandbox.read_file(loc.file)
-            context = build_context(original)
-            cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
+            if loc.line == 0:
+                cands: Iterator[Candidate] = self._protocol_candidates(original)
+            else:
+                context = build_context(original)
+                cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
             for cand in islice(cands, self.limits.per_location):
                 if tried >= self.limits.max_candidates or loop.time() > deadline:
                     if submitted is not None:

@@ -15,8 +15,10 @@ compares runs without ever loading an object the repo made.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
+import importlib.util
 import inspect
 import io
 import itertools
@@ -83,6 +85,24 @@ def _variants(value: object) -> list[object]:
         last = list(value)[-1]
         return [{k: v for k, v in value.items() if k != last}]
     return []
+
+
+def _sibling_values(values: list[Any]) -> list[tuple[int, int, object]]:
+    """(i, j, v): a scalar argument i replaced by an element v of a sequence argument j of the same type.
+
+    A value that occurs in the data (the first, middle and last element) takes the other paths of a search
+    or lookup: `find(xs, 5)` with 5 absent also runs as `find(xs, xs[0])`, where the item is present.
+    """
+    out: list[tuple[int, int, object]] = []
+    for i, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            continue
+        for j, other in enumerate(values):
+            if j == i or not isinstance(other, (list, tuple)) or not other:
+                continue
+            picks = [e for e in (other[0], other[len(other) // 2], other[-1]) if type(e) is type(value)]
+            out += [(i, j, e) for e in dict.fromkeys(picks) if e != value]
+    return out
 
 
 class _Timeout(BaseException):
@@ -309,6 +329,8 @@ def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dic
         for i, value in enumerate(base):
             for v in _variants(value):
                 variants.append((f"arg{i}", [*base[:i], v, *base[i + 1 :]]))
+        for i, j, v in _sibling_values(base):
+            variants.append((f"arg{i}-from-arg{j}", [*base[:i], v, *base[i + 1 :]]))
         for label, values in variants[: MAX_VARIANTS_PER_SEED + 1]:
             key = seed["module"] + "." + seed["qualname"] + "(" + ", ".join(norm_repr(v) for v in values) + ")"
             if key in seen:
@@ -329,6 +351,70 @@ def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dic
                 sys.settrace(None)
             hit = "1" if tracer is not None and tracer.hit_any else "0"
             rows.append({"key": key, "mutated": label, "hit": hit, **row})
+    return rows
+
+
+def _module_of(file: str, root: str) -> Any:
+    """The repo module loaded from `file` (repo-relative) during the session, or a fresh load of it."""
+    for module in list(sys.modules.values()):
+        path = (getattr(module, "__file__", None) or "").replace("\\", "/")
+        if path and (path == root + file or path.endswith("/" + file)):
+            return module
+    spec = importlib.util.spec_from_file_location("_reprobot_example_module", os.path.join(root, file))
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        with _alarm(CALL_SECONDS * 5), contextlib.redirect_stdout(io.StringIO()):
+            spec.loader.exec_module(module)
+    except (Exception, _Timeout):  # a module that cannot load alone has no runnable examples
+        return None
+    return module
+
+
+def run_examples(examples: list[dict[str, str]], root: str, tracer: Tracer | None = None) -> list[dict[str, str]]:
+    """Evaluate each documented example in its module's namespace and compare with the documented value.
+
+    Rows: key, outcome (pass | fail | raise | timeout | unresolved), value, expected, hit (changed lines ran).
+    An example whose names are missing (it needs earlier lines of a session) is unresolved, not a failure.
+    """
+    rows: list[dict[str, str]] = []
+    for example in examples:
+        key = f"{example['file']}: >>> {example['source']}"
+        row: dict[str, str] = {"key": key, "expected": example["expected"], "hit": "0"}
+        module = _module_of(example["file"], root)
+        try:
+            expected = ast.literal_eval(example["expected"])
+            code = compile(example["source"], "<example>", "eval")
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            module = None
+        if module is None:
+            rows.append({**row, "outcome": "unresolved"})
+            continue
+        if tracer is not None:
+            tracer._test = "<example>"
+            tracer._stack.clear()
+            tracer.hit_any = False
+            sys.settrace(tracer.trace)
+        try:
+            with _alarm(CALL_SECONDS), contextlib.redirect_stdout(io.StringIO()):
+                value = eval(code, dict(vars(module)))
+                if inspect.isgenerator(value):
+                    value = list(itertools.islice(value, MAX_YIELDS))
+                same = bool(value == expected)
+            row.update(outcome="pass" if same else "fail", value=norm_repr(value))
+        except _Timeout:
+            row["outcome"] = "timeout"
+        except NameError:
+            row["outcome"] = "unresolved"
+        except RecursionError:
+            row.update(outcome="raise", exc="RecursionError")
+        except Exception as exc:  # the outcome being measured: the example raises
+            row.update(outcome="raise", exc=type(exc).__name__)
+        finally:
+            sys.settrace(None)
+        row["hit"] = "1" if tracer is not None and tracer.hit_any else "0"
+        rows.append(row)
     return rows
 
 
@@ -384,12 +470,14 @@ def main(argv: list[str]) -> int:
     code = pytest.main(pytest_args, plugins=[Plugin(tracer)])
     sys.settrace(None)
     rows = probe(tracer.seeds, tracer) if config.get("probe", True) else []
+    examples = run_examples(config.get("examples") or [], tracer.root, tracer)
     document = {
         "exit_code": int(code),
         "events": tracer.events,
         "outcomes": tracer.outcomes,
         "stdout": tracer.stdout,
         "probes": rows,
+        "examples": examples,
         "seeds": len(tracer.seeds),
     }
     with open(out_path, "w", encoding="utf-8") as fh:
