@@ -14,6 +14,7 @@ from sandboxes.agents.brt_checks import VAR, Check, checks_for, value_source
 from sandboxes.agents.brt_code import (
     Reproduction,
     ValueForm,
+    aligned_repl,
     attribute_bases,
     free_names,
     from_program,
@@ -116,6 +117,7 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
         repro = from_program(code, "script from the report", facts.subject)
         found += [repro] if repro else []
     steps = [step for session in facts.repl_sessions for step in session.steps]
+    found += aligned_repl(steps, facts.expected_values) if steps else []
     repl = from_repl(steps, facts) if steps else None
     found += [repl] if repl else []
     if not blocks and facts.tracebacks:
@@ -156,7 +158,13 @@ def _imports_for(
     scripts = {PurePosixPath(s).name for s in facts.script_files}
     mentioned = [PurePosixPath(f).stem for f in facts.mentioned_files if PurePosixPath(f).name not in scripts]
     extra, missing = resolve_imports(
-        names, attribute_bases(sources), repo_files, mentioned, repo_symbols, callables=facts.identifiers
+        names,
+        attribute_bases(sources),
+        repo_files,
+        mentioned,
+        repo_symbols,
+        callables=facts.identifiers,
+        dotted=(*facts.inline_code, *facts.title_code, facts.title),
     )
     return list(repro.imports) + extra, missing
 
@@ -215,7 +223,8 @@ def _render(
         description += " (weak: the report gives no expected value to assert)"
     if missing:
         description += f" (unresolved names: {', '.join(missing)})"
-    return BrtCandidate(path, source, check.symptom, facts.expected, func, description)
+    expected = repro.expected if repro.expected is not None else facts.expected
+    return BrtCandidate(path, source, check.symptom, expected, func, description, reported_actual=repro.actual)
 
 
 def _compiles(source: str, path: str) -> bool:

@@ -69,6 +69,7 @@ class IssueFacts:
     inline_code: tuple[str, ...] = ()
     title_code: tuple[str, ...] = ()
     expected: str | None = None
+    expected_values: tuple[str, ...] = ()
     expected_verb: str = ""
     expected_exception: str | None = None
     actual: str | None = None
@@ -150,6 +151,7 @@ def parse_issue(text: str) -> IssueFacts:
         inline_code=tuple(spans),
         title_code=tuple(title_spans),
         expected=claims.expected,
+        expected_values=claims.expected_values,
         expected_verb=claims.expected_verb,
         expected_exception=claims.expected_exception,
         actual=actual,
@@ -197,6 +199,7 @@ def _merge(body: Claims, title: Claims) -> Claims:
     """Body claims win; the title fills gaps (reports often say "f() raises E for `f(x)`" only there)."""
     return Claims(
         expected=body.expected if body.expected is not None else title.expected,
+        expected_values=body.expected_values or title.expected_values,
         expected_verb=body.expected_verb or title.expected_verb,
         expected_exception=body.expected_exception or title.expected_exception,
         actual=body.actual if body.actual is not None else title.actual,
