@@ -5,9 +5,15 @@ Every example here is made up for the rule it tests; none comes from a benchmark
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from sandboxes.agents.brt_code import dotted_homes, resolve_imports
+from sandboxes.agents.brt_console import command_argv
 from sandboxes.agents.brt_symptom import symptom_matches
-from sandboxes.agents.brt_synthesis import synthesize_brts
+from sandboxes.agents.brt_synthesis import BrtCandidate, synthesize_brts
 from sandboxes.agents.issue_facts import parse_issue
 
 
@@ -163,3 +169,70 @@ def test_exception_named_in_prose_with_errno_message() -> None:
     )
     assert facts.exception_type == "OSError"
     assert facts.exception_message == "[Errno 36] File name too long"
+
+
+def test_command_argv_maps_the_projects_command_to_python_dash_m() -> None:
+    packages = ["greet"]
+    assert command_argv("greet --name 'A B' -v", packages) == ["-m", "greet", "--name", "A B", "-v"]
+    assert command_argv("python3 -m greet x", packages) == ["-m", "greet", "x"]
+    # The repo's only runnable package is the command the user installed under another name.
+    assert command_argv("hello x", packages) == ["-m", "greet", "x"]
+    assert command_argv("hello x", ["greet", "other"]) is None
+    # Shell syntax cannot be replayed as an argv, and other tools are not the project.
+    assert command_argv("greet $(cat name.txt)", packages) is None
+    assert command_argv("greet x | head", packages) is None
+    assert command_argv("pip install greet", packages) is None
+    assert command_argv("python -m pip list", packages) is None
+
+
+_CLI = (
+    "import sys\n"
+    "def main(argv):\n"
+    "    opts = dict(a.split('=', 1) for a in argv if '=' in a)\n"
+    "    try:\n"
+    "        print('hello ' + opts['--name'].upper(){fix})\n"
+    "    except Exception as exc:\n"
+    "        print(f'greet: error: {{type(exc).__name__}}: {{exc}}', file=sys.stderr)\n"
+    "        return 1\n"
+    "    return 0\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def _run_brt(repo: Path, cand: BrtCandidate) -> subprocess.CompletedProcess[str]:
+    (repo / cand.path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / cand.path).write_text(cand.source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
+    env["PYTHONPATH"] = str(repo)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", cand.path],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_reported_command_is_rerun_and_fails_while_the_error_shows(tmp_path: Path) -> None:
+    facts = parse_issue(
+        "# greet crashes without a name\n\n```\n$ greet --loud\ngreet: error: KeyError: '--name'\n```\n\n"
+        "Expected: a greeting for nobody.\n"
+    )
+    cands = synthesize_brts(facts, ["greet/__init__.py", "greet/__main__.py", "tests/test_greet.py"])
+    cand = next(c for c in cands if "reported command" in c.description)
+    assert "[sys.executable, *['-m', 'greet', '--loud']]" in cand.source
+    buggy = tmp_path / "buggy"
+    (buggy / "greet").mkdir(parents=True)
+    (buggy / "greet" / "__init__.py").write_text("")
+    (buggy / "greet" / "__main__.py").write_text(_CLI.format(fix=""))
+    run = _run_brt(buggy, cand)
+    assert run.returncode == 1, run.stdout
+    assert symptom_matches(cand, facts, run.stdout, False)[0], run.stdout
+    fixed = tmp_path / "fixed"
+    (fixed / "greet").mkdir(parents=True)
+    (fixed / "greet" / "__init__.py").write_text("")
+    (fixed / "greet" / "__main__.py").write_text(
+        _CLI.format(fix="").replace("opts['--name']", "opts.get('--name', 'nobody')")
+    )
+    assert _run_brt(fixed, cand).returncode == 0

@@ -24,6 +24,7 @@ from sandboxes.agents.brt_code import (
     parse_statements,
     resolve_imports,
 )
+from sandboxes.agents.brt_console import console_brts
 from sandboxes.agents.brt_symptom import symptom_matches
 from sandboxes.agents.brt_types import BrtCandidate, Symptom
 from sandboxes.agents.issue_facts import IssueFacts
@@ -72,7 +73,10 @@ def synthesize_brts(
             seen.add(cand.source)
             (unresolved if missing else resolved).append(cand)
     # Candidates whose names all resolve come first; the rest would most likely die with a NameError.
-    return (resolved + unresolved)[:MAX_CANDIDATES]
+    # A run of the project's command line (weak: it only checks the error is gone) comes after the
+    # Python reproductions, which can assert what the user expected.
+    commands = [c for c in console_brts(facts, repo_files, path) if c.source not in seen]
+    return (resolved + commands + unresolved)[:MAX_CANDIDATES]
 
 
 def report_symptom(facts: IssueFacts) -> Symptom:
