@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sandboxes.agents.brt_code import dotted_homes, resolve_imports
 from sandboxes.agents.brt_console import command_argv
+from sandboxes.agents.brt_files import files_for_program, listed_files
 from sandboxes.agents.brt_symptom import symptom_matches
 from sandboxes.agents.brt_synthesis import BrtCandidate, synthesize_brts
 from sandboxes.agents.issue_facts import parse_issue
@@ -235,4 +236,49 @@ def test_reported_command_is_rerun_and_fails_while_the_error_shows(tmp_path: Pat
     (fixed / "greet" / "__main__.py").write_text(
         _CLI.format(fix="").replace("opts['--name']", "opts.get('--name', 'nobody')")
     )
+    assert _run_brt(fixed, cand).returncode == 0
+
+
+def test_folder_listing_is_read_with_contents_nesting_and_tree_drawing() -> None:
+    plain = listed_files(
+        'site/\n  config.json        {"name": "demo"}\n  pages/\n    index.md\n  hooks/\n'
+        "    build.sh           (executable) echo built\n  notes.txt  two  spaces inside\n"
+    )
+    assert [f.path for f in plain] == [
+        "site/config.json",
+        "site/pages/index.md",
+        "site/hooks/build.sh",
+        "site/notes.txt",
+    ]
+    assert plain[0].text == '{"name": "demo"}\n' and plain[1].text == ""
+    assert plain[2].text == "#!/bin/sh\necho built\n" and plain[2].executable
+    assert plain[3].text == "two  spaces inside\n"
+    drawn = listed_files("site/\n├── a.txt   x\n└── sub/\n    └── b.txt   y\n")
+    assert [(f.path, f.text) for f in drawn] == [("site/a.txt", "x\n"), ("site/sub/b.txt", "y\n")]
+    # Printed output, code and prose are not listings.
+    assert listed_files("['a', 'b']\n") == ()
+    assert listed_files("total 2\n-rw-r--r-- 1 me me 0 a.txt\n") == ()
+    assert files_for_program(("site/\n  a.txt  x\n  b.txt  y\n",), "build('elsewhere')") == ()
+
+
+def test_listed_folder_is_created_before_the_snippet_runs(tmp_path: Path) -> None:
+    # Pattern: the snippet reads a folder that the report shows as a listing; without it the snippet
+    # fails for another reason (no such folder) and never reaches the bug.
+    facts = parse_issue(
+        "# pack skips underscore files\n\nFolder:\n\n```\nproj/\n  a.txt     alpha\n  _b.txt    beta\n```\n\n"
+        "```python\nfrom bundle import pack\nprint(pack('proj'))\n```\n\n"
+        "Expected: `['_b.txt', 'a.txt']`\n\nActual: `['a.txt']`\n"
+    )
+    cands = synthesize_brts(facts, ["bundle.py"])
+    cand = cands[0]
+    assert "monkeypatch.chdir(tmp_path)" in cand.source and "'proj/_b.txt': 'beta\\n'" in cand.source
+    buggy = tmp_path / "buggy"
+    buggy.mkdir()
+    pack = "import os\ndef pack(folder):\n    return [f for f in sorted(os.listdir(folder)) if {keep}]\n"
+    (buggy / "bundle.py").write_text(pack.format(keep="not f.startswith('_')"))
+    run = _run_brt(buggy, cand)
+    assert run.returncode == 1 and symptom_matches(cand, facts, run.stdout, False)[0], run.stdout
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    (fixed / "bundle.py").write_text(pack.format(keep="True"))
     assert _run_brt(fixed, cand).returncode == 0

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
+from sandboxes.agents.brt_files import ListedFile
 from sandboxes.agents.issue_facts import IssueFacts, ReplStep
 from sandboxes.agents.issue_phrases import is_expression
 from sandboxes.agents.issue_text import quiet_parse
@@ -38,6 +39,8 @@ class Reproduction:
     #: several values; None means the report's single expected/actual value applies.
     expected: str | None = None
     actual: str | None = None
+    #: Files the report lists that the reproduction reads; the test creates them first.
+    files: tuple[ListedFile, ...] = ()
 
 
 def parse_statements(code: str) -> tuple[list[ast.stmt], str] | None:

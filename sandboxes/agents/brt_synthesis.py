@@ -8,6 +8,7 @@ import inspect
 import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from sandboxes.agents.brt_checks import VAR, Check, checks_for, value_source
@@ -25,6 +26,7 @@ from sandboxes.agents.brt_code import (
     resolve_imports,
 )
 from sandboxes.agents.brt_console import console_brts
+from sandboxes.agents.brt_files import files_for_program, write_lines
 from sandboxes.agents.brt_symptom import symptom_matches
 from sandboxes.agents.brt_types import BrtCandidate, Symptom
 from sandboxes.agents.issue_facts import IssueFacts
@@ -137,7 +139,15 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
             if is_expression(code) and isinstance(quiet_parse(code.strip(), mode="eval").body, ast.Call):
                 found += [r for r in [from_prose(None, code, form)] if r]
                 break
-    return found
+    listings = tuple(b.code for b in facts.code_blocks if b.kind == "output")
+    return [_with_files(r, listings) for r in found]
+
+
+def _with_files(repro: Reproduction, listings: tuple[str, ...]) -> Reproduction:
+    """Attach the report's folder listing when the reproduction reads that folder."""
+    text = "\n".join((*repro.setup, *repro.program, repro.observed or ""))
+    files = files_for_program(listings, text) if listings else ()
+    return replace(repro, files=files) if files else repro
 
 
 def _dedent(code: str) -> str:
@@ -203,6 +213,12 @@ def _render(
             body += list(repro.program)
         else:
             body.append(line.replace(VAR, var))
+    fixtures = [check.fixture] if check.fixture else []
+    if repro.files:
+        # Listed files are usually run (scripts, hooks) by child processes, whose output reaches the
+        # file descriptors and not sys.stdout: capfd sees both.
+        body = [line.replace("capsys.", "capfd.") for line in write_lines(repro.files) + body]
+        fixtures = [f.replace("capsys", "capfd") for f in fixtures] + ["tmp_path", "monkeypatch"]
     func = _test_name(repro, facts)
     timeout = HANG_TIMEOUT if check.symptom == "hang" or facts.hang else DEFAULT_TIMEOUT
     doc = _doc_line(repro, facts, check)
@@ -216,7 +232,7 @@ def _render(
     others = [i for i in imports if i not in future]
     others = [i for i in others if i != "import pytest"]
     head += [*future, "import pytest", *([""] if others else []), *others, "", ""]
-    signature = f"def {func}({check.fixture}):"
+    signature = f"def {func}({', '.join(fixtures)}):"
     test = [f"@pytest.mark.timeout({timeout})", signature, f'    """{_escape_doc(doc)}"""']
     test += ["    " + line if line else "" for line in _lines(body)]
     source = "\n".join(head + test) + "\n"
