@@ -282,3 +282,17 @@ def test_listed_folder_is_created_before_the_snippet_runs(tmp_path: Path) -> Non
     fixed.mkdir()
     (fixed / "bundle.py").write_text(pack.format(keep="True"))
     assert _run_brt(fixed, cand).returncode == 0
+
+
+def test_expected_comparison_fragment_is_a_claim_about_the_observed_value() -> None:
+    # Pattern: "Expected: `is None`" / "`> 0`" completes a sentence about the result; it is not a value.
+    facts = parse_issue(
+        "# lookup invents a default\n\n```python\nfrom registry import lookup\nprint(lookup('missing'))\n```\n\n"
+        "Expected: `is None`\n\nActual: `''`\n"
+    )
+    cands = synthesize_brts(facts, ["registry.py"])
+    assert cands and "assert actual is None" in cands[0].source
+    assert "== 'is None'" not in cands[0].source
+    facts = parse_issue("# t\n\n`count_rows('t.csv')` returns `-1`.\n\nExpected: `>= 0`\n")
+    cands = synthesize_brts(facts, ["rows.py"])
+    assert cands and "assert actual >= 0" in cands[0].source

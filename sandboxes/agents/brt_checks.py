@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass
 
 from sandboxes.agents.brt_code import Reproduction
@@ -132,6 +133,9 @@ def _value_checks(repro: Reproduction, expected: str, facts: IssueFacts, symptom
     return checks
 
 
+#: An expected "value" that starts with a comparison operator is a claim about the observed value.
+_COMPARISON_FRAGMENT = re.compile(r"^(?:is\s+not\b|is\b|not\s+in\b|in\b|==|!=|<=|>=|<(?!<)|>(?!>))")
+_PLACEHOLDER = "reprobot_observed_value"
 _PREDICATES = frozenset({"isinstance", "all", "any", "callable", "hasattr", "issubclass"})
 
 
@@ -142,6 +146,18 @@ def assertion_check(repro: Reproduction, expected: str, symptom: Symptom) -> Che
     the reproduction does not bind stands for the observed value (the user wrote `len(result) == 3` about the
     call they showed); more than one such name means we cannot tell which is the result, so no check.
     """
+    fragment = _COMPARISON_FRAGMENT.match(expected.strip())
+    if fragment is not None and repro.observed is not None:
+        # "Expected: `is None`" / "`> 0`": a comparison whose left side is the observed value.
+        try:
+            claim = quiet_parse(f"{_PLACEHOLDER} {expected.strip()}", mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        if not isinstance(claim, ast.Compare) or len(claim.ops) != 1:
+            return None
+        text = ast.unparse(_Rename(_PLACEHOLDER, VAR).visit(claim))
+        line = f'assert {text}, f"observed {{{VAR}!r}}"'
+        return Check(("VALUE", line), symptom, f"asserts the value {expected.strip()}, as the report expects")
     try:
         tree = quiet_parse(expected.strip(), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
