@@ -301,18 +301,21 @@ def _slug(name: str) -> str:
 
 def _doc_line(repro: Reproduction, facts: IssueFacts, check: Check) -> str:
     what = _clip(repro.observed or "the reproduction")
+    # A call compared on its own (call by call) is described by its own reported and expected values.
+    actual = repro.actual if repro.actual is not None else facts.actual
+    expected = repro.expected if repro.expected is not None else facts.expected
     if facts.hang:
         reported = "it hangs"
     elif facts.exception_type:
         reported = f"it raises {facts.exception_type}"
-    elif facts.actual is not None:
-        reported = f"it gives {_clip(facts.actual)}"
+    elif actual is not None:
+        reported = f"it gives {_clip(actual)}"
     else:
         reported = "the behaviour described"
     if facts.expected_exception:
         return f"{what} should raise {facts.expected_exception} (reported: {reported})."
-    if facts.expected is not None:
-        return f"{what} should give {_clip(facts.expected)} (reported: {reported})."
+    if expected is not None:
+        return f"{what} should give {_clip(expected)} (reported: {reported})."
     return f"{what} should not fail as reported ({reported})."
 
 
