@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass
 
 from sandboxes.agents.brt_code import Reproduction
@@ -87,7 +88,9 @@ def checks_for(repro: Reproduction, facts: IssueFacts, symptom: Symptom) -> list
     """Assertions for a reproduction, strongest first; weak ones are flagged in the description."""
     if facts.expected_exception and repro.observed:
         return [_raises_check(repro.observed, facts.expected_exception)]
-    expected = facts.expected.strip() if facts.expected is not None else None
+    own = repro.expected if repro.expected is not None else facts.expected
+    # Leading spaces of printed output are part of what the user expects to see; only blank lines go.
+    expected = own.strip("\n").rstrip() if own is not None else None
     if expected is not None and repro.observed is not None:
         return _value_checks(repro, expected, facts, symptom)
     if symptom == "exception" and facts.exception_type:
@@ -114,7 +117,8 @@ def _value_checks(repro: Reproduction, expected: str, facts: IssueFacts, symptom
         checks.append(stdout)
         expected = expected.split("\n")[-1].strip()
     src = value_source(expected)
-    if src is None and repro.form == "repr" and facts.actual and _is_str_literal(facts.actual):
+    actual = repro.actual if repro.actual is not None else facts.actual
+    if src is None and repro.form == "repr" and actual and _is_str_literal(actual):
         # The REPL showed a quoted string but the user wrote the expected one bare.
         src = repr(expected.strip("'\""))
     if src is not None:
@@ -129,6 +133,9 @@ def _value_checks(repro: Reproduction, expected: str, facts: IssueFacts, symptom
     return checks
 
 
+#: An expected "value" that starts with a comparison operator is a claim about the observed value.
+_COMPARISON_FRAGMENT = re.compile(r"^(?:is\s+not\b|is\b|not\s+in\b|in\b|==|!=|<=|>=|<(?!<)|>(?!>))")
+_PLACEHOLDER = "reprobot_observed_value"
 _PREDICATES = frozenset({"isinstance", "all", "any", "callable", "hasattr", "issubclass"})
 
 
@@ -139,6 +146,18 @@ def assertion_check(repro: Reproduction, expected: str, symptom: Symptom) -> Che
     the reproduction does not bind stands for the observed value (the user wrote `len(result) == 3` about the
     call they showed); more than one such name means we cannot tell which is the result, so no check.
     """
+    fragment = _COMPARISON_FRAGMENT.match(expected.strip())
+    if fragment is not None and repro.observed is not None:
+        # "Expected: `is None`" / "`> 0`": a comparison whose left side is the observed value.
+        try:
+            claim = quiet_parse(f"{_PLACEHOLDER} {expected.strip()}", mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        if not isinstance(claim, ast.Compare) or len(claim.ops) != 1:
+            return None
+        text = ast.unparse(_Rename(_PLACEHOLDER, VAR).visit(claim))
+        line = f'assert {text}, f"observed {{{VAR}!r}}"'
+        return Check(("VALUE", line), symptom, f"asserts the value {expected.strip()}, as the report expects")
     try:
         tree = quiet_parse(expected.strip(), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -198,10 +217,13 @@ def _bound(repro: Reproduction) -> set[str]:
 
 def _stdout_check(repro: Reproduction, expected: str, symptom: Symptom) -> Check | None:
     """Run the whole script and compare everything it printed (for print-based reproductions)."""
-    if not repro.program or repro.form != "str":
+    # A script that prints from inside the code under test (no print of its own) is compared by its
+    # output too when the user pasted several lines of expected output.
+    if not repro.program or (repro.form != "str" and "\n" not in expected.strip()):
         return None
-    lines = ("PROGRAM", "captured = capsys.readouterr().out.strip()")
-    line = f'assert captured == {expected.strip()!r}, f"observed {{captured!r}}"'
+    # Leading whitespace is kept on both sides (indented output is output); trailing newlines are not.
+    lines = ("PROGRAM", "captured = capsys.readouterr().out.strip('\\n').rstrip()")
+    line = f'assert captured == {expected.strip(chr(10)).rstrip()!r}, f"observed {{captured!r}}"'
     return Check((*lines, line), symptom, "compares everything the script prints", fixture="capsys")
 
 

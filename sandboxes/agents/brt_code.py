@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
+from sandboxes.agents.brt_files import ListedFile
 from sandboxes.agents.issue_facts import IssueFacts, ReplStep
 from sandboxes.agents.issue_phrases import is_expression
 from sandboxes.agents.issue_text import quiet_parse
@@ -34,6 +35,12 @@ class Reproduction:
     form: ValueForm
     program: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
+    #: This observation's own expected and reported values, when the report pairs several calls with
+    #: several values; None means the report's single expected/actual value applies.
+    expected: str | None = None
+    actual: str | None = None
+    #: Files the report lists that the reproduction reads; the test creates them first.
+    files: tuple[ListedFile, ...] = ()
 
 
 def parse_statements(code: str) -> tuple[list[ast.stmt], str] | None:
@@ -127,12 +134,51 @@ def from_program(code: str, origin: str, subject: str | None) -> Reproduction | 
         if arg is not None:
             return Reproduction(origin, tuple(imports), program[:i], segment(arg, code), "str", program)
     last = body[-1]
+    inside = _print_in_context(last)
+    if inside is not None:
+        return Reproduction(origin, tuple(imports), (*program[:-1], inside), CONTEXT_RESULT, "str", program)
     if subject and is_expression(subject) and _binds(body, subject):
         return Reproduction(origin, tuple(imports), program, subject.strip(), "value", program)
     if isinstance(last, ast.Expr):
         return Reproduction(origin, tuple(imports), program[:-1], segment(last.value, code), "value", program)
     name = _assigned_to(last)
     return Reproduction(origin, tuple(imports), program, name, "value", program)
+
+
+#: The name a value printed inside a `with` block is bound to, so it can be checked after the block.
+CONTEXT_RESULT = "value_in_context"
+
+
+class _PrintToAssign(ast.NodeTransformer):
+    """Turn the one print(x) that ends a `with` body into `value_in_context = x`."""
+
+    def __init__(self, target: ast.stmt) -> None:
+        self.target = target
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        """Replace the chosen print statement; leave every other expression alone."""
+        if node is self.target:
+            arg = _single_print_arg(node)
+            assert arg is not None
+            return ast.copy_location(ast.Assign([ast.Name(CONTEXT_RESULT, ast.Store())], arg), node)
+        return node
+
+
+def _print_in_context(stmt: ast.stmt) -> str | None:
+    """A `with` statement whose body ends by printing a value, with that print turned into an assignment.
+
+    The pattern: the user observes a value inside a context manager (`with override(x): print(f())`).
+    The context is what makes the buggy code run, so the test keeps the whole `with` and checks the
+    value it bound afterwards, instead of dropping the block or calling f() outside it.
+    """
+    node: ast.stmt = stmt
+    while isinstance(node, ast.With | ast.AsyncWith) and node.body:
+        node = node.body[-1]
+    if node is stmt or _single_print_arg(node) is None or isinstance(stmt, ast.AsyncWith):
+        return None
+    if CONTEXT_RESULT in {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}:
+        return None
+    return ast.unparse(_PrintToAssign(node).visit(stmt))
 
 
 def _binds(stmts: list[ast.stmt], subject: str) -> bool:
@@ -164,17 +210,11 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
         ):
             chosen = i
             break
-    imports: list[str] = []
-    setup: list[str] = []
-    for step, stmts, code in parsed[:chosen]:
-        step_imports, body = _split_imports(stmts, code)
-        imports += step_imports
-        # A step that raised would stop the test before the observation; an echoed value is noise.
-        if "Traceback (most recent call last)" in step.output:
-            continue
-        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _has_call(body[0]):
-            continue
-        setup += [segment(s, code) for s in body]
+    if facts.subject:
+        # The report said which call the expected value is about: compare that call, not a later one.
+        named = [i for i in exprs if _same_code(parsed[i][0].source, facts.subject)]
+        chosen = named[-1] if named else chosen
+    imports, setup = _repl_setup(parsed[:chosen])
     _, (expr,), code = parsed[chosen]
     assert isinstance(expr, ast.Expr)
     arg = _single_print_arg(expr)
@@ -182,8 +222,76 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
     return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form)  # type: ignore[arg-type]
 
 
+def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> list[Reproduction]:
+    """One reproduction per call of a multi-call REPL session, each paired with its own expected value.
+
+    The pattern: a session shows n calls with their echoed results, and the report lists n expected values
+    in the same order. Call k is compared with value k, never with another call's value. Calls whose
+    echoed result already is the expected one are working examples, not the bug, and are left out.
+    Returns [] when the counts differ (the pairing would be a guess).
+    """
+    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
+    for step in steps:
+        result = parse_statements(step.source)
+        if result and result[0]:
+            parsed.append((step, *result))
+    calls = [
+        i
+        for i, (step, stmts, _) in enumerate(parsed)
+        if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and step.output.strip() and _has_call(stmts[0])
+    ]
+    if len(expected_values) < 2 or len(calls) != len(expected_values):
+        return []
+    out: list[Reproduction] = []
+    for i, expected in zip(calls, expected_values, strict=True):
+        step, (expr,), code = parsed[i]
+        if _same_text(step.output, expected):
+            continue
+        imports, setup = _repl_setup(parsed[:i])
+        assert isinstance(expr, ast.Expr)
+        arg = _single_print_arg(expr)
+        observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
+        raised = "Traceback (most recent call last)" in step.output
+        out.append(
+            Reproduction(
+                "REPL session, call by call",
+                tuple(imports),
+                tuple(setup),
+                observed,
+                form,  # type: ignore[arg-type]
+                expected=expected,
+                actual=None if raised else step.output,
+            )
+        )
+    return out
+
+
+def _repl_setup(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> tuple[list[str], list[str]]:
+    """Imports and statements of earlier REPL steps that a later step needs (echoed values and raising
+    steps are left out: the first is noise, the second would stop the test before the observation)."""
+    imports: list[str] = []
+    setup: list[str] = []
+    for step, stmts, code in parsed:
+        step_imports, body = _split_imports(stmts, code)
+        imports += step_imports
+        if "Traceback (most recent call last)" in step.output:
+            continue
+        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _has_call(body[0]):
+            continue
+        setup += [segment(s, code) for s in body]
+    return imports, setup
+
+
 def _has_call(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
+def _same_code(a: str, b: str) -> bool:
+    """Same expression, whatever the spacing between tokens (spacing inside strings counts)."""
+    try:
+        return ast.unparse(quiet_parse(a.strip(), mode="eval")) == ast.unparse(quiet_parse(b.strip(), mode="eval"))
+    except _PARSE_ERRORS:
+        return " ".join(a.split()) == " ".join(b.split())
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -299,15 +407,18 @@ def resolve_imports(
     mentioned_modules: Sequence[str],
     repo_symbols: Mapping[str, Collection[str]] | None,
     callables: Collection[str] = (),
+    dotted: Collection[str] = (),
 ) -> tuple[list[str], list[str]]:
     """Import statements for names the code uses but never imports, and the names left unresolved.
 
     Only names the report calls may fall back to "the module the report mentions": a stray variable
-    (from a partial snippet) must stay unresolved rather than become a bogus import.
+    (from a partial snippet) must stay unresolved rather than become a bogus import. A dotted path the
+    report writes out (`pkg.mod.func`) says where `func` lives, when `pkg.mod` is a module of the repo.
     """
     index = module_index(repo_files)
     all_modules = sorted({m for mods in index.values() for m in mods}, key=lambda m: (m.count("."), m))
     defined = _definers(repo_symbols, index) if repo_symbols else {}
+    homes = dotted_homes(dotted, all_modules)
     imports: list[str] = []
     unresolved: list[str] = []
     for name in names:
@@ -315,6 +426,8 @@ def resolve_imports(
             imports.append(f"import {index[name][0]}")
             continue
         module = _pick(defined.get(name, []), name, mentioned_modules)
+        if module is None and name in homes:
+            module = homes[name]
         if module is None and not defined:
             module = _guess(name, index, mentioned_modules if name in callables else (), all_modules)
             if module is not None and name not in callables and module.rsplit(".", 1)[-1] not in _stems(name):
@@ -324,6 +437,21 @@ def resolve_imports(
         else:
             imports.append(f"from {module} import {name}")
     return imports, unresolved
+
+
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w.])")
+
+
+def dotted_homes(texts: Collection[str], modules: Collection[str]) -> dict[str, str]:
+    """name -> module for each `module.name` path in texts whose module is one of the repo's modules."""
+    known = set(modules)
+    homes: dict[str, str] = {}
+    for text in texts:
+        for m in _DOTTED.finditer(text):
+            module, _, name = m.group(0).rpartition(".")
+            if module in known:
+                homes.setdefault(name, module)
+    return homes
 
 
 def _definers(symbols: Mapping[str, Collection[str]], index: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -56,7 +56,7 @@ def symptom_matches(
         return True, "the call does not raise, as the report says"
     if short != "AssertionError":
         return False, f"the test fails with {short}, not with a wrong value"
-    return _value_matches(out, facts)
+    return _value_matches(out, candidate.reported_actual or facts.actual)
 
 
 def failure_cause(output: str) -> tuple[str | None, str]:
@@ -76,19 +76,19 @@ def failure_cause(output: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def _value_matches(out: str, facts: IssueFacts) -> tuple[bool, str]:
-    if facts.actual is None:
+def _value_matches(out: str, reported: str | None) -> tuple[bool, str]:
+    if reported is None:
         return True, "the assertion fails (the report states no actual value to compare with)"
     observed = [m.group("value") for m in _OBSERVED.finditer(out)]
     if not observed:
         observed = [m.group("rest").split(" == ")[0] for m in _E_ASSERT.finditer(out) if " == " in m.group("rest")]
     for value in observed:
-        if same_value(value, facts.actual):
+        if same_value(value, reported):
             return True, f"the assertion fails with {_clip(value)}, the value the report shows"
-    if not observed and _norm(facts.actual) in _norm(out):
+    if not observed and _norm(reported) in _norm(out):
         return True, "the assertion fails and the output shows the reported value"
     got = _clip(observed[0]) if observed else "an unknown value"
-    return False, f"the assertion fails with {got}, but the report shows {_clip(facts.actual)}"
+    return False, f"the assertion fails with {got}, but the report shows {_clip(reported)}"
 
 
 def same_value(observed: str, reported: str) -> bool:

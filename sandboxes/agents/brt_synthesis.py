@@ -8,12 +8,14 @@ import inspect
 import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from sandboxes.agents.brt_checks import VAR, Check, checks_for, value_source
 from sandboxes.agents.brt_code import (
     Reproduction,
     ValueForm,
+    aligned_repl,
     attribute_bases,
     free_names,
     from_program,
@@ -23,6 +25,8 @@ from sandboxes.agents.brt_code import (
     parse_statements,
     resolve_imports,
 )
+from sandboxes.agents.brt_console import console_brts
+from sandboxes.agents.brt_files import files_for_program, write_lines
 from sandboxes.agents.brt_symptom import symptom_matches
 from sandboxes.agents.brt_types import BrtCandidate, Symptom
 from sandboxes.agents.issue_facts import IssueFacts
@@ -71,7 +75,10 @@ def synthesize_brts(
             seen.add(cand.source)
             (unresolved if missing else resolved).append(cand)
     # Candidates whose names all resolve come first; the rest would most likely die with a NameError.
-    return (resolved + unresolved)[:MAX_CANDIDATES]
+    # A run of the project's command line (weak: it only checks the error is gone) comes after the
+    # Python reproductions, which can assert what the user expected.
+    commands = [c for c in console_brts(facts, repo_files, path) if c.source not in seen]
+    return (resolved + commands + unresolved)[:MAX_CANDIDATES]
 
 
 def report_symptom(facts: IssueFacts) -> Symptom:
@@ -116,6 +123,7 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
         repro = from_program(code, "script from the report", facts.subject)
         found += [repro] if repro else []
     steps = [step for session in facts.repl_sessions for step in session.steps]
+    found += aligned_repl(steps, facts.expected_values) if steps else []
     repl = from_repl(steps, facts) if steps else None
     found += [repl] if repl else []
     if not blocks and facts.tracebacks:
@@ -131,7 +139,15 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
             if is_expression(code) and isinstance(quiet_parse(code.strip(), mode="eval").body, ast.Call):
                 found += [r for r in [from_prose(None, code, form)] if r]
                 break
-    return found
+    listings = tuple(b.code for b in facts.code_blocks if b.kind == "output")
+    return [_with_files(r, listings) for r in found]
+
+
+def _with_files(repro: Reproduction, listings: tuple[str, ...]) -> Reproduction:
+    """Attach the report's folder listing when the reproduction reads that folder."""
+    text = "\n".join((*repro.setup, *repro.program, repro.observed or ""))
+    files = files_for_program(listings, text) if listings else ()
+    return replace(repro, files=files) if files else repro
 
 
 def _dedent(code: str) -> str:
@@ -156,7 +172,13 @@ def _imports_for(
     scripts = {PurePosixPath(s).name for s in facts.script_files}
     mentioned = [PurePosixPath(f).stem for f in facts.mentioned_files if PurePosixPath(f).name not in scripts]
     extra, missing = resolve_imports(
-        names, attribute_bases(sources), repo_files, mentioned, repo_symbols, callables=facts.identifiers
+        names,
+        attribute_bases(sources),
+        repo_files,
+        mentioned,
+        repo_symbols,
+        callables=facts.identifiers,
+        dotted=(*facts.inline_code, *facts.title_code, facts.title),
     )
     return list(repro.imports) + extra, missing
 
@@ -191,6 +213,12 @@ def _render(
             body += list(repro.program)
         else:
             body.append(line.replace(VAR, var))
+    fixtures = [check.fixture] if check.fixture else []
+    if repro.files:
+        # Listed files are usually run (scripts, hooks) by child processes, whose output reaches the
+        # file descriptors and not sys.stdout: capfd sees both.
+        body = [line.replace("capsys.", "capfd.") for line in write_lines(repro.files) + body]
+        fixtures = [f.replace("capsys", "capfd") for f in fixtures] + ["tmp_path", "monkeypatch"]
     func = _test_name(repro, facts)
     timeout = HANG_TIMEOUT if check.symptom == "hang" or facts.hang else DEFAULT_TIMEOUT
     doc = _doc_line(repro, facts, check)
@@ -204,7 +232,7 @@ def _render(
     others = [i for i in imports if i not in future]
     others = [i for i in others if i != "import pytest"]
     head += [*future, "import pytest", *([""] if others else []), *others, "", ""]
-    signature = f"def {func}({check.fixture}):"
+    signature = f"def {func}({', '.join(fixtures)}):"
     test = [f"@pytest.mark.timeout({timeout})", signature, f'    """{_escape_doc(doc)}"""']
     test += ["    " + line if line else "" for line in _lines(body)]
     source = "\n".join(head + test) + "\n"
@@ -215,7 +243,8 @@ def _render(
         description += " (weak: the report gives no expected value to assert)"
     if missing:
         description += f" (unresolved names: {', '.join(missing)})"
-    return BrtCandidate(path, source, check.symptom, facts.expected, func, description)
+    expected = repro.expected if repro.expected is not None else facts.expected
+    return BrtCandidate(path, source, check.symptom, expected, func, description, reported_actual=repro.actual)
 
 
 def _compiles(source: str, path: str) -> bool:
@@ -272,18 +301,21 @@ def _slug(name: str) -> str:
 
 def _doc_line(repro: Reproduction, facts: IssueFacts, check: Check) -> str:
     what = _clip(repro.observed or "the reproduction")
+    # A call compared on its own (call by call) is described by its own reported and expected values.
+    actual = repro.actual if repro.actual is not None else facts.actual
+    expected = repro.expected if repro.expected is not None else facts.expected
     if facts.hang:
         reported = "it hangs"
     elif facts.exception_type:
         reported = f"it raises {facts.exception_type}"
-    elif facts.actual is not None:
-        reported = f"it gives {_clip(facts.actual)}"
+    elif actual is not None:
+        reported = f"it gives {_clip(actual)}"
     else:
         reported = "the behaviour described"
     if facts.expected_exception:
         return f"{what} should raise {facts.expected_exception} (reported: {reported})."
-    if facts.expected is not None:
-        return f"{what} should give {_clip(facts.expected)} (reported: {reported})."
+    if expected is not None:
+        return f"{what} should give {_clip(expected)} (reported: {reported})."
     return f"{what} should not fail as reported ({reported})."
 
 

@@ -18,3 +18,6 @@ class BrtCandidate:
     expected: str | None
     test_name: str
     description: str
+    #: The value the report shows for this candidate's own call, when it differs from the report's
+    #: overall actual value (a multi-call session compared call by call).
+    reported_actual: str | None = None

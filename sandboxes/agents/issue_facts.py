@@ -69,6 +69,7 @@ class IssueFacts:
     inline_code: tuple[str, ...] = ()
     title_code: tuple[str, ...] = ()
     expected: str | None = None
+    expected_values: tuple[str, ...] = ()
     expected_verb: str = ""
     expected_exception: str | None = None
     actual: str | None = None
@@ -131,6 +132,8 @@ def parse_issue(text: str) -> IssueFacts:
     final = next((tb for tb in reversed(tracebacks) if tb.exc_type), None)
     if final is not None:
         exc_type, exc_msg = final.exc_type, final.exc_message
+    elif exc_type is None:
+        exc_type, exc_msg = _console_exception(blocks)
     if exc_type and exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt":
         # The user pressed Ctrl-C: the call hung, the interrupt is not the bug.
         exc_type, exc_msg, hang = None, None, True
@@ -150,6 +153,7 @@ def parse_issue(text: str) -> IssueFacts:
         inline_code=tuple(spans),
         title_code=tuple(title_spans),
         expected=claims.expected,
+        expected_values=claims.expected_values,
         expected_verb=claims.expected_verb,
         expected_exception=claims.expected_exception,
         actual=actual,
@@ -197,6 +201,7 @@ def _merge(body: Claims, title: Claims) -> Claims:
     """Body claims win; the title fills gaps (reports often say "f() raises E for `f(x)`" only there)."""
     return Claims(
         expected=body.expected if body.expected is not None else title.expected,
+        expected_values=body.expected_values or title.expected_values,
         expected_verb=body.expected_verb or title.expected_verb,
         expected_exception=body.expected_exception or title.expected_exception,
         actual=body.actual if body.actual is not None else title.actual,
@@ -217,6 +222,28 @@ def _printed_output(blocks: tuple[CodeBlock, ...]) -> str | None:
             if commands and output.strip():
                 return output
     return None
+
+
+_CONSOLE_EXC = re.compile(
+    r"(?:^|:\s)(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning|Fault))"
+    r"(?::\s*(?P<msg>.*?))?\s*$"
+)
+
+
+def _console_exception(blocks: tuple[CodeBlock, ...]) -> tuple[str | None, str | None]:
+    """An exception a command printed without a traceback ("tool: error: KeyError: 'x'"), first one wins.
+
+    Command-line tools often catch the exception and print its type and message on one line; that line
+    names the reported symptom as surely as a traceback would.
+    """
+    for block in blocks:
+        if block.kind != "console":
+            continue
+        for line in console_output(block.code)[1].split("\n"):
+            m = _CONSOLE_EXC.search(line.strip())
+            if m:
+                return m.group("type"), (m.group("msg") or "").strip()
+    return None, None
 
 
 def _repl_actual(sessions: list[ReplSession]) -> str | None:

@@ -35,6 +35,23 @@ NEGATED_OR_HOPED = re.compile(
     re.I,
 )
 
+#: A fenced block's marker alone.
+BLOCK_TOKEN = re.compile(r"\x00B(?P<block>\d+)\x00")
+#: How a sentence ends when it introduces the block after it: a colon, or "is"/"are"/"would be"/"like this".
+LEAD_IN_END = re.compile(
+    r"(?::|\b(?:is|are|be|was|were|becomes?|reads?|looks?\s+like|like\s+(?:this|so)|as\s+follows|following|"
+    r"this|these|gives?|returns?|prints?|outputs?|shows?)\s*[*_]*)\s*\Z",
+    re.I,
+)
+#: A verb right after a quoted call that says what it gives ("`f(x)` returns `3`", "`f(x)` should be `3`").
+SUBJECT_VERB_AFTER = re.compile(
+    r"[ \t]*,?[ \t]*(?:(?:should|would|must|to|will|ought\s+to|needs?\s+to)[ \t]+(?:still[ \t]+)?)?"
+    r"(?:returns?|returning|gives?|giving|prints?|printing|outputs?|yields?|produces?|evaluates?[ \t]+to|equals?|"
+    r"be|is|==|->|→|=>)(?=[\s\x02\x00:])",
+    re.I,
+)
+#: Between two listed values: "`a`, `b` and `c`", "`a`; then `b`", "`a` and `b` respectively".
+LIST_SEPARATOR = re.compile(r"[ \t]*(?:,|;)?[ \t]*(?:\b(?:and|then|or)\b)?[ \t]*(?=\x02)", re.I)
 #: A heading with no colon ("**Actual output**") still labels the fenced block on the next line.
 BLOCK_NEXT = r"(?=[ \t]*\n[ \t]*\x00B)"
 #: "Expected:" / "**Actual output:**" at the start of a line: whatever follows on the line is the value.

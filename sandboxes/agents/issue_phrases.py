@@ -32,6 +32,7 @@ class Claims:
     exception_message: str | None = None
     subject: str | None = None
     hang: bool = False
+    expected_values: tuple[str, ...] = ()
 
 
 def exception_in(text: str) -> tuple[str, str] | None:
@@ -116,16 +117,74 @@ def _skip_filler(prose: str, pos: int) -> int:
     return m.end() if m else pos
 
 
-def _label_value(prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str]) -> tuple[str, str] | None:
-    """The value after a line-start label: a quoted or fenced value, else the rest of the line as text."""
+def _label_value(
+    prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str]
+) -> tuple[str, str, str | None] | None:
+    """(value, where it came from, subject) after a line-start label ("Expected: ...").
+
+    Tried in order: "`call` returns `value`" (the span is the subject, the value follows the verb); a quoted
+    or fenced value; a sentence that leads into the next code block ("... and the output is" + block); the
+    rest of the line as free text.
+    """
+    stated = _subject_then_value(prose, pos, spans, blocks)
+    if stated is not None:
+        return stated
     value = _value_at(prose, pos, spans, blocks)
     if value is not None:
-        return value
+        return (*value, None)
+    lead_in = _block_after_lead_in(prose, pos, blocks)
+    if lead_in is not None:
+        return lead_in, "block", None
     end = prose.find("\n", pos)
     rest = prose[pos : len(prose) if end < 0 else end].strip().strip("*_").strip()
     if not rest or pat.TOKEN.search(rest) or pat.NOT_A_VALUE.search(rest) or len(rest.split()) > 12:
         return None
-    return rest, "label"
+    return rest, "label", None
+
+
+def _subject_then_value(
+    prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str]
+) -> tuple[str, str, str | None] | None:
+    """ "Expected: `f(x)` returns `3`": a label whose first span is a call, then a verb, then the value.
+
+    The general pattern is a label followed by a whole sentence about one call; taking the call itself as
+    the expected value would assert that the result equals its own source text.
+    """
+    start = _skip_filler(prose, pos)
+    tok = pat.TOKEN.match(prose, start)
+    if tok is None or tok.group("span") is None:
+        return None
+    code = spans[int(tok.group("span"))]
+    if not is_expression(code) or value_like(code):
+        return None
+    verb = pat.SUBJECT_VERB_AFTER.match(prose, tok.end())
+    if verb is None:
+        return None
+    value = _value_at(prose, verb.end(), spans, blocks)
+    if value is None:
+        value = (v, "block") if (v := _block_after_lead_in(prose, verb.end(), blocks)) is not None else None
+    if value is None:
+        return None
+    return value[0], value[1], code.strip()
+
+
+def _block_after_lead_in(prose: str, pos: int, blocks: Sequence[str]) -> str | None:
+    """The code block that a label's sentence leads into ("Expected: both run, so the output is" + block).
+
+    Users often finish the "Expected" sentence with a colon or "is"/"would be" and paste the value as the
+    next fenced block. Only the first block after the sentence counts, and only when the sentence ends
+    with such a lead-in (a sentence ending in a full stop is a statement, not an introduction).
+    """
+    tok = pat.BLOCK_TOKEN.search(prose, pos)
+    if tok is None:
+        return None
+    between = prose[pos : tok.start()]
+    if "\n\n\n" in between or pat.BLOCK_TOKEN.search(between) or len(between.split()) > 60:
+        return None
+    words = pat.TOKEN.sub(" ", between).strip().strip("*_").strip()
+    if not words or pat.LEAD_IN_END.search(words):
+        return blocks[int(tok.group("block"))]
+    return None
 
 
 def _subject_before(prose: str, start: int, spans: Sequence[str]) -> str | None:
@@ -155,9 +214,9 @@ def _hoped(prose: str, start: int) -> bool:
 def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Claims:
     """Expected and actual values, exceptions, the observed expression and hangs from tokenized prose."""
     expected = _find_expected(prose, spans, blocks)
-    actual = _find_actual(prose, spans, blocks)
-    exc, exc_subject, expected_exc = _find_exception(prose, spans)
     exp_value, exp_verb, exp_subject = expected if expected else (None, "", None)
+    actual = _find_actual(prose, spans, blocks, exp_subject)
+    exc, exc_subject, expected_exc = _find_exception(prose, spans)
     bare_exception = exp_value is not None and exception_in(exp_value) and not value_like(exp_value)
     if exp_value is not None and (exp_verb in ("raise", "throw") or bare_exception):
         named = exception_in(exp_value)
@@ -167,7 +226,15 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
     if act_value is not None and exception_in(act_value) and not value_like(act_value):
         exc = exc or exception_in(act_value)
         act_value = None
+    if exp_subject and act_subject and _norm_code(act_subject) != _norm_code(exp_subject):
+        # "Expected: `f(3)` returns `7`, as `f(2)` gives `4`": the actual value is about another call.
+        act_value, act_subject = None, None
+    if exc and exc_subject and act_subject and _norm_code(act_subject) != _norm_code(exc_subject):
+        # "`f(2)` raises TypeError ... `f(None)` returns `None`": the call that raises is the reported one;
+        # a value stated of another call is a working contrast, not the symptom.
+        act_value, act_subject = None, None
     return Claims(
+        expected_values=_listed_expected(prose, spans),
         expected=exp_value,
         expected_verb=exp_verb,
         expected_exception=expected_exc,
@@ -179,12 +246,22 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
     )
 
 
+def _norm_code(code: str) -> str:
+    """Code compared by its syntax tree (spacing between tokens ignored, spacing inside strings kept)."""
+    try:
+        return ast.unparse(quiet_parse(code.strip(), mode="eval"))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return " ".join(code.split())
+
+
 def _find_expected(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> tuple[str, str, str | None] | None:
     found: list[tuple[int, int, str, str, str | None]] = []
     for m in pat.EXPECTED_LABEL.finditer(prose):
-        value = _label_value(prose, m.end(), spans, blocks)
-        if value is not None:
-            found.append((0 if value[1] in ("inline", "block") else 1, m.start(), value[0], "", None))
+        labelled = _label_value(prose, m.end(), spans, blocks)
+        if labelled is not None:
+            # A line-start "Expected:" with a quoted or fenced value is the user's own statement of it: it
+            # outranks any phrase elsewhere ("`x` is `False`" in the description of the bug).
+            found.append((-1 if labelled[1] in ("inline", "block") else 1, m.start(), labelled[0], "", labelled[2]))
     for trigger in pat.EXPECTED_TRIGGERS:
         for m in trigger.finditer(prose):
             pos, verb, subject = m.end(), (m.groupdict().get("verb") or "").lower(), None
@@ -208,6 +285,39 @@ def _find_expected(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> t
     return best[2], best[3], best[4]
 
 
+def _listed_expected(prose: str, spans: Sequence[str]) -> tuple[str, ...]:
+    """Several quoted values listed after one "Expected:" label ("Expected: `1` and `2`"), in order.
+
+    Users who show several calls often answer them with one list of expected values; they pair with the
+    calls in order (see brt_code.aligned_repl), so each call is compared with its own expected value.
+    """
+    for m in pat.EXPECTED_LABEL.finditer(prose):
+        pos = _skip_filler(prose, m.end())
+        values: list[str] = []
+        while (tok := pat.TOKEN.match(prose, pos)) is not None and tok.group("span") is not None:
+            values.append(spans[int(tok.group("span"))])
+            sep = pat.LIST_SEPARATOR.match(prose, tok.end())
+            if sep is None:
+                break
+            pos = sep.end()
+        if len(values) > 1:
+            return tuple(values)
+    return ()
+
+
+def _expected_label_lines(prose: str, spans: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of "Expected: `call` returns" up to its verb: that verb is not what happened."""
+    out: list[tuple[int, int]] = []
+    for m in pat.EXPECTED_LABEL.finditer(prose):
+        tok = pat.TOKEN.match(prose, _skip_filler(prose, m.end()))
+        if tok is None or tok.group("span") is None or not is_expression(spans[int(tok.group("span"))]):
+            continue
+        verb = pat.SUBJECT_VERB_AFTER.match(prose, tok.end())
+        if verb is not None:
+            out.append((m.start(), verb.end()))
+    return out
+
+
 def _verb_stem(verb: str) -> str:
     for stem in _VERB_STEMS:
         if verb.startswith(stem):
@@ -217,16 +327,23 @@ def _verb_stem(verb: str) -> str:
     return verb.split()[0] if verb else ""
 
 
-def _find_actual(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> tuple[str, str | None] | None:
+def _find_actual(
+    prose: str, spans: Sequence[str], blocks: Sequence[str], about: str | None = None
+) -> tuple[str, str | None] | None:
+    """The reported value, preferring one stated of the call `about` (the expected claim's subject)."""
     found: list[tuple[int, int, str, str | None]] = []
+    expected_lines = _expected_label_lines(prose, spans)
     for m in pat.ACTUAL_LABEL.finditer(prose):
-        value = _label_value(prose, m.end(), spans, blocks)
-        if value is not None:
-            found.append((0 if value[1] in ("inline", "block") else 1, m.start(), value[0], None))
+        labelled = _label_value(prose, m.end(), spans, blocks)
+        if labelled is not None:
+            found.append((-1 if labelled[1] in ("inline", "block") else 1, m.start(), labelled[0], labelled[2]))
     for trigger in pat.ACTUAL_TRIGGERS:
         for m in trigger.finditer(prose):
             before = prose[max(0, m.start() - 60) : m.start()]
             if _hoped(prose, m.start()) or _NOT_ACTUAL_BEFORE.search(before):
+                continue
+            if any(a <= m.start() < b for a, b in expected_lines):
+                # "Expected: `f(x)` returns `3`": a verb inside the expected statement is not what happened.
                 continue
             value = _value_at(prose, m.end(), spans, blocks)
             if value is None:
@@ -235,7 +352,8 @@ def _find_actual(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> tup
             found.append((0 if value[1] != "plain" else 1, m.start(), value[0], subject))
     if not found:
         return None
-    best = min(found, key=lambda f: (f[0], f[1]))
+    key = _norm_code(about) if about else None
+    best = min(found, key=lambda f: (key is not None and (f[3] is None or _norm_code(f[3]) != key), f[0], f[1]))
     return best[2], best[3]
 
 
