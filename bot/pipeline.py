@@ -69,6 +69,8 @@ class JobRequest:
     test_command: str | None = None
     #: The policy's `environment.allow_direct_references`: URL/path/VCS requirements built in the sandbox.
     allow_direct_references: bool = False
+    #: Requirements installed in the environment beyond what the repo declares (a benchmark case's `deps`).
+    extra_deps: tuple[str, ...] = ()
 
     def needs_model(self, llm_configured: bool) -> bool:
         """True when some stage of this job calls the model."""
@@ -267,6 +269,7 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
             sandbox=request.sandbox,
             rootfs=ctx.settings.rootfs,
             allow_direct_references=request.allow_direct_references,
+            extra_deps=request.extra_deps,
         )
     finally:
         if ctx.ledger is None and ledger.calls:
