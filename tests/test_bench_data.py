@@ -1,0 +1,188 @@
+"""`make bench-data`: QuixBugs cases rebuilt from a repo laid out like QuixBugs (tiny programs of our own here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from bot.evaluate import load_cases
+from tests.conftest import REPO_ROOT, make_git_repo
+
+
+def _builder() -> ModuleType:
+    """bench/data/build_quixbugs.py, a script outside the packages, loaded by path."""
+    spec = importlib.util.spec_from_file_location("build_quixbugs", REPO_ROOT / "bench" / "data" / "build_quixbugs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+B = _builder()
+
+# Buggy and correct programs in QuixBugs' layout. The correct `scale` differs by a comment too and carries an
+# alternative solution under another name, which the minimal fix leaves out.
+_SCALE = "def scale(xs, k):\n    return [x * k for x in xs[1:]]\n\n\n'''\nMultiply every item by k.\n'''\n"
+_SCALE_OK = (
+    "def scale(xs, k):\n    # every item, the first one too\n    return [x * k for x in xs]\n\n\n"
+    "def scale_alt(xs, k):\n    return list(map(lambda x: x * k, xs))\n"
+)
+_COUNTDOWN = (
+    "def countdown(n):\n    out = []\n    while n != 0:\n        out.append(n)\n        n -= 2\n    return out\n"
+)
+_COUNTDOWN_OK = _COUNTDOWN.replace("while n != 0:", "while n > 0:")
+_LAST = "def last_item(xs):\n    return xs[len(xs)]\n"
+_LAST_OK = "def last_item(xs):\n    return xs[len(xs) - 1]\n"
+_TOTALS = "def running_total(xs):\n    total = 0\n    for x in xs:\n        yield total\n        total += x\n"
+_TOTALS_OK = "def running_total(xs):\n    total = 0\n    for x in xs:\n        total += x\n        yield total\n"
+_NODE = "class Node:\n    def __init__(self, value=None, successor=None):\n        self.value = value\n"
+_CHAIN = "from node import Node\n\n\ndef chain(n):\n    return Node(n)\n"
+
+
+def _quixbugs_like(path: Path) -> Path:
+    def cases(*rows: object) -> str:
+        return "".join(json.dumps(row) + "\n" for row in rows)
+
+    files = {
+        "LICENSE": "MIT License (test fixture)\n",
+        "python_programs/scale.py": _SCALE,
+        "correct_python_programs/scale.py": _SCALE_OK,
+        "json_testcases/scale.json": cases([[[], 3], []], [[[1, 2], 3], [3, 6]], [[[5], 2], [10]]),
+        "python_programs/countdown.py": _COUNTDOWN,
+        "correct_python_programs/countdown.py": _COUNTDOWN_OK,
+        "json_testcases/countdown.json": cases([[4], [4, 2]], [[3], [3, 1]]),
+        "python_programs/last_item.py": _LAST,
+        "correct_python_programs/last_item.py": _LAST_OK,
+        "json_testcases/last_item.json": cases([[[1, 2, 3]], 3], [[[7]], 7]),
+        "python_programs/running_total.py": _TOTALS,
+        "correct_python_programs/running_total.py": _TOTALS_OK,
+        "json_testcases/running_total.json": cases([[[]], []], [[[1, 2]], [1, 3]]),
+        # A graph program: pytest-function tests only, no JSON cases.
+        "python_programs/node.py": _NODE,
+        "python_programs/chain.py": _CHAIN,
+        "correct_python_programs/chain.py": _CHAIN,
+        "python_testcases/test_chain.py": "def test_chain():\n    pass\n",
+    }
+    return make_git_repo(path, files)
+
+
+def test_minimal_fix_takes_only_the_functions_code() -> None:
+    fixed = B.minimal_fix(_SCALE, _SCALE_OK)
+    # The buggy file's docstring stays; the comment-only line and the alternative solution stay out.
+    assert fixed == _SCALE.replace("xs[1:]", "xs")
+    diff = B.unified_diff("scale.py", _SCALE, fixed)
+    assert diff.startswith("diff --git a/scale.py b/scale.py\n--- a/scale.py\n+++ b/scale.py\n")
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("---", "+++"))] == [
+        "-    return [x * k for x in xs[1:]]",
+        "+    return [x * k for x in xs]",
+    ]
+
+
+def test_json_cases_and_their_split() -> None:
+    inputs = B.parse_json_cases("[[1, 2], 3]\n\n[[[4]], [4]]\n")
+    assert [(c.case_id, c.args, c.expected) for c in inputs] == [("case0", [1, 2], 3), ("case1", [[4]], [4])]
+    ok, wrong, hang = B.Outcome("ok", "3", True), B.Outcome("ok", "5", False), B.Outcome("hang")
+    third = B.JsonCase("case2", [0], 0)
+    brt, regression = B.split_inputs([*inputs, third], [ok, wrong, hang], [ok, ok, wrong])
+    # Passes on both: regression; fails on buggy only: BRT; fails on the fixed code too: dropped.
+    assert [c.case_id for c in regression] == ["case0"] and [(c.case_id, o) for c, o in brt] == [("case1", wrong)]
+
+
+@pytest.mark.parametrize("style", B.STYLES)
+def test_issue_says_what_the_buggy_code_did_and_what_the_test_expects(style: str) -> None:
+    case = B.JsonCase("case1", [[1, 2], 3], [3, 6])
+    wrong = B.Outcome("ok", "[6]", False)
+    text = B.render_issue("scale", case, wrong, style, "[6]")
+    assert text.startswith("# ") and "scale([1, 2], 3)" in text and "[3, 6]" in text and "[6]" in text
+    raised = B.Outcome("exception", exc_type="IndexError", message="list index out of range")
+    trace = 'Traceback (most recent call last):\n  File "repro.py", line 2, in <module>\nIndexError: list index'
+    text = B.render_issue("last_item", B.JsonCase("case0", [[7]], 7), raised, style, trace)
+    assert "IndexError" in text and "last_item([7])" in text and "`7`" in text
+    hung = B.render_issue("countdown", B.JsonCase("case1", [3], [3, 1]), B.Outcome("hang"), style, "")
+    assert "countdown(3)" in hung and "[3, 1]" in hung
+    assert any(w in hung for w in ("never returns", "hangs", "Ctrl-C", "KeyboardInterrupt"))
+
+
+def _build(tmp_path: Path, split: str = "all") -> tuple[Path, str, Path]:
+    upstream = _quixbugs_like(tmp_path / "upstream")
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=upstream, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # A later commit must not leak in: the builder checks out the pinned one.
+    (upstream / "python_programs" / "scale.py").write_text(_SCALE_OK)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@l", "commit", "-qam", "later"], cwd=upstream)
+    out = tmp_path / "bench"
+    env = {**os.environ, "QUIXBUGS_URL": str(upstream), "QUIXBUGS_REF": commit}
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "data" / "build_quixbugs.py"), "--out", str(out), "--split", split],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout, upstream
+
+
+def _pytest(repo: Path, *args: str) -> int:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=repo, capture_output=True
+    ).returncode
+
+
+# Builds four cases, running every input on both versions (a hanging one takes its 5 s budget twice).
+@pytest.mark.timeout(300)
+def test_builder_writes_cases_the_eval_loads_and_the_oracle_checks_hold(tmp_path: Path) -> None:
+    out, printed, upstream = _build(tmp_path)
+    assert "skipped chain: no JSON test cases" in printed
+    cases = {c.name: c for c in load_cases(out)}
+    assert set(cases) == {"countdown", "last_item", "running_total", "scale"}
+    assert (out / "LICENSE").read_text().startswith("MIT")
+    scale = cases["scale"]
+    meta = tomllib.loads((scale.root / "case.toml").read_text())
+    assert meta["failing_cases"] == 2 and meta["regression_cases"] == 1 and meta["symptom"] == "wrong_value"
+    assert meta["source"]["repo"] == str(upstream) and meta["issue_case"] == "test_scale[case1]"
+    assert (scale.repo / "scale.py").read_text() == _SCALE  # the pinned commit, not the later one
+    assert tomllib.loads((out / "countdown" / "case.toml").read_text())["symptom"] == "hang"
+    last = tomllib.loads((out / "last_item" / "case.toml").read_text())
+    assert last["symptom"] == "exception" and last["regression_cases"] == 0
+    assert not (out / "last_item" / "repo" / "tests").exists()
+    # The issue shows what the buggy code did; no line of the fix appears in it.
+    for case in cases.values():
+        fix_lines = [
+            line[1:].strip()
+            for line in (case.oracle / "fix.diff").read_text().splitlines()
+            if line.startswith("+") and not line.startswith("+++")
+        ]
+        assert fix_lines and not any(line in case.issue_text for line in fix_lines), case.name
+    assert "`[6]`" in scale.issue_text or "[6]\n" in scale.issue_text
+    # The bench README's three checks: regression tests pass, the oracle BRT fails, and passes with the fix.
+    for case in cases.values():
+        work = tmp_path / "check" / case.name
+        shutil.copytree(case.repo, work)
+        if (work / "tests").is_dir():
+            assert _pytest(work) == 0, case.name
+        (work / "tests").mkdir(exist_ok=True)
+        shutil.copyfile(case.oracle / "test_brt.py", work / "tests" / "test_brt.py")
+        assert _pytest(work, "tests/test_brt.py") == 1, case.name
+        subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+        subprocess.run(["git", "apply", str(case.oracle / "fix.diff")], cwd=work, check=True)
+        assert _pytest(work) == 0, case.name
+
+
+@pytest.mark.timeout(300)
+def test_builder_builds_one_half(tmp_path: Path) -> None:
+    out, _, _ = _build(tmp_path, split="held-out")
+    # Sorted: chain (skipped), countdown, last_item, running_total, scale: odd positions are held out.
+    assert {c.name for c in load_cases(out)} == {"countdown", "running_total"}
+    assert all(tomllib.loads((c.root / "case.toml").read_text())["split"] == "held-out" for c in load_cases(out))
