@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -14,7 +15,8 @@ from types import ModuleType
 
 import pytest
 
-from bot.evaluate import load_cases
+from bot.config import Settings
+from bot.evaluate import load_cases, run_eval
 from tests.conftest import REPO_ROOT, make_git_repo
 
 
@@ -186,3 +188,23 @@ def test_builder_builds_one_half(tmp_path: Path) -> None:
     # Sorted: chain (skipped), countdown, last_item, running_total, scale: odd positions are held out.
     assert {c.name for c in load_cases(out)} == {"countdown", "running_total"}
     assert all(tomllib.loads((c.root / "case.toml").read_text())["split"] == "held-out" for c in load_cases(out))
+
+
+@pytest.mark.slow
+# Building the cases, then a whole eval of two of them (environments, one trajectory each, oracle scoring).
+@pytest.mark.timeout(900)
+def test_eval_runs_built_cases_with_the_classic_agent(tmp_path: Path, settings: Settings) -> None:
+    out, _, _ = _build(tmp_path)
+    doc = asyncio.run(
+        run_eval(out, settings, trajectories=1, ks=[1], out=tmp_path / "eval", only={"scale", "running_total"})
+    )
+    cases = {c["name"]: c for c in doc["cases"]}
+    assert set(cases) == {"scale", "running_total"}
+    for name, case in cases.items():
+        # The report reproduces and the baseline ran the case's regression tests: the case is well formed.
+        assert case["status"] not in ("error", "abstained"), (name, case["reasons"])
+        assert case["baseline"].get("passed", 0) >= 1, (name, case["baseline"])
+        assert case["trajectories"], name
+    # The oracle scored what was generated: a patch for `scale` (a dropped first item) is judged by its BRT.
+    scored = [t for c in cases.values() for t in c["trajectories"] if "plausible_fix" in t]
+    assert scored and any(t["plausible_fix"] for t in scored)

@@ -222,7 +222,7 @@ def render_issue(name: str, case: JsonCase, outcome: Outcome, style: str, script
     else:
         title, actual = f"Wrong result from {name}() for `{call}`", f"`{outcome.repr}`"
     if style == "repl":
-        shown = outcome.repr if outcome.kind == "ok" else script_output.strip()
+        shown = outcome.repr if outcome.kind == "ok" else as_typed_in_repl(script_output)
         if outcome.kind == "hang":
             shown = "^CTraceback (most recent call last):\n  ...\nKeyboardInterrupt"
         return f"# {title}\n\n```\n>>> {imports}\n>>> {call}\n{shown}\n```\n\nI expected `{expected}` here.\n"
@@ -243,6 +243,23 @@ def render_issue(name: str, case: JsonCase, outcome: Outcome, style: str, script
         f"# {title}\n\nI'm using `{name}` from `{name}.py`. Minimal example:\n```python\n{imports}\nprint({call})\n```"
         f"\n\nExpected: `{expected}`\nActual: {actual}\n"
     )
+
+
+def as_typed_in_repl(output: str) -> str:
+    """A script's traceback as the interactive interpreter prints it: the script's frame is `<stdin>`."""
+    lines = output.strip().splitlines()
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        if line.strip().startswith('File "repro.py"'):
+            out.append('  File "<stdin>", line 1, in <module>')
+            skipping = True
+            continue
+        if skipping and line.startswith("    "):
+            continue  # the script's source line and its carets: the session above shows the call
+        skipping = False
+        out.append(line)
+    return "\n".join(out)
 
 
 def trim_output(text: str, folder: Path, head: int = 8, tail: int = 12) -> str:
