@@ -47,7 +47,50 @@ _LAST = "def last_item(xs):\n    return xs[len(xs)]\n"
 _LAST_OK = "def last_item(xs):\n    return xs[len(xs) - 1]\n"
 _TOTALS = "def running_total(xs):\n    total = 0\n    for x in xs:\n        yield total\n        total += x\n"
 _TOTALS_OK = "def running_total(xs):\n    total = 0\n    for x in xs:\n        total += x\n        yield total\n"
-_NODE = "class Node:\n    def __init__(self, value=None, successor=None):\n        self.value = value\n"
+_NODE = (
+    "class Node:\n    def __init__(self, value=None, successor=None):\n"
+    "        self.value = value\n        self.successor = successor\n"
+)
+_LENGTH = (
+    "def list_length(node):\n    count = 0\n    while node.successor is not None:\n        count += 1\n"
+    "        node = node.successor\n    return count\n"
+)
+_LENGTH_OK = (
+    "def list_length(node):\n    count = 0\n    while node is not None:\n        count += 1\n"
+    "        node = node.successor\n    return count\n"
+)
+# Upstream's graph tests: pytest functions sharing module-level nodes, which one test changes.
+_LENGTH_TESTS = """\
+import pytest
+from node import Node
+
+if pytest.use_correct:
+    from correct_python_programs.list_length import list_length
+else:
+    from python_programs.list_length import list_length
+
+tail = Node(3)
+middle = Node(2, tail)
+
+
+def test1():
+    \"\"\"Case 1: one node
+    Output: 1
+    \"\"\"
+    assert list_length(Node(1)) == 1
+
+
+def test2():
+    \"\"\"Case 2: three nodes\"\"\"
+    head = Node(1, middle)
+    assert list_length(head) == len([1, 2, 3])
+
+
+def test3():
+    \"\"\"Case 3: the middle node after its successor is cut\"\"\"
+    middle.successor = None
+    assert list_length(middle) <= 1
+"""
 _CHAIN = "from node import Node\n\n\ndef chain(n):\n    return Node(n)\n"
 
 
@@ -71,9 +114,12 @@ def _quixbugs_like(path: Path) -> Path:
         "json_testcases/running_total.json": cases([[[]], []], [[[1, 2]], [1, 3]]),
         # A graph program: pytest-function tests only, no JSON cases.
         "python_programs/node.py": _NODE,
+        "python_programs/list_length.py": _LENGTH,
+        "correct_python_programs/list_length.py": _LENGTH_OK,
+        "python_testcases/test_list_length.py": _LENGTH_TESTS,
+        # No tests at all: skipped.
         "python_programs/chain.py": _CHAIN,
         "correct_python_programs/chain.py": _CHAIN,
-        "python_testcases/test_chain.py": "def test_chain():\n    pass\n",
     }
     return make_git_repo(path, files)
 
@@ -146,9 +192,16 @@ def _pytest(repo: Path, *args: str) -> int:
 @pytest.mark.timeout(300)
 def test_builder_writes_cases_the_eval_loads_and_the_oracle_checks_hold(tmp_path: Path) -> None:
     out, printed, upstream = _build(tmp_path)
-    assert "skipped chain: no JSON test cases" in printed
+    assert "skipped chain: no test cases" in printed
     cases = {c.name: c for c in load_cases(out)}
-    assert set(cases) == {"countdown", "last_item", "running_total", "scale"}
+    assert set(cases) == {"countdown", "last_item", "list_length", "running_total", "scale"}
+    # The graph program: each upstream function became a self-contained test with the shared nodes inlined.
+    length = tomllib.loads((out / "list_length" / "case.toml").read_text())
+    assert length["failing_cases"] == 2 and length["regression_cases"] == 1
+    assert length["issue_case"] == "test_case1_one_node" and length["symptom"] == "wrong_value"
+    issue = cases["list_length"].issue_text
+    assert "print(list_length(Node(1)))" in issue and "middle = Node(2, tail)" in issue
+    assert "It should print `1`" in issue and "$ python repro.py\n0\n" in issue
     assert (out / "LICENSE").read_text().startswith("MIT")
     scale = cases["scale"]
     meta = tomllib.loads((scale.root / "case.toml").read_text())
@@ -185,8 +238,8 @@ def test_builder_writes_cases_the_eval_loads_and_the_oracle_checks_hold(tmp_path
 @pytest.mark.timeout(300)
 def test_builder_builds_one_half(tmp_path: Path) -> None:
     out, _, _ = _build(tmp_path, split="held-out")
-    # Sorted: chain (skipped), countdown, last_item, running_total, scale: odd positions are held out.
-    assert {c.name for c in load_cases(out)} == {"countdown", "running_total"}
+    # Sorted: chain (skipped), countdown, last_item, list_length, running_total, scale: odd positions are held out.
+    assert {c.name for c in load_cases(out)} == {"countdown", "list_length", "scale"}
     assert all(tomllib.loads((c.root / "case.toml").read_text())["split"] == "held-out" for c in load_cases(out))
 
 

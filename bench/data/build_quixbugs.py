@@ -11,7 +11,7 @@ and rendering case.toml, issue.md and the test files.
 The issue text is derived from the first BRT case only: the call, what the *buggy* program did with it (the
 wrong value, the exception with its traceback, or the hang), and the expected value the test asserts. It never
 reads the correct program. Programs without JSON test cases (the graph programs, whose upstream tests are pytest
-functions sharing module state) are listed as skipped.
+functions) get one self-contained test per upstream function, the module's shared setup copied into each.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,8 @@ class Program:
     correct: str
     inputs: list[JsonCase]
     helpers: dict[str, str] = field(default_factory=dict)
+    #: The upstream pytest module, for a program without JSON test cases (then `inputs` is empty).
+    test_source: str = ""
 
 
 @dataclass
@@ -110,8 +113,8 @@ class BuiltCase:
 
 #: (program folder, program name, test input) -> Outcome.
 Runner = Callable[[Path, str, JsonCase], Outcome]
-#: (program folder, script text) -> what `python repro.py` printed (stdout + stderr) and whether it hung.
-ScriptRunner = Callable[[Path, str], tuple[str, bool]]
+#: (program folder, script text) -> what `python repro.py` printed (stdout + stderr), whether it hung, exit code.
+ScriptRunner = Callable[[Path, str], tuple[str, bool, int]]
 
 
 def parse_json_cases(text: str) -> list[JsonCase]:
@@ -302,26 +305,42 @@ def build_case(
     name = program.name
     generator = any(o.generator for o in [*buggy, *fixed])
     first, first_outcome = brt[0]
-    fixed_text = minimal_fix(program.buggy, program.correct)
+    files = _common_files(program)
+    files["oracle/test_brt.py"] = render_tests(name, [c for c, _ in brt], generator, "Bug reproduction tests").replace(
+        f"tests for {name}.", f"tests for {name} (oracle; copy into tests/)."
+    )
+    files["issue.md"] = render_issue(name, first, first_outcome, style, script_output)
+    if regression:
+        files[f"repo/tests/test_{name}.py"] = render_tests(name, regression, generator, "Regression tests")
+    meta = _meta(
+        name, split, [o for _, o in brt], len(regression), first_outcome, style, f"test_{name}[{first.case_id}]"
+    )
+    tests = [f"json_testcases/{name}.json"]
+    return BuiltCase(name, {**files, "case.toml": _case_toml(meta, _source(name, url, ref, tests))})
+
+
+def _common_files(program: Program) -> dict[str, str]:
+    """The buggy program, its helpers, the project file and the oracle fix."""
+    name = program.name
     files = {
         f"repo/{name}.py": program.buggy,
         "repo/pyproject.toml": (
             f'[project]\nname = "{name.replace("_", "-")}"\nversion = "0.1.0"\nrequires-python = ">=3.8"\n\n'
             '[tool.pytest.ini_options]\npythonpath = ["."]\ntestpaths = ["tests"]\n'
         ),
-        "oracle/fix.diff": unified_diff(f"{name}.py", program.buggy, fixed_text),
-        "oracle/test_brt.py": render_tests(name, [c for c, _ in brt], generator, "Bug reproduction tests").replace(
-            f"tests for {name}.", f"tests for {name} (oracle; copy into tests/)."
-        ),
-        "issue.md": render_issue(name, first, first_outcome, style, script_output),
+        "oracle/fix.diff": unified_diff(f"{name}.py", program.buggy, minimal_fix(program.buggy, program.correct)),
     }
     files.update({f"repo/{helper}.py": text for helper, text in program.helpers.items()})
-    if regression:
-        files[f"repo/tests/test_{name}.py"] = render_tests(name, regression, generator, "Regression tests")
+    return files
+
+
+def _meta(
+    name: str, split: str, brt: list[Outcome], regression: int, first: Outcome, style: str, issue_case: str
+) -> dict[str, Any]:
     symptoms: dict[str, int] = {}
-    for _, outcome in brt:
+    for outcome in brt:
         symptoms[outcome.symptom] = symptoms.get(outcome.symptom, 0) + 1
-    meta: dict[str, Any] = {
+    return {
         "id": f"quixbugs/{name}",
         "suite": "quixbugs",
         "language": "python",
@@ -330,31 +349,233 @@ def build_case(
         "deps": ["pytest", "pytest-timeout"],
         "brt_path": "tests/test_brt.py",
         "failing_cases": len(brt),
-        "regression_cases": len(regression),
+        "regression_cases": regression,
         "regression_origin": "quixbugs" if regression else "none",
-        "symptom": first_outcome.symptom,
+        "symptom": first.symptom,
         "failing_symptoms": symptoms,
         "issue_style": style,
-        "issue_case": f"test_{name}[{first.case_id}]",
+        "issue_case": issue_case,
     }
-    source = {
+
+
+def _source(name: str, url: str, ref: str, tests: list[str]) -> dict[str, Any]:
+    return {
         "repo": url,
         "commit": ref,
         "path": f"python_programs/{name}.py",
         "fixed_path": f"correct_python_programs/{name}.py",
-        "tests": [f"json_testcases/{name}.json"],
+        "tests": tests,
         "license": "MIT",
     }
+
+
+def _case_toml(meta: dict[str, Any], source: dict[str, Any]) -> str:
     body = "".join(f"{k} = {toml_value(v)}\n" for k, v in meta.items())
-    body += "\n[source]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in source.items())
-    files["case.toml"] = body
-    return BuiltCase(name, files)
+    return body + "\n[source]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in source.items())
+
+
+@dataclass(frozen=True)
+class FunctionCase:
+    """One upstream pytest function made self-contained: the module's setup statements, then its body."""
+
+    case_id: str
+    name: str
+    docstring: str
+    setup: str
+    body: str
+
+
+def _slug(text: str) -> str:
+    """`Case 1: One path` -> `case1_one_path` (the shared bench's test names)."""
+    words = "".join(c if c.isalnum() else " " for c in text.lower()).split()
+    if len(words) >= 2 and words[0] == "case" and words[1].isdigit():
+        words = [f"case{words[1]}", *words[2:]]
+    return "_".join(words)
+
+
+def function_cases(test_source: str) -> tuple[list[str], list[FunctionCase]]:
+    """The imports an upstream pytest module keeps, and each `test*` function with the module's setup inlined.
+
+    The `if pytest.use_correct:` block that picks the buggy or the correct program is dropped (the case imports
+    the program itself); other module-level statements (shared fixtures such as linked nodes) are copied into
+    every test, so each test runs alone and no test sees another's changes to them.
+    """
+    tree = ast.parse(test_source)
+    imports, setup, cases = [], [], []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if not (isinstance(node, ast.Import) and [a.name for a in node.names] == ["pytest"]):
+                imports.append(ast.get_source_segment(test_source, node) or "")
+        elif isinstance(node, ast.If) and "use_correct" in ast.unparse(node.test):
+            continue
+        elif isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            doc = ast.get_docstring(node) or ""
+            body = node.body[1:] if doc else node.body
+            title = doc.splitlines()[0] if doc else node.name
+            case_id = f"test_{_slug(title)}" if doc else node.name
+            lines = test_source.splitlines()
+            text = "\n".join(lines[body[0].lineno - 1 : body[-1].end_lineno]) if body else "pass"
+            cases.append(FunctionCase(case_id, node.name, doc, "", textwrap.dedent(text)))
+        else:
+            setup.append(ast.get_source_segment(test_source, node) or "")
+    shared = "\n".join(setup)
+    return imports, [FunctionCase(c.case_id, c.name, c.docstring, shared, c.body) for c in cases]
+
+
+def render_function_tests(program: str, imports: list[str], cases: list[FunctionCase], purpose: str) -> str:
+    """A pytest module of self-contained tests (the shared bench's layout for the graph programs)."""
+    parts = [f'"""{purpose} for {program}."""\nimport pytest\n\n' + "\n".join(imports)]
+    for case in cases:
+        doc = f'    """{case.docstring}\n    """\n\n' if case.docstring else ""
+        code = "\n".join(x for x in (case.setup, case.body) if x)
+        parts.append(
+            f"@pytest.mark.timeout({int(CASE_TIMEOUT)})\ndef {case.case_id}():\n{doc}"
+            + textwrap.indent(code, "    ")
+            + "\n"
+        )
+    return "\n\n\n".join(parts)
+
+
+def function_script(imports: list[str], case: FunctionCase) -> tuple[str, str, str] | None:
+    """(script, expected, how) for a function case whose last statement asserts on one value, else None.
+
+    The script is the test's code with its final `assert` turned into a `print` of the value it checks;
+    `expected` is what the assertion wants: the right side of `==` (`how` = "value", its source or, when not a
+    literal, a Python expression whose repr the caller evaluates), or `True`/`False` for `assert x`/`assert not x`.
+    """
+    tree = ast.parse(case.body)
+    if not tree.body or not isinstance(tree.body[-1], ast.Assert):
+        return None
+    test = tree.body[-1].test
+    head = "\n".join(ast.get_source_segment(case.body, n) or "" for n in tree.body[:-1])
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        shown, expected = ast.unparse(test.left), ast.unparse(test.comparators[0])
+        try:
+            expected, how = repr(ast.literal_eval(test.comparators[0])), "value"
+        except ValueError:
+            how = "expression"
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        shown, expected, how = ast.unparse(test.operand), "False", "value"
+    else:
+        shown, expected, how = ast.unparse(test), "True", "value"
+    script = "\n".join(x for x in ("\n".join(imports), case.setup, head, f"print({shown})") if x) + "\n"
+    return script, expected, how
 
 
 def program_names(checkout: Path) -> list[str]:
     """Every QuixBugs program, sorted (helpers and the old `*_test.py` scripts left out): the split's order."""
     names = (p.stem for p in (checkout / "python_programs").glob("*.py"))
     return sorted(n for n in names if n not in HELPERS and not n.endswith("_test"))
+
+
+def _outcome_of(output: str, hung: bool, code: int) -> Outcome:
+    """How a self-contained test ended: passed (exit 0), assertion (wrong value), another exception, or hang."""
+    if hung:
+        return Outcome("hang")
+    if code == 0:
+        return Outcome("ok", equal=True)
+    last = output.strip().splitlines()[-1] if output.strip() else "Crash"
+    exc_type, _, message = last.partition(":")
+    if exc_type == "AssertionError":
+        return Outcome("ok", equal=False)
+    return Outcome("exception", exc_type=exc_type.strip().rsplit(".", 1)[-1], message=message.strip()[:300])
+
+
+def _folder(workdir: Path, version: str, program: Program, text: str) -> Path:
+    folder = workdir / version / program.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{program.name}.py").write_text(text)
+    for helper, helper_text in program.helpers.items():
+        (folder / f"{helper}.py").write_text(helper_text)
+    return folder
+
+
+def build_function_case(
+    program: Program, *, style: str, split: str, url: str, ref: str, script: ScriptRunner, workdir: Path
+) -> BuiltCase | None:
+    """A case from a program whose upstream tests are pytest functions (each made self-contained and rerun)."""
+    name = program.name
+    imports, functions = function_cases(program.test_source)
+    imports = [*imports, f"from {name} import {name}"]
+    folders = {
+        "buggy": _folder(workdir, "buggy", program, program.buggy),
+        "fixed": _folder(workdir, "fixed", program, minimal_fix(program.buggy, program.correct)),
+    }
+    brt: list[tuple[FunctionCase, Outcome]] = []
+    regression: list[FunctionCase] = []
+    for case in functions:
+        code = "\n".join(x for x in ("\n".join(imports), case.setup, case.body) if x) + "\n"
+        on_buggy = _outcome_of(*script(folders["buggy"], code))
+        on_fixed = _outcome_of(*script(folders["fixed"], code))
+        if not on_fixed.passed:
+            continue
+        if on_buggy.passed:
+            regression.append(case)
+        else:
+            brt.append((case, on_buggy))
+    issue = None
+    for case, outcome in brt:
+        issue = _function_issue(name, imports, case, outcome, style, script, folders["buggy"])
+        if issue is not None:
+            first, first_outcome = case, outcome
+            break
+    if issue is None:
+        return None
+    files = _common_files(program)
+    files["oracle/test_brt.py"] = render_function_tests(
+        name, imports, [c for c, _ in brt], "Bug reproduction tests"
+    ).replace(f"tests for {name}.", f"tests for {name} (oracle; copy into tests/).")
+    files["issue.md"] = issue
+    if regression:
+        files[f"repo/tests/test_{name}.py"] = render_function_tests(name, imports, regression, "Regression tests")
+    tests = [f"python_testcases/test_{name}.py"]
+    # A multi-statement example reads as a script: the REPL and prose styles become pasted output and a snippet.
+    used = "traceback" if style in ("repl", "traceback") else "snippet"
+    meta = _meta(name, split, [o for _, o in brt], len(regression), first_outcome, used, first.case_id)
+    return BuiltCase(name, {**files, "case.toml": _case_toml(meta, _source(name, url, ref, tests))})
+
+
+def _function_issue(
+    name: str,
+    imports: list[str],
+    case: FunctionCase,
+    outcome: Outcome,
+    style: str,
+    script: ScriptRunner,
+    folder: Path,
+) -> str | None:
+    """The report for a function case: its code ending in a print, what that printed on the buggy code."""
+    made = function_script(imports, case)
+    if made is None:
+        return None
+    text, expected, how = made
+    if how == "expression":
+        probe = text.rsplit("print(", 1)[0] + f"print(repr({expected}))\n"
+        printed, hung, code = script(folder, probe)
+        if not hung and code == 0 and printed.strip():
+            expected = printed.strip().splitlines()[-1]
+    output, hung, _ = script(folder, text)
+    output = trim_output(output, folder)
+    about = case.docstring.splitlines()[0].split(":", 1)[-1].strip().lower() if case.docstring else case.name
+    if outcome.kind == "hang":
+        title, actual, ran = f"{name} never returns ({about})", "it never returns", "(no output; it hangs)"
+    elif outcome.kind == "exception":
+        title, actual, ran = (
+            f"{name} crashes with {outcome.exc_type} ({about})",
+            f"it raises `{outcome.exc_type}`",
+            output,
+        )
+    else:
+        title, actual, ran = f"{name} gives an incorrect answer ({about})", f"`{output.strip()}`", output
+    if style in ("repl", "traceback"):
+        return (
+            f"# {title}\n\nI saved this as `repro.py` and ran it:\n```python\n{text}```\n"
+            f"```\n$ python repro.py\n{ran.strip()}\n```\n\nIt should print `{expected}`.\n"
+        )
+    return (
+        f"# {title}\n\nI'm using `{name}` from `{name}.py`. Minimal example:\n```python\n{text}```\n\n"
+        f"Expected: `{expected}`\nActual: {actual}\n"
+    )
 
 
 def read_programs(checkout: Path) -> tuple[list[Program], list[str]]:
@@ -367,16 +588,19 @@ def read_programs(checkout: Path) -> tuple[list[Program], list[str]]:
         if not correct.is_file():
             skipped.append(f"{name}: no correct version")
             continue
-        if not cases.is_file():
-            skipped.append(f"{name}: no JSON test cases (its upstream tests are pytest functions)")
+        tests = checkout / "python_testcases" / f"test_{name}.py"
+        if not cases.is_file() and not tests.is_file():
+            skipped.append(f"{name}: no test cases")
             continue
         buggy = path.read_text()
+        test_source = "" if cases.is_file() else tests.read_text()
         helpers = {
             h: (checkout / "python_programs" / f"{h}.py").read_text()
             for h in HELPERS
-            if f"import {h}" in buggy or f"from {h} " in buggy
+            if any(f"import {h}" in t or f"from {h} " in t for t in (buggy, test_source))
         }
-        programs.append(Program(name, buggy, correct.read_text(), parse_json_cases(cases.read_text()), helpers))
+        inputs = parse_json_cases(cases.read_text()) if cases.is_file() else []
+        programs.append(Program(name, buggy, correct.read_text(), inputs, helpers, test_source))
     return programs, skipped
 
 
@@ -410,7 +634,7 @@ def subprocess_runner(python: str) -> tuple[Runner, ScriptRunner]:
             return Outcome("ok", data["repr"], bool(data["equal"]), bool(data["generator"]))
         return Outcome("exception", exc_type=data["type"], message=data["message"])
 
-    def script(folder: Path, text: str) -> tuple[str, bool]:
+    def script(folder: Path, text: str) -> tuple[str, bool, int]:
         (folder / "repro.py").write_text(text)
         try:
             proc = subprocess.run(
@@ -422,10 +646,10 @@ def subprocess_runner(python: str) -> tuple[Runner, ScriptRunner]:
                 env=_child_env(folder),
             )
         except subprocess.TimeoutExpired:
-            return "", True
+            return "", True, -1
         finally:
             (folder / "repro.py").unlink(missing_ok=True)
-        return proc.stdout + proc.stderr, False
+        return proc.stdout + proc.stderr, False, proc.returncode
 
     return run, script
 
@@ -448,6 +672,14 @@ def build_all(
         position = index[program.name] // 2
         if split != "all" and half != split:
             continue
+        if program.test_source:
+            case = build_function_case(program, style=STYLES[position % len(STYLES)], split=half, url=url, ref=ref,
+                                       script=script, workdir=workdir)  # fmt: skip
+            if case is None:
+                skipped.append(f"{program.name}: no upstream test fails on the buggy code and passes on the fixed")
+            else:
+                built.append(case)
+            continue
         outcomes = {}
         for version, text in (("buggy", program.buggy), ("fixed", minimal_fix(program.buggy, program.correct))):
             folder = workdir / version / program.name
@@ -462,7 +694,7 @@ def build_all(
         if brt:
             first, outcome = brt[0]
             call = call_text(program.name, first.args, outcome.generator)
-            text, _hung = script(
+            text, _hung, _code = script(
                 workdir / "buggy" / program.name, f"from {program.name} import {program.name}\nprint({call})\n"
             )
             output = trim_output(text, workdir / "buggy" / program.name)
