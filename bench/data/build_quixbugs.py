@@ -426,14 +426,13 @@ def render_function_tests(program: str, imports: list[str], cases: list[Function
     """A pytest module of self-contained tests (the shared bench's layout for the graph programs)."""
     parts = [f'"""{purpose} for {program}."""\nimport pytest\n\n' + "\n".join(imports)]
     for case in cases:
-        doc = f'    """{case.docstring}\n    """\n\n' if case.docstring else ""
+        docstring = textwrap.indent(case.docstring, "    ").strip()
+        doc = f'    """{docstring}\n    """\n\n' if case.docstring else ""
         code = "\n".join(x for x in (case.setup, case.body) if x)
         parts.append(
-            f"@pytest.mark.timeout({int(CASE_TIMEOUT)})\ndef {case.case_id}():\n{doc}"
-            + textwrap.indent(code, "    ")
-            + "\n"
+            f"@pytest.mark.timeout({int(CASE_TIMEOUT)})\ndef {case.case_id}():\n{doc}" + textwrap.indent(code, "    ")
         )
-    return "\n\n\n".join(parts)
+    return "\n\n\n".join(parts) + "\n"
 
 
 def function_script(imports: list[str], case: FunctionCase) -> tuple[str, str, str] | None:
@@ -721,14 +720,15 @@ def write_cases(out: Path, cases: list[BuiltCase]) -> None:
             target.write_text(text)
 
 
-def fetch(url: str, ref: str, dest: Path) -> Path:
-    """Clone `url` (a URL or a local path) and check out `ref` (a commit, tag or branch)."""
+def fetch(url: str, ref: str, dest: Path) -> str:
+    """Clone `url` (a URL or a local path) into `dest`, check out `ref` (a commit, tag or branch): its commit id."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1"}
     subprocess.run(["git", "clone", "--quiet", url, str(dest)], check=True, env=env, timeout=600)
     subprocess.run(
         ["git", "-c", "advice.detachedHead=false", "checkout", "--quiet", ref], cwd=dest, check=True, env=env
     )
-    return dest
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, check=True, env=env, capture_output=True, text=True)
+    return head.stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -741,20 +741,22 @@ def main(argv: list[str] | None = None) -> int:
     url = os.environ.get("QUIXBUGS_URL", DEFAULT_URL)
     ref = os.environ.get("QUIXBUGS_REF", DEFAULT_REF)
     with tempfile.TemporaryDirectory(prefix="quixbugs-") as tmp:
+        checkout = Path(tmp) / "checkout"
         try:
-            checkout = fetch(url, ref, Path(tmp) / "checkout")
+            commit = fetch(url, ref, checkout)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             print(f"could not fetch {url} at {ref}: {exc}", file=sys.stderr)
             return 1
         run, script = subprocess_runner(args.python)
+        # case.toml records the commit itself, whatever name QUIXBUGS_REF gave it.
         cases, skipped = build_all(
-            checkout, url=url, ref=ref, split=args.split, run=run, script=script, workdir=Path(tmp) / "work"
+            checkout, url=url, ref=commit, split=args.split, run=run, script=script, workdir=Path(tmp) / "work"
         )
         licence = checkout / "LICENSE"
         write_cases(args.out, cases)
         if licence.is_file():
             shutil.copyfile(licence, args.out / "LICENSE")
-    print(f"built {len(cases)} cases into {args.out} from {url} at {ref}")
+    print(f"built {len(cases)} cases into {args.out} from {url} at {ref} ({commit})")
     for line in skipped:
         print(f"skipped {line}")
     return 0
