@@ -117,6 +117,10 @@ def _quixbugs_like(path: Path) -> Path:
         "python_programs/list_length.py": _LENGTH,
         "correct_python_programs/list_length.py": _LENGTH_OK,
         "python_testcases/test_list_length.py": _LENGTH_TESTS,
+        # Returns tuples, which JSON writes as lists.
+        "python_programs/swap_pairs.py": "def swap_pairs(pairs):\n    return [(a, b) for a, b in pairs]\n",
+        "correct_python_programs/swap_pairs.py": "def swap_pairs(pairs):\n    return [(b, a) for a, b in pairs]\n",
+        "json_testcases/swap_pairs.json": cases([[[]], []], [[[[1, 2]]], [[2, 1]]]),
         # No tests at all: skipped.
         "python_programs/chain.py": _CHAIN,
         "correct_python_programs/chain.py": _CHAIN,
@@ -194,7 +198,10 @@ def test_builder_writes_cases_the_eval_loads_and_the_oracle_checks_hold(tmp_path
     out, printed, upstream = _build(tmp_path)
     assert "skipped chain: no test cases" in printed
     cases = {c.name: c for c in load_cases(out)}
-    assert set(cases) == {"countdown", "last_item", "list_length", "running_total", "scale"}
+    assert set(cases) == {"countdown", "last_item", "list_length", "running_total", "scale", "swap_pairs"}
+    # JSON has no tuples: the expected value takes the result's shape, in the tests and in the report.
+    assert "pytest.param([[[1, 2]]], [(2, 1)], id='case1')" in (out / "swap_pairs/oracle/test_brt.py").read_text()
+    assert "`[(2, 1)]`" in cases["swap_pairs"].issue_text and "[(1, 2)]" in cases["swap_pairs"].issue_text
     # The graph program: each upstream function became a self-contained test with the shared nodes inlined.
     length = tomllib.loads((out / "list_length" / "case.toml").read_text())
     assert length["failing_cases"] == 2 and length["regression_cases"] == 1

@@ -44,6 +44,19 @@ HELPERS = ("node",)
 #: Runs inside the subprocess: call the program on one JSON input, report the outcome as one JSON line.
 _PROBE = r"""
 import importlib, json, sys, types
+
+
+def shaped(expected, like):
+    # JSON has no tuples: give the expected value the tuples the program's result has where it has them.
+    if isinstance(like, (list, tuple)) and isinstance(expected, list):
+        if len(like) == len(expected):
+            items = [shaped(e, l) for e, l in zip(expected, like)]
+        else:
+            items = [shaped(e, like[0]) for e in expected] if like else expected
+        return tuple(items) if isinstance(like, tuple) else items
+    return expected
+
+
 spec = json.loads(sys.stdin.read())
 module = importlib.import_module(spec["program"])
 try:
@@ -54,8 +67,9 @@ try:
 except BaseException as exc:  # the program's own failure is the measurement
     print(json.dumps({"kind": "exception", "type": type(exc).__name__, "message": str(exc)[:300]}))
 else:
-    print(json.dumps({"kind": "ok", "repr": repr(result), "equal": result == spec["expected"],
-                      "generator": generator}))
+    expected = shaped(spec["expected"], result)
+    print(json.dumps({"kind": "ok", "repr": repr(result), "equal": result == expected,
+                      "generator": generator, "expected": repr(expected)}))
 """
 
 
@@ -69,6 +83,8 @@ class Outcome:
     generator: bool = False
     exc_type: str = ""
     message: str = ""
+    #: The expected value's repr, shaped like the result (tuples where it has tuples; JSON has none).
+    expected: str = ""
 
     @property
     def passed(self) -> bool:
@@ -200,9 +216,9 @@ def call_text(name: str, args: list[Any], generator: bool) -> str:
     return f"list({call})" if generator else call
 
 
-def render_tests(name: str, cases: list[JsonCase], generator: bool, purpose: str) -> str:
-    """A pytest module with one parametrized test over `cases` (the bench's layout)."""
-    params = "\n".join(f"    pytest.param({c.args!r}, {c.expected!r}, id={c.case_id!r})," for c in cases)
+def render_tests(name: str, cases: list[tuple[JsonCase, str]], generator: bool, purpose: str) -> str:
+    """A pytest module with one parametrized test over `cases` (each with its expected value's repr)."""
+    params = "\n".join(f"    pytest.param({c.args!r}, {want}, id={c.case_id!r})," for c, want in cases)
     call = f"list({name}(*input_data))" if generator else f"{name}(*input_data)"
     return (
         f'"""{purpose} for {name}."""\nimport pytest\n\nfrom {name} import {name}\n\n\nCASES = [\n{params}\n]\n\n\n'
@@ -214,7 +230,8 @@ def render_tests(name: str, cases: list[JsonCase], generator: bool, purpose: str
 def render_issue(name: str, case: JsonCase, outcome: Outcome, style: str, script_output: str) -> str:
     """The bug report for the first BRT case, written from what the buggy program did (never from the fix)."""
     call = call_text(name, case.args, outcome.generator)
-    expected = repr(case.expected)
+    # The value the test expects, in the shape the buggy result has (a list of tuples, not of lists).
+    expected = outcome.expected or repr(case.expected)
     imports = f"from {name} import {name}"
     if outcome.kind == "hang":
         title, actual = f"{name}() never returns for `{call}`", "it never returns, the call just hangs forever"
@@ -306,12 +323,16 @@ def build_case(
     generator = any(o.generator for o in [*buggy, *fixed])
     first, first_outcome = brt[0]
     files = _common_files(program)
-    files["oracle/test_brt.py"] = render_tests(name, [c for c, _ in brt], generator, "Bug reproduction tests").replace(
+    # Tests assert the expected value in the shape the correct program returns it (tuples where it has them).
+    want = {c.case_id: f.expected or repr(c.expected) for c, f in zip(program.inputs, fixed, strict=True)}
+    brt_cases = [(c, want[c.case_id]) for c, _ in brt]
+    files["oracle/test_brt.py"] = render_tests(name, brt_cases, generator, "Bug reproduction tests").replace(
         f"tests for {name}.", f"tests for {name} (oracle; copy into tests/)."
     )
     files["issue.md"] = render_issue(name, first, first_outcome, style, script_output)
     if regression:
-        files[f"repo/tests/test_{name}.py"] = render_tests(name, regression, generator, "Regression tests")
+        kept = [(c, want[c.case_id]) for c in regression]
+        files[f"repo/tests/test_{name}.py"] = render_tests(name, kept, generator, "Regression tests")
     meta = _meta(
         name, split, [o for _, o in brt], len(regression), first_outcome, style, f"test_{name}[{first.case_id}]"
     )
@@ -630,7 +651,7 @@ def subprocess_runner(python: str) -> tuple[Runner, ScriptRunner]:
         except (IndexError, ValueError):
             return Outcome("exception", exc_type="Crash", message=proc.stderr.strip()[-200:])
         if data["kind"] == "ok":
-            return Outcome("ok", data["repr"], bool(data["equal"]), bool(data["generator"]))
+            return Outcome("ok", data["repr"], bool(data["equal"]), bool(data["generator"]), expected=data["expected"])
         return Outcome("exception", exc_type=data["type"], message=data["message"])
 
     def script(folder: Path, text: str) -> tuple[str, bool, int]:
