@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -88,12 +90,14 @@ async def localize_in_sandbox(
     python_files = {f for f in repo_files if f.endswith(".py")}
     test_files = {f for f in python_files if _is_test_file(f)} | {brt_path}
     scores = ochiai(coverage, failing, passing) if coverage and failing else {}
-    sources = _read_sources(sandbox, {f for f, _ in scores}, python_files - test_files, frames, mentioned)
+    # Reading files back and parsing them is host work: off the event loop.
+    sources = await asyncio.to_thread(
+        _read_sources, sandbox, {f for f, _ in scores}, python_files - test_files, frames, mentioned
+    )
     # Sources let the ranking boost the functions the report names and drop def lines. No folding: each line
     # of a long statement keeps its own share of the fix search (see rank_statements' `fold`).
-    return rank_statements(
-        scores, frames, python_files, test_files, top=top, mentioned=mentioned, sources=sources, fold=False
-    )
+    rank = functools.partial(rank_statements, top=top, mentioned=mentioned, sources=sources, fold=False)
+    return await asyncio.to_thread(rank, scores, frames, python_files, test_files)
 
 
 def _read_sources(
