@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint bench soak venv wheelhouse clean system-packages
+.PHONY: demo test lint bench bench-data soak venv wheelhouse clean system-packages
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -58,6 +58,13 @@ soak: $(STAMP) wheelhouse
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+# QuixBugs cases rebuilt from the public repo at a pinned commit (override QUIXBUGS_URL / QUIXBUGS_REF, e.g. a
+# local clone), in the format of ../shared/bench/quixbugs: `reprobot eval --bench $(BENCH_DATA)` runs them.
+BENCH_DATA ?= bench/data/quixbugs
+BENCH_SPLIT ?= all
+bench-data: $(STAMP)
+	$(BIN)/python bench/data/build_quixbugs.py --out $(BENCH_DATA) --split $(BENCH_SPLIT)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

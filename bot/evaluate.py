@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
 from rich.console import Console
 from rich.progress import Progress
 
@@ -60,6 +62,22 @@ class BenchCase:
     def oracle(self) -> Path:
         """Held-out answers: fix.diff and test_brt.py. Never shown to an agent."""
         return self.root / "oracle"
+
+    def deps(self) -> tuple[str, ...]:
+        """The case's `deps` (PEP 508 requirements its tests need); ValueError says what is wrong with them.
+
+        They are installed in the case's environment on top of what the repo declares (a requirements file
+        in repo/ is read by the environment detection like any project's).
+        """
+        deps = self.meta.get("deps", [])
+        if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+            raise ValueError(f"case.toml `deps` must be a list of requirement strings, not {deps!r}")
+        for text in deps:
+            try:
+                Requirement(text)
+            except InvalidRequirement as exc:
+                raise ValueError(f"case.toml `deps`: {text!r} is not a valid requirement: {exc}") from None
+        return tuple(deps)
 
 
 def load_cases(bench: Path, only: set[str] | None = None) -> list[BenchCase]:
@@ -143,6 +161,11 @@ async def evaluate_case(
     result = CaseResult(case.name)
     started = time.monotonic()
     try:
+        deps = case.deps()
+    except ValueError as exc:
+        result.error, result.reasons = str(exc), [str(exc)]
+        return result
+    try:
         repo = await asyncio.to_thread(_git_repo_from, case.repo, workdir / case.name / "repo")
         title = case.issue_text.splitlines()[0]
         issue = await asyncio.to_thread(store.publications.upsert_issue, "local", str(repo), case.name, title=title)
@@ -159,6 +182,7 @@ async def evaluate_case(
             mode="fix",
             base_commit=None,
         )
+        request = dataclasses.replace(request, extra_deps=deps)
         outcome = await run_job(request, settings, store, job_id)
         await _score(case, outcome, result, settings, sandbox, workdir / case.name)
     except Exception as exc:

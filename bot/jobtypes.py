@@ -175,6 +175,8 @@ class JobRequest:
     test_command: str | None = None
     #: The policy's `environment.allow_direct_references`: URL/path/VCS requirements built in the sandbox.
     allow_direct_references: bool = False
+    #: Requirements installed in the environment beyond what the repo declares (a benchmark case's `deps`).
+    extra_deps: tuple[str, ...] = ()
     #: Wall-clock minutes for the whole job (policy `budget.max_minutes`); None: no limit (the CLI).
     job_minutes: float | None = None
     #: What the request builder changed to fit the deployment's caps, one human sentence each.

@@ -11,7 +11,14 @@ from typing import Any
 from bot.config import Settings
 from patch_selectors.records import make_record
 from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import BuiltEnvironment, TestRun, TestRunner, build_environment, detect_python_spec
+from sandboxes.environment import (
+    BuiltEnvironment,
+    TestRun,
+    TestRunner,
+    build_environment,
+    detect_python_spec,
+    with_extra_deps,
+)
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import GitError, apply_patch, copy_workspace
 
@@ -41,6 +48,8 @@ class OracleScorer:
         self.oracle_fix = (oracle / "fix.diff").read_text()
         self.oracle_brt = (oracle / "test_brt.py").read_text()
         self.brt_path = str(meta.get("brt_path", "tests/test_brt.py"))
+        #: The case's own requirements, installed for the oracle's runs as for the job's.
+        self.deps = tuple(str(d) for d in meta.get("deps", ()) or ())
         self.settings = settings
         self.sandbox = sandbox
         self.workdir = workdir
@@ -50,7 +59,7 @@ class OracleScorer:
     async def _environment(self) -> BuiltEnvironment:
         if self._env is None:
             self._env = await build_environment(
-                detect_python_spec(self.repo),
+                with_extra_deps(detect_python_spec(self.repo), self.deps),
                 self.settings.cache_dir,
                 python=self.settings.sandbox_python,
                 index_url=self.settings.pip_index_url,

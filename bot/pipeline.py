@@ -90,6 +90,7 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
             sandbox=request.sandbox,
             rootfs=ctx.settings.rootfs,
             allow_direct_references=request.allow_direct_references,
+            extra_deps=request.extra_deps,
         )
     finally:
         if ctx.ledger is None and ledger.calls:

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes.base import Mount, Sandbox, SandboxError
-from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec, ci_test_commands, detect_python_spec, detect_spec
+from sandboxes.envspec import (
+    BASE_TEST_DEPS,
+    EnvironmentSpec,
+    ci_test_commands,
+    detect_python_spec,
+    detect_spec,
+    with_extra_deps,
+)
 from sandboxes.hostrun import run_host
 from sandboxes.interpreters import available_interpreters
 from sandboxes.pydeps import Classified, DependencyError
@@ -44,6 +51,7 @@ __all__ = [
     "parse_junit_xml",
     "prepare_environment",
     "run_baseline",
+    "with_extra_deps",
 ]
 
 log = logging.getLogger(__name__)
@@ -291,8 +299,12 @@ async def prepare_environment(
     sandbox: str = "bwrap",
     rootfs: Path | None = None,
     allow_direct_references: bool = False,
+    extra_deps: tuple[str, ...] = (),
 ) -> BuiltEnvironment:
     """Detect (policy, then repo signals, then the setup agent if given), fetch and build (or reuse) the env.
+
+    `extra_deps` are requirements the caller knows the tests need beyond what the repo declares (a benchmark
+    case's `deps`); they are resolved and installed like the repo's own, and a bad one is an EnvironmentError_.
 
     `python` is the configured interpreter; a Python project gets the one its requires-python or classifiers
     ask for among those on the host (and in `rootfs`, the sandbox root, when one is used). The environment is
@@ -316,6 +328,10 @@ async def prepare_environment(
                 )
             except SetupFailed as failed:
                 raise EnvironmentError_(f"{exc}; the setup agent failed too: {failed}") from failed
+    try:
+        spec = with_extra_deps(spec, extra_deps)
+    except ValueError as exc:
+        raise EnvironmentError_(str(exc)) from exc
     await run_fetch_steps(spec, workspace)
     chosen = Path(spec.python) if spec.python else python
     return await build_environment(

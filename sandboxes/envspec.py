@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from sandboxes.interpreters import Interpreter, choose_interpreter, interpreter_for_path
 from sandboxes.pytest_config import (
@@ -646,6 +648,45 @@ def detect_spec(
             sources=("policy", *spec.sources),
         )
     return replace(spec, ci_commands=ci)
+
+
+def with_extra_deps(spec: EnvironmentSpec, extra: tuple[str, ...] | list[str]) -> EnvironmentSpec:
+    """`spec` with further requirements the caller knows the tests need (a benchmark case's `deps`).
+
+    A bare name the spec already requires adds no constraint and is left out, so the spec (and its cached
+    environment) stays the same when the extra list only repeats it; anything else is appended after the
+    detected requirements, which keep their pins (pip resolves both together). Raises ValueError for a
+    requirement that is not PEP 508 and for a project that is not Python.
+    """
+    if not extra:
+        return spec
+    if spec.language != "python":
+        raise ValueError(f"extra Python requirements {list(extra)!r} given for a {spec.language} project")
+    have = {_canonical(d) for d in spec.deps}
+    added: list[str] = []
+    for text in extra:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            raise ValueError(f"requirement {text!r} is not a valid PEP 508 requirement: {exc}") from None
+        bare = not (req.specifier or req.extras or req.marker or req.url)
+        if (bare and canonicalize_name(req.name) in have) or text in spec.deps or text in added:
+            continue
+        added.append(text.strip())
+    if not added:
+        return spec
+    return replace(
+        spec,
+        deps=(*spec.deps, *added),
+        sources=(*spec.sources, "extra-deps"),
+        notes=(*spec.notes, f"extra requirements: {', '.join(added)}"),
+    )
+
+
+def _canonical(requirement: str) -> str:
+    """The lower-cased project name at the start of a requirement string ("" when there is none)."""
+    match = _NAME.match(requirement)
+    return canonicalize_name(match.group(1)) if match else ""
 
 
 def detect_python_spec(repo: Path) -> EnvironmentSpec:

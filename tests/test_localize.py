@@ -14,6 +14,7 @@ import pytest
 
 from sandboxes.agents.localize import (
     FRAME_BOOST,
+    NAMED_BOOST,
     Frame,
     Location,
     all_contexts,
@@ -413,3 +414,88 @@ def test_rank_can_keep_each_line_of_a_long_statement_apart() -> None:
     assert [loc.line for loc in kept] == [2, 3]
     folded = rank_statements(sbfl, [], {"m.py"}, set(), top=3, sources={"m.py": source})
     assert [loc.line for loc in folded] == [2]
+
+
+def test_a_caller_frame_ranks_among_the_top_candidates_with_a_busy_crash_site() -> None:
+    from sandboxes.agents.localize import FRAME_STRIDE
+
+    # The crash site (`_coerce`, reached only by the failing test) has a dozen lines with Ochiai 1.0; the
+    # faulty line is its caller in `headers.py`, also run by passing tests, so its own Ochiai is low. The
+    # reporter pasted the traceback from an installed copy, so its paths are not the repo's.
+    sbfl = {("conf/values.py", n): 1.0 for n in range(20, 32)}
+    sbfl |= {("conf/headers.py", 14): 0.4, ("conf/headers.py", 15): 0.4, ("conf/cli.py", 8): 0.2}
+    report = [
+        Frame("/home/ana/.venv/lib/python3.12/site-packages/conf/cli.py", 8, "main", 2),
+        Frame("/home/ana/.venv/lib/python3.12/site-packages/conf/headers.py", 14, "parse_header", 1),
+        Frame("/home/ana/.venv/lib/python3.12/site-packages/conf/values.py", 25, "_coerce", 0),
+    ]
+    files = {"conf/cli.py", "conf/headers.py", "conf/values.py", "tests/test_headers.py"}
+    ranked = rank_statements(sbfl, report, files, {"tests/test_headers.py"}, top=8)
+    spots = [(loc.file, loc.line) for loc in ranked]
+    assert spots[0] == ("conf/values.py", 25)
+    # Frame #2 is placed no lower than position 2 * FRAME_STRIDE, frame #3 no lower than 3 * FRAME_STRIDE.
+    assert spots.index(("conf/headers.py", 14)) < 2 * FRAME_STRIDE
+    assert spots.index(("conf/cli.py", 8)) < 3 * FRAME_STRIDE
+    caller = ranked[spots.index(("conf/headers.py", 14))]
+    assert any("ranked with SBFL" in r for r in caller.reasons)
+    # Scores stay ordered, so a trajectory that re-sorts by (jittered) score keeps the caller near the top.
+    assert [loc.score for loc in ranked] == sorted((loc.score for loc in ranked), reverse=True)
+    # The untouched line of the same caller (not a frame) is not promoted.
+    assert ("conf/headers.py", 15) not in spots
+
+
+def test_frames_from_the_reporters_machine_map_onto_repo_files() -> None:
+    from sandboxes.agents.localize import repo_file_for
+
+    files = {"shop/cart.py", "cart.py", "json/__init__.py"}
+    assert repo_file_for("/srv/app/src/shop/cart.py", files) == "shop/cart.py"
+    assert repo_file_for("/home/bob/cart.py", files) == "cart.py"
+    assert repo_file_for("shop/cart.py", files) == "shop/cart.py"
+    assert repo_file_for("/usr/lib/python3.11/json/__init__.py", files) is None
+    assert repo_file_for("/opt/venv/lib/python3.11/site-packages/shop/cart.py", files) == "shop/cart.py"
+    assert repo_file_for("/srv/app/other.py", files) is None
+
+
+def test_a_function_named_only_in_prose_is_ranked() -> None:
+    # "`apply_coupon` ignores the expiry date": no traceback, and the failing test's coverage says nothing
+    # about it (the report's example went through another entry point).
+    source = (
+        "def total(items):\n    return sum(items)\n\n\n"
+        "def apply_coupon(price, coupon):\n    if coupon.expired:\n        pass\n    return price - coupon.amount\n"
+    )
+    sbfl = {("shop.py", 2): 0.6}
+    ranked = rank_statements(
+        sbfl, [], {"shop.py"}, set(), top=5, sources={"shop.py": source}, mentioned=["apply_coupon"], fold=False
+    )
+    spots = [loc.line for loc in ranked]
+    assert spots[0] == 2
+    assert {6, 7, 8} <= set(spots) and 5 not in spots
+    assert all(any("names" in r for r in loc.reasons) for loc in ranked[1:])
+    # Among equally covered lines, the named function's are boosted ahead of the others'.
+    covered = {("shop.py", 2): 0.5, ("shop.py", 6): 0.5, ("shop.py", 8): 0.5}
+    ranked = rank_statements(covered, [], {"shop.py"}, set(), top=3, sources={"shop.py": source}, mentioned=["total"])
+    assert [loc.line for loc in ranked] == [2, 6, 8]
+    assert ranked[0].score == pytest.approx(0.5 + NAMED_BOOST)
+    # Without the report naming it, an uncovered function is not a candidate.
+    assert [loc.line for loc in rank_statements(sbfl, [], {"shop.py"}, set(), top=5, sources={"shop.py": source})] == [
+        2
+    ]
+
+
+def test_localization_reads_the_files_of_suspects_frames_and_named_functions() -> None:
+    from sandboxes.agents.sbfl_run import _read_sources
+
+    texts = {
+        "pkg/a.py": "def covered():\n    return 1\n",
+        "pkg/b.py": "def shown_in_traceback():\n    return 2\n",
+        "pkg/c.py": "def parse_row(line):\n    return line.split(',')\n",
+        "pkg/d.py": "def unrelated():\n    return 4\n",
+    }
+
+    class Files:
+        def read_file(self, rel: str) -> str:
+            return texts[rel]
+
+    frames = [Frame("/home/u/proj/pkg/b.py", 2, "shown_in_traceback", 0)]
+    read = _read_sources(Files(), {"pkg/a.py"}, set(texts), frames, ["parse_row", "print"])  # type: ignore[arg-type]
+    assert set(read) == {"pkg/a.py", "pkg/b.py", "pkg/c.py"}

@@ -6,13 +6,20 @@ import ast
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: Inside every sandbox backend the repository is mounted here (see sandboxes.base.WORKSPACE_MOUNT).
 _WORKSPACE_PREFIX = "/workspace/"
 
 #: Weight of the deepest in-repo frame of a traceback; the k-th frame outward gets FRAME_BOOST / (k + 1).
 FRAME_BOOST = 0.5
+#: Every in-repo frame is ranked together with SBFL: the k-th frame (deepest first) is placed no lower than
+#: position FRAME_STRIDE * (k + 1) - 1 of the ranking, so callers interleave with the best-covered lines
+#: instead of sinking below every statement of the crash site.
+FRAME_STRIDE = 2
+#: Added to every statement of a function the report names (in prose, inline code or a snippet); a named
+#: function's statements are candidates even where no failing test covered them.
+NAMED_BOOST = 0.1
 
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$')
 # pytest --tb=short: "pkg/m.py:6: in outer"; --tb=long/line last entry: "pkg/m.py:2: KeyError[: msg]";
@@ -266,14 +273,18 @@ def rank_statements(
     mentioned: Iterable[str] = (),
     fold: bool = True,
 ) -> list[Location]:
-    """Rank suspicious statements by Ochiai plus a traceback-frame boost.
+    """Rank suspicious statements: Ochiai, every in-repo traceback frame, and the functions the report names.
 
-    Only lines in `repo_files` (all files when empty) that are not in `test_files` count. Within each
+    Only lines in `repo_files` (all files when empty) that are not in `test_files` count; a frame's path from
+    the reporter's machine is mapped to the repo file it ends with (see `repo_file_for`). Within each
     traceback, the deepest frame in such a file gets FRAME_BOOST and the k-th one outward
-    FRAME_BOOST / (k + 1); a line keeps its best boost. Ties: higher score, then deeper frame, then files
-    the report names (`mentioned`: paths, file names or module names), then file and line. `sources`
-    (file -> text), when given, folds continuation lines onto the statement's first line and drops def/class
-    header lines. Works with only SBFL scores or only frames.
+    FRAME_BOOST / (k + 1); a line keeps its best boost. Then every frame is ranked together with SBFL: the
+    k-th frame (deepest first) is moved up to position FRAME_STRIDE * (k + 1) - 1 when it ranked lower, so a
+    caller that passed the bad value is tried among the first candidates. With `sources` (file -> text), the
+    statements of functions the report names (`mentioned`: function, `Class.method`, module or file names)
+    get NAMED_BOOST, continuation lines fold onto the statement's first line (unless `fold` is False) and
+    def/class header lines are dropped. Ties: higher score, then deeper frame, then files the report names,
+    then file and line. Works with only SBFL scores or only frames.
     """
 
     def eligible(file: str) -> bool:
@@ -297,7 +308,7 @@ def rank_statements(
             reasons.setdefault(k, []).append(f"ochiai={score:.3f}")
     boosts: dict[tuple[str, int], float] = {}
     best_rank: dict[tuple[str, int], int] = {}
-    for trace in _split_traces(list(frames)):
+    for trace in _split_traces([_in_repo(f, repo_files) for f in frames]):
         relevant = [f for f in trace if eligible(f.file)]
         relevant.sort(key=lambda f: f.depth)
         for rank, frame in enumerate(relevant):
@@ -310,18 +321,21 @@ def rank_statements(
         scores[k] = scores.get(k, 0.0) + boost
         where = "deepest frame" if best_rank[k] == 0 else f"frame #{best_rank[k] + 1} from the deepest"
         reasons.setdefault(k, []).append(f"traceback {where} (+{boost:.3f})")
+    named = set(mentioned)
+    # The functions the user writes about ("`parse_row` drops the last field", a call in the snippet).
+    in_named = {f: named_function_lines(s, named) for f, s in (sources or {}).items() if eligible(f)} if named else {}
+    for file, lines in in_named.items():
+        for k in {key(file, line) for line in lines & _statement_lines(sources or {}, file)}:
+            scores[k] = scores.get(k, 0.0) + NAMED_BOOST
+            reasons.setdefault(k, []).append(f"in a function the report names (+{NAMED_BOOST:.3f})")
     # A nested `def` line runs at call time and scores, but there is nothing in it to repair.
     scores = {k: v for k, v in scores.items() if k[1] not in headers.get(k[0], ())}
+
     # A small suite covers every line with the same tests, so Ochiai ties are common; the file the user
     # talks about is the better guess than the alphabetically first one.
-    named = set(mentioned)
-
     def unnamed(file: str) -> bool:
         base = file.rsplit("/", 1)[-1]
         return not ({file, base, base.removesuffix(".py")} & named)
-
-    # The same goes for functions the report names ("`parse_row` drops the last field").
-    in_named = {f: named_function_lines(s, named) for f, s in (sources or {}).items()} if named else {}
 
     def outside_named(file: str, line: int) -> bool:
         return line not in in_named.get(file, ())
@@ -330,7 +344,67 @@ def rank_statements(
         scores,
         key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), unnamed(k[0]), outside_named(*k), k[0], k[1]),
     )
+    ordered = _interleave_frames(ordered, scores, best_rank, reasons)
     return [Location(f, ln, round(scores[(f, ln)], 6), tuple(reasons[(f, ln)])) for f, ln in ordered[:top]]
+
+
+def _interleave_frames(
+    ordered: list[tuple[str, int]],
+    scores: dict[tuple[str, int], float],
+    best_rank: Mapping[tuple[str, int], int],
+    reasons: dict[tuple[str, int], list[str]],
+) -> list[tuple[str, int]]:
+    """Move the k-th frame (deepest first) up to position FRAME_STRIDE * (k + 1) - 1 when it ranked lower.
+
+    A promoted frame takes the score of the line it now precedes, so a later trajectory's jittered re-sort
+    keeps it among the same neighbours.
+    """
+    result = list(ordered)
+    frames = sorted((k for k in best_rank if k in scores), key=lambda k: (best_rank[k], result.index(k)))
+    for index, frame in enumerate(frames):
+        target = FRAME_STRIDE * (index + 1) - 1
+        position = result.index(frame)
+        if position <= target:
+            continue
+        result.pop(position)
+        result.insert(target, frame)
+        below = result[target + 1]
+        if scores[below] > scores[frame]:
+            scores[frame] = scores[below]
+        reasons[frame].append(f"traceback frame ranked with SBFL (moved up to #{target + 1})")
+    return result
+
+
+def _statement_lines(sources: Mapping[str, str], file: str) -> set[int]:
+    """Lines that start a statement (where a fix template can apply) in `file`."""
+    return set(statement_starts(sources[file]).values()) if file in sources else set()
+
+
+def repo_file_for(path: str, repo_files: set[str]) -> str | None:
+    """The repo file a traceback path names, also when the path is from the reporter's machine.
+
+    `/home/me/src/proj/pkg/mod.py` or `.../site-packages/pkg/mod.py` is `pkg/mod.py` when the repo has that
+    file: the longest repo path the frame's path ends with (whole components). A frame in the interpreter's
+    own library (`/usr/lib/python3.11/json/decoder.py`) belongs to Python, not to the repo.
+    """
+    if path in repo_files:
+        return path
+    if "/lib/python" in path and not ("site-packages" in path or "dist-packages" in path):
+        return None
+    parts = [p for p in path.split("/") if p and p != "."]
+    for start in range(1, len(parts)):
+        candidate = "/".join(parts[start:])
+        if candidate in repo_files:
+            return candidate
+    return None
+
+
+def _in_repo(frame: Frame, repo_files: set[str]) -> Frame:
+    """`frame` with its file mapped onto the repo's (unchanged when it names no repo file)."""
+    if not repo_files:
+        return frame
+    mapped = repo_file_for(frame.file, repo_files)
+    return frame if mapped is None or mapped == frame.file else replace(frame, file=mapped)
 
 
 def named_function_lines(source: str, names: set[str]) -> set[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -13,6 +15,7 @@ from sandboxes.agents.localize import (
     coverage_from_json,
     ochiai,
     rank_statements,
+    repo_file_for,
     split_outcomes,
 )
 from sandboxes.base import Sandbox
@@ -20,6 +23,11 @@ from sandboxes.environment import TestRunner
 from sandboxes.workspace import SCRATCH_DIR
 
 log = logging.getLogger(__name__)
+
+#: Source files read back for ranking: the suspicious ones only (a big repo has thousands).
+_MAX_SOURCES = 50
+#: Files scanned for the definition of a function the report names.
+_MAX_SCANNED = 2000
 
 _RC = """\
 [run]
@@ -82,4 +90,46 @@ async def localize_in_sandbox(
     python_files = {f for f in repo_files if f.endswith(".py")}
     test_files = {f for f in python_files if _is_test_file(f)} | {brt_path}
     scores = ochiai(coverage, failing, passing) if coverage and failing else {}
-    return rank_statements(scores, frames, python_files, test_files, top=top, mentioned=mentioned)
+    # Reading files back and parsing them is host work: off the event loop.
+    sources = await asyncio.to_thread(
+        _read_sources, sandbox, {f for f, _ in scores}, python_files - test_files, frames, mentioned
+    )
+    # Sources let the ranking boost the functions the report names and drop def lines. No folding: each line
+    # of a long statement keeps its own share of the fix search (see rank_statements' `fold`).
+    rank = functools.partial(rank_statements, top=top, mentioned=mentioned, sources=sources, fold=False)
+    return await asyncio.to_thread(rank, scores, frames, python_files, test_files)
+
+
+def _read_sources(
+    sandbox: Sandbox, covered: set[str], candidates: set[str], frames: list[Frame], mentioned: Sequence[str]
+) -> dict[str, str]:
+    """The text of the files a suspect can be in: covered ones, frames' files, files defining a named function.
+
+    A function the report names may sit in a file no failing test reached, so files whose text defines one
+    (a cheap `def name` scan over the repo's non-test files) are read too, up to _MAX_SOURCES in all.
+    """
+    names = {m.rsplit(".", 1)[-1] for m in mentioned if m.replace(".", "").isidentifier()}
+    frame_files = {repo_file_for(f.file, candidates) for f in frames} - {None}
+    wanted = sorted(
+        (f for f in candidates if f in covered or f in frame_files), key=lambda f: (f not in frame_files, f)
+    )
+    sources: dict[str, str] = {}
+    for rel in wanted[:_MAX_SOURCES]:
+        text = _read(sandbox, rel)
+        if text is not None:
+            sources[rel] = text
+    for rel in sorted(candidates - set(sources))[:_MAX_SCANNED]:
+        if len(sources) >= _MAX_SOURCES or not names:
+            break
+        text = _read(sandbox, rel)
+        if text is not None and any(f"def {name}(" in text for name in names):
+            sources[rel] = text
+    return sources
+
+
+def _read(sandbox: Sandbox, rel: str) -> str | None:
+    try:
+        return sandbox.read_file(rel)
+    except (OSError, ValueError) as exc:
+        log.info("cannot read %s for localization: %s", rel, exc)
+        return None
