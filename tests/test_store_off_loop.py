@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 import time
@@ -10,6 +11,7 @@ import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from gidgethub.sansio import Event
@@ -180,3 +182,24 @@ def test_an_unknown_planned_action_is_refused_before_the_transaction() -> None:
     with pytest.raises(DeliveryRejected, match="planned action"):
         store.deliveries.accept_delivery("d-1", "github", "x", [PlannedAction("drop_tables", {})])
     assert store.deliveries.get_delivery("d-1") is None
+
+
+async def test_a_webhook_request_that_calls_the_store_on_the_loop_fails(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def plan_with_a_blocking_read(self: Intake) -> list[PlannedJob | PlannedAction]:
+        self.store.jobs.list_jobs()  # what a handler must not do: it would hold the loop on a busy store
+        return [*self.planned, *self.actions]
+
+    async with GitHubEnv(tmp_path, settings) as env:
+        payload = env.small_repo_issue()
+        body = json.dumps(payload).encode()
+        headers = {"Content-Type": "application/json", "X-GitHub-Event": "issues", "X-GitHub-Delivery": "d-1"}
+        async with aiohttp.ClientSession() as session:
+            async with session.post(env.hook_url, data=body, headers=headers | env.double.sign(body)) as resp:
+                assert resp.status == 202  # the real plan: the request reaches the store only through threads
+            monkeypatch.setattr(Intake, "plan", plan_with_a_blocking_read)
+            headers["X-GitHub-Delivery"] = "d-2"
+            async with session.post(env.hook_url, data=body, headers=headers | env.double.sign(body)) as resp:
+                assert resp.status == 500
+        assert await asyncio.to_thread(env.store.deliveries.get_delivery, "d-2") is None
