@@ -13,15 +13,8 @@ from gidgethub.sansio import Event
 
 from bot.policy import defaults
 from bot.store import PlannedJob, Store
-from handlers.commands import (
-    CommandError,
-    association_allows,
-    clean_text,
-    parse_command,
-    permission_allows,
-    polite_key,
-    polite_text,
-)
+from bot.permissions import association_allows, permission_allows, polite_key, polite_text
+from handlers.commands import CommandError, clean_text, parse_command
 
 log = logging.getLogger(__name__)
 
