@@ -16,7 +16,7 @@ from gidgethub import BadRequest
 
 from bot.config import Settings
 from bot.github_client import InstallationTokens
-from bot.github_job import JobDeps, PermanentJobError, run_github_job
+from bot.publish import JobDeps, PermanentJobError, run_forge_job
 from bot.queue import LeaseLost, Queue
 from bot.store import Job, Store
 from sandboxes.reaper import reap_periodically
@@ -113,7 +113,7 @@ class Worker:
     async def run_one(self, job: Job, deps: JobDeps) -> None:
         """Run one claimed job to a recorded end: done, retry later, or dead-lettered with its error."""
         log.info("job %s (%s, attempt %s) started by %s", job.id, job.kind, job.attempts, self.worker_id)
-        work = asyncio.create_task(run_github_job(job, deps))
+        work = asyncio.create_task(run_forge_job(job, deps))
         beat = asyncio.create_task(self._heartbeat(job, work))
         try:
             result = await work

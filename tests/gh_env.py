@@ -13,7 +13,7 @@ from aiohttp import web
 
 from bot.config import Settings
 from bot.github_client import InstallationTokens
-from bot.github_job import JobDeps
+from bot.publish import JobDeps
 from bot.queue import Queue
 from bot.server import make_app
 from bot.store import Job, Store
