@@ -91,3 +91,27 @@ async def test_a_reproduction_survives_a_later_fix(tmp_path: Path, settings: Set
         assert f"#{pulls[0]['number']}" in comments[1]["body"] and "Reproduced" not in comments[1]["body"]
         kinds = {row["kind"] for row in env.store.db.table("publications").rows}
         assert {"status-reproduce", "status-fix", "pr", "branch"} <= kinds
+
+
+async def test_publish_records_each_kind_and_skips_an_unchanged_status(tmp_path: Path) -> None:
+    from bot.pipeline import JobOutcome
+    from bot.publish import Publication, Recorder, publish_outcome
+    from bot.store import Store
+
+    store = Store.memory()
+    stored = store.upsert_issue("local", str(tmp_path), "slow-import")
+    forge = LocalForge(tmp_path)
+    rec = Recorder(store, stored.id, None)
+    failed = JobOutcome(job_id=1, status="error", reasons=["the tests did not collect"])
+    pub = Publication("fix", "Slow import", "c0ffee", "c0ffee", "reprobot/issue-x", "Fix it", "Fix it", True)
+    assert await publish_outcome(forge, rec, failed, pub, None) == {"status": "error", "reasons": failed.reasons}
+    assert "no result (error)" in forge.statuses["fix"]
+    first = store.get_publication(stored.id, "status-fix")
+    assert first is not None and first.forge_ref == "fix"
+    # The same body again is not sent again (a retried job); another kind is a publication of its own.
+    forge.statuses["fix"] = "left as posted"
+    await publish_outcome(forge, rec, failed, pub, None)
+    assert forge.statuses["fix"] == "left as posted"
+    await publish_outcome(forge, rec, failed, Publication(**(vars(pub) | {"kind": "reproduce"})), None)
+    assert "no result (error)" in forge.statuses["reproduce"] and forge.statuses["fix"] == "left as posted"
+    assert store.get_publication(stored.id, "status-reproduce") is not None
