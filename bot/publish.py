@@ -165,7 +165,7 @@ async def run_forge_job(job: Job, deps: JobDeps) -> dict[str, Any]:
     """Dispatch a queued job by kind; returns the result stored with the job."""
     if not job.kind.startswith("github."):
         raise PermanentJobError(f"unknown job kind {job.kind!r}")
-    forge = await forge_for_job(job, deps.settings, deps.session, deps.tokens)
+    forge = await forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
     if job.issue_id is None:
         raise PermanentJobError(f"job {job.id} has no issue")
     rec = Recorder(deps.store, job.issue_id, job.id)

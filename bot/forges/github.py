@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from gidgethub.abc import GitHubAPI
 from bot.config import Settings
 from bot.forges.base import ChangeRequest, PermanentJobError
 from bot.github_client import InstallationTokens, client
-from bot.store import Job
 from sandboxes.text import clean_commit_message, clean_title
 from sandboxes.workspace import SAFE_GIT, GitError, apply_patch, git
 
@@ -236,13 +236,16 @@ class GitHubForge:
 
 
 async def forge_for_job(
-    job: Job, settings: Settings, session: aiohttp.ClientSession, tokens: InstallationTokens
+    job_id: int,
+    payload: Mapping[str, Any],
+    settings: Settings,
+    session: aiohttp.ClientSession,
+    tokens: InstallationTokens,
 ) -> GitHubForge:
-    """The forge a `github.*` job publishes to, seen through its installation's token."""
-    p = job.payload
+    """The forge a `github.*` job publishes to (repo and issue from its payload), through its installation's token."""
     try:
-        installation, repo, number = int(p["installation_id"]), str(p["repo"]), int(p["number"])
+        installation, repo, number = int(payload["installation_id"]), str(payload["repo"]), int(payload["number"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise PermanentJobError(f"job {job.id} payload is missing {exc}") from None
+        raise PermanentJobError(f"job {job_id} payload is missing {exc}") from None
     token = await tokens.token(session, installation)
     return GitHubForge(client(session, settings, token), repo, number, token=token, git_url=settings.github_git_url)
