@@ -16,21 +16,29 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.config import Settings
-from bot.forges.local import ForgeError, LocalForge, LocalIssue, PublishError, read_issue_file, run_folder
+from bot.forges.local import (
+    ForgeError,
+    LocalForge,
+    PublishError,
+    read_issue_file,
+    rerun_command,
+    run_folder,
+)
 from bot.jobtypes import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
 from bot.llm import check_endpoint
-from bot.pipeline import JobOutcome, Mode, run_job
+from bot.pipeline import JobOutcome, JobRequest, Mode, run_job
+from bot.publish import Publication, Recorder, publish_outcome
 from bot.queue import Queue
-from bot.report import ReproductionContext, render_notes, render_pr_body, render_reproduction_comment, render_suggestion
 from bot.request import JobOptions, build_request
 from bot.store import Store
-from patch_selectors.paths import diff_path_problems
 from sandboxes.factory import SandboxUnavailable
 from sandboxes.text import clean_title
-from sandboxes.workspace import clone_workspace
+
+__all__ = ["print_text_result", "rerun_command", "run_job_command"]
 
 #: The CLI holds its own job for as long as the run takes; no other worker should take it over.
 _CLI_LEASE = 7 * 24 * 3600.0
+_COMMIT_BODY = "Adds a bug reproduction test and the fix."
 
 
 def _emit_error(args: argparse.Namespace, message: str, code: int) -> int:
@@ -40,38 +48,40 @@ def _emit_error(args: argparse.Namespace, message: str, code: int) -> int:
     return code
 
 
-def rerun_command(branch: str | None, brt_path: str) -> str:
-    """How a maintainer reruns the BRT locally."""
-    checkout = f"git checkout {branch}\n" if branch else ""
-    return f"{checkout}python -m pytest -q {brt_path}"
-
-
 async def _publish(
     forge: LocalForge,
+    rec: Recorder,
     outcome: JobOutcome,
-    issue: LocalIssue,
+    request: JobRequest,
     settings: Settings,
-    base_commit: str,
     branch: str,
-    denied_paths: tuple[str, ...],
-) -> None:
-    """Push the chosen patch as one commit on `branch`, from a scratch clone that is removed afterwards."""
-    publish_ws = settings.data_dir / "work" / f"job-{outcome.job_id}-publish"
-    await clone_workspace(forge.repo, publish_ws, base_commit)
+    push: bool,
+) -> dict[str, Any]:
+    """Publish through the forge-neutral publish module; a fix is committed in a scratch clone removed afterwards."""
+    issue = forge.issue
+    assert issue is not None and request.base_commit is not None
+    pub = Publication(
+        kind=request.mode,
+        issue_title=issue.title,
+        base_branch=request.base_commit,
+        base_commit=request.base_commit,
+        branch=branch,
+        pr_title=f"Fix {clean_title(issue.title)}",
+        commit_message=f"Fix {clean_title(issue.title)}\n\n{_COMMIT_BODY}\n\nFixes {issue.ref}",
+        closes_issue=True,
+        denied_paths=request.denied_paths,
+        push=push,
+    )
+    if not push:
+        return await publish_outcome(forge, rec, outcome, pub, None)
+    publish_ws = await forge.clone(settings.data_dir / "work" / f"job-{outcome.job_id}-publish", request.base_commit)
     try:
-        # The last gate before anything is written to the user's repo (review checked it too).
-        refused = diff_path_problems(outcome.patch, denied_paths, base=publish_ws)
-        if refused:
-            raise PublishError(f"refused to publish: {'; '.join(refused)}")
-        await forge.publish_branch(
-            publish_ws,
-            branch=branch,
-            base_commit=base_commit,
-            diff=outcome.patch,
-            message=f"Fix {clean_title(issue.title)}\n\nAdds a bug reproduction test and the fix.\n\nFixes {issue.ref}",
-        )
+        published = await publish_outcome(forge, rec, outcome, pub, publish_ws)
     finally:
         await asyncio.to_thread(shutil.rmtree, publish_ws, True)
+    if published.get("refused"):
+        raise PublishError(f"refused to publish: {'; '.join(published['refused'])}")
+    return published
 
 
 def options_from_args(args: argparse.Namespace) -> JobOptions:
@@ -93,9 +103,9 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     """Validate input, run the job with a progress display, publish, print the result."""
     console = Console(stderr=True, quiet=args.json or not sys.stderr.isatty())
     repo: Path = args.repo.expanduser()
-    forge = LocalForge(repo)
     try:
         issue = read_issue_file(args.issue)
+        forge = LocalForge(repo, issue)
         base_commit = await forge.check(allow_dirty=args.allow_dirty)
     except ForgeError as exc:
         return _emit_error(args, str(exc), exc.code)
@@ -141,30 +151,18 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
 
             outcome = await run_job(request, settings, store, job.id, progress=progress)
             result = outcome.to_json()
-            result["branch"] = None
-            pr_body = comment = None
-            if outcome.status == "fixed" and not getattr(args, "no_branch", False):
+            push = outcome.status == "fixed" and outcome.brt is not None and not getattr(args, "no_branch", False)
+            if push:
                 status.update("[bold]publish[/bold] creating branch")
                 pushed = True
-                await _publish(forge, outcome, issue, settings, base_commit, branch, request.denied_paths)
-                result["branch"] = branch
-            if outcome.status == "fixed" and outcome.brt is not None:
-                context = outcome.pr_context(
-                    issue_ref=issue.ref,
-                    issue_title=issue.title,
-                    rerun=rerun_command(result["branch"], outcome.brt.path),
-                    closes_issue=True,
-                )
-                pr_body = render_pr_body(context)
-            if outcome.status == "suggested" and outcome.brt is not None:
-                comment = render_suggestion(
-                    outcome.suggestion_context(issue_ref=issue.ref, rerun=rerun_command(None, outcome.brt.path))
-                ) + render_notes(outcome.notes)
-                result["brt"]["source"] = outcome.brt.source
-            if outcome.status == "reproduced" and outcome.brt is not None:
-                comment = render_reproduction_comment(
-                    ReproductionContext(issue.ref, outcome.brt, rerun_command(None, outcome.brt.path))
-                ) + render_notes(outcome.notes)
+            rec = Recorder(store, stored_issue.id, job.id)
+            published = await _publish(forge, rec, outcome, request, settings, branch, push)
+            result["branch"] = published.get("branch")
+            pr_body = forge.changes.get(branch)
+            comment = None
+            # The run folder's comment.md is the reproduction or the suggestion; other statuses stay in the store.
+            if outcome.status in ("suggested", "reproduced") and outcome.brt is not None:
+                comment = forge.statuses.get(request.mode)
                 result["brt"]["source"] = outcome.brt.source
             out_dir = args.out or run_folder(settings.data_dir / "runs", issue.slug, job.id)
             LocalForge.write_outputs(out_dir, pr_body=pr_body, comment=comment, result=result)

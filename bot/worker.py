@@ -10,13 +10,17 @@ import signal
 import socket
 import traceback
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from gidgethub import BadRequest
 
 from bot.config import Settings
+from bot.forges.base import PermanentJobError
+from bot.forges.github import forge_for_job
 from bot.github_client import InstallationTokens
-from bot.github_job import JobDeps, PermanentJobError, run_github_job
+from bot.publish import JobDeps, run_forge_job
 from bot.queue import LeaseLost, Queue
 from bot.store import Job, Store, forbid_store_calls_on_loop
 from sandboxes.reaper import reap_periodically
@@ -25,6 +29,24 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two prunings of old delivery bodies by one worker.
 PRUNE_INTERVAL = 3600.0
+
+
+@dataclass
+class WorkerDeps:
+    """What the worker's jobs share: settings, store, one HTTP session and the installation-token cache."""
+
+    settings: Settings
+    store: Store
+    session: aiohttp.ClientSession
+    tokens: InstallationTokens
+
+
+async def _run_on_its_forge(job: Job, deps: WorkerDeps) -> dict[str, Any]:
+    """Make the job's forge from its payload, then run it through the forge-neutral publish module."""
+    if not job.kind.startswith("github."):
+        raise PermanentJobError(f"unknown job kind {job.kind!r}")
+    forge = await forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
+    return await run_forge_job(job, forge, JobDeps(deps.settings, deps.store))
 
 
 class Worker:
@@ -50,7 +72,7 @@ class Worker:
     async def _run(self, stop: asyncio.Event) -> None:
         tokens = InstallationTokens(self.settings)
         async with aiohttp.ClientSession() as session:
-            deps = JobDeps(self.settings, self.store, session, tokens)
+            deps = WorkerDeps(self.settings, self.store, session, tokens)
             # Sandboxes of workers killed with SIGKILL (docker containers, quota mounts) go at start and periodically.
             reaper = asyncio.create_task(reap_periodically(self.settings.sandbox_reap_interval))
             try:
@@ -114,14 +136,14 @@ class Worker:
                 work.cancel()
                 return
 
-    async def run_one(self, job: Job, deps: JobDeps) -> None:
+    async def run_one(self, job: Job, deps: WorkerDeps) -> None:
         """Run one claimed job to a recorded end: done, retry later, or dead-lettered with its error."""
         with forbid_store_calls_on_loop():  # its tasks inherit the mark
             await self._run_one(job, deps)
 
-    async def _run_one(self, job: Job, deps: JobDeps) -> None:
+    async def _run_one(self, job: Job, deps: WorkerDeps) -> None:
         log.info("job %s (%s, attempt %s) started by %s", job.id, job.kind, job.attempts, self.worker_id)
-        work = asyncio.create_task(run_github_job(job, deps))
+        work = asyncio.create_task(_run_on_its_forge(job, deps))
         beat = asyncio.create_task(self._heartbeat(job, work))
         try:
             result = await work

@@ -1,16 +1,21 @@
-"""Slash-command grammar (/reproduce, /fix, /reprobot help|status|cancel) and the permission rule."""
+"""Slash-command grammar (/reproduce, /fix, /reprobot help|status|cancel); the permission rules live in the core."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from bot.permissions import (
+    DEFAULT_ALLOWED,
+    HELP_TEXT,
+    association_allows,
+    permission_allows,
+    polite_key,
+    polite_text,
+)
 from sandboxes.text import clean_text
 
-#: Associations that may run commands when the policy says nothing else.
-DEFAULT_ALLOWED = ("OWNER", "MEMBER", "COLLABORATOR")
 STRATEGIES = ("freeform", "tdd", "tld", "fix-only", "brt-only")
-_PERMISSION_RANK = {"none": 0, "read": 1, "triage": 1, "write": 2, "maintain": 2, "admin": 3}
 _FIX_OPTIONS = {"strategy", "trajectories"}
 
 __all__ = [
@@ -22,6 +27,8 @@ __all__ = [
     "clean_text",
     "parse_command",
     "permission_allows",
+    "polite_key",
+    "polite_text",
 ]
 
 
@@ -40,16 +47,6 @@ class Command:
     def starts_job(self) -> bool:
         """True for the commands that run the pipeline."""
         return self.name in ("reproduce", "fix")
-
-
-HELP_TEXT = """reprobot commands (on their own line in a comment):
-
-- `/reproduce`: write a test that reproduces this report and post it here
-- `/fix [strategy=freeform|tdd|tld|fix-only|brt-only] [trajectories=N]`: open a pull request with a fix and a test
-- `/reprobot status`: what reprobot is doing on this issue
-- `/reprobot cancel`: stop the running job
-- `/reprobot help`: this text
-"""
 
 
 def _parse_fix_options(words: Sequence[str]) -> dict[str, str | int]:
@@ -91,25 +88,3 @@ def parse_command(body: str) -> Command | None:
                 raise CommandError(f"`/reprobot {sub}` is not a command; try `/reprobot help`")
             return Command(sub)
     return None
-
-
-def association_allows(association: str, allowed: Sequence[str] = DEFAULT_ALLOWED) -> bool:
-    """Whether the comment's author_association alone grants commands."""
-    return association.upper() in {a.upper() for a in allowed}
-
-
-def permission_allows(permission: str, needed: str = "write") -> bool:
-    """Whether a collaborator permission from the API reaches the needed level."""
-    if needed == "none":
-        return True
-    return _PERMISSION_RANK.get(permission, 0) >= _PERMISSION_RANK[needed]
-
-
-def polite_text(user: str) -> str:
-    """The one reply to a person who may not run commands."""
-    return f"@{user} thanks! Only people with write access can run reprobot commands on this repository."
-
-
-def polite_key(repo: str, number: object) -> str:
-    """Dedupe key of the polite reply: at most one per issue."""
-    return f"polite:{repo}#{number}"

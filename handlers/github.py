@@ -11,17 +11,10 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.permissions import association_allows, permission_allows, polite_key, polite_text
 from bot.policy import defaults
 from bot.store import PlannedAction, PlannedJob, Store
-from handlers.commands import (
-    CommandError,
-    association_allows,
-    clean_text,
-    parse_command,
-    permission_allows,
-    polite_key,
-    polite_text,
-)
+from handlers.commands import CommandError, clean_text, parse_command
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,10 @@ from aiohttp import web
 
 from bot.config import Settings
 from bot.github_client import InstallationTokens
-from bot.github_job import JobDeps
 from bot.queue import Queue
 from bot.server import make_app
 from bot.store import Job, Store
-from bot.worker import Worker
+from bot.worker import Worker, WorkerDeps
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
 
@@ -114,7 +113,7 @@ class GitHubEnv:
         worker = Worker(self.settings, self.store)
         ran: list[int] = []
         async with aiohttp.ClientSession() as session:
-            deps = JobDeps(self.settings, self.store, session, InstallationTokens(self.settings))
+            deps = WorkerDeps(self.settings, self.store, session, InstallationTokens(self.settings))
             while len(ran) < max_jobs:
                 job = worker.queue.claim(worker.worker_id, self.settings.worker_lease)
                 if job is None:

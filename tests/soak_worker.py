@@ -4,7 +4,7 @@ Some kill points cannot be hit from outside at will: between pushing the branch 
 store recording it, and between posting a reply and the job's end being recorded. This wrapper kills its own
 process with SIGKILL there, as a crash or an OOM kill would:
 
-- SOAK_KILL_AT: comma-separated publication kinds (branch, pr, comment); the process kills itself right after
+- SOAK_KILL_AT: comma-separated publication kinds (branch, pr, status-fix); the process kills itself right after
   the forge call and before `Publications.upsert_publication` records it, once per kind (a flag file in
   SOAK_FLAG_DIR remembers it across restarts).
 - SOAK_KILL_REPLY_P: probability of a kill right after a reply comment is posted, before the job is finished.

@@ -50,7 +50,6 @@ async def test_a_wrong_app_key_is_refused(tmp_path: Path, settings: Settings) ->
 async def test_git_over_https_keeps_the_token_out_of_git_config(tmp_path: Path, settings: Settings) -> None:
     from bot.forges.github import GitHubForge
     from bot.github_client import client
-    from bot.store import Store
     from sandboxes.workspace import GitError, git, head_commit
 
     async with GitHubEnv(tmp_path, settings) as env:
@@ -58,22 +57,17 @@ async def test_git_over_https_keeps_the_token_out_of_git_config(tmp_path: Path, 
         src.mkdir()
         (src / "m.py").write_text("X = 1\n")
         env.double.add_repo("octo/app", src, installation_id=INSTALLATION)
-        store = Store.memory()
-        issue = store.publications.upsert_issue("github", "octo/app", "1")
         async with aiohttp.ClientSession() as session:
             token = await InstallationTokens(env.settings).token(session, INSTALLATION)
             forge = GitHubForge(
-                client(session, env.settings, token), "octo/app", 1, token=token,
-                git_url=env.double.git_url, store=store, issue_id=issue.id,
-            )  # fmt: skip
+                client(session, env.settings, token), "octo/app", 1, token=token, git_url=env.double.git_url
+            )
             ws = await forge.clone(tmp_path / "ws", "main")
             base = await head_commit(ws)
             diff = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-X = 1\n+X = 2\n"
             await forge.push_branch(ws, branch="reprobot/issue-1", base_commit=base, diff=diff, message="fix")
             # Without the token, the double's git endpoint refuses the same clone.
-            bare = GitHubForge(
-                forge.gh, "octo/app", 1, token="wrong", git_url=env.double.git_url, store=store, issue_id=1
-            )
+            bare = GitHubForge(forge.gh, "octo/app", 1, token="wrong", git_url=env.double.git_url)
             with pytest.raises(GitError, match="failed"):
                 await bare.clone(tmp_path / "ws2", "main")
         assert env.double.branch_file("octo/app", "reprobot/issue-1", "m.py") == "X = 2\n"

@@ -389,7 +389,7 @@ async def test_soak_kill_between_publishing_and_recording_gives_one_pr_and_one_c
         assert (await env.send("issues", payload, delivery_id="fix-1"))[0] == 202
         # Killed right after posting its first status comment, then right after opening the PR: both before
         # the store recorded them. The third attempt must find both and update them.
-        worker = _soak_worker(env, tmp_path, SOAK_KILL_AT="comment,pr")
+        worker = _soak_worker(env, tmp_path, SOAK_KILL_AT="status-fix,pr")
         worker.start()
 
         def finished() -> bool:

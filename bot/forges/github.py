@@ -1,27 +1,28 @@
-"""The GitHub forge: reactions, one status comment edited in place, branch push over HTTPS, one PR per issue."""
+"""The GitHub forge: reactions, status comments by kind edited in place, branch push over HTTPS, one PR per issue."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import logging
-import re
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from bot.store import Store
+from bot.config import Settings
+from bot.forges.base import ChangeRequest, PermanentJobError
+from bot.github_client import InstallationTokens, client
 from sandboxes.text import clean_commit_message, clean_title
 from sandboxes.workspace import SAFE_GIT, GitError, apply_patch, git
 
 log = logging.getLogger(__name__)
 
-#: Any comment reprobot posted about an issue starts with a marker like `<!-- reprobot:kind:#12 -->`.
-_MARKER = re.compile(r"<!-- reprobot:[a-z_-]+:(?P<ref>[^ ]+) -->")
+#: A status comment starts with this line, so it is found again by kind when the store lost its record.
+STATUS_MARKER = "<!-- reprobot:status-{kind}:{ref} -->"
 #: PR titles are cut to this length (GitHub accepts 256; a readable one is shorter).
 PR_TITLE_LIMIT = 120
 
@@ -37,13 +38,8 @@ async def collaborator_permission(gh: GitHubAPI, repo: str, username: str) -> st
     return str(data.get("permission", "none"))
 
 
-@dataclass(frozen=True)
-class PullRequest:
-    """The PR reprobot opened or updated."""
-
-    number: int
-    url: str
-    created: bool
+#: The change request GitHub opens is a pull request.
+PullRequest = ChangeRequest
 
 
 class GitHubForge:
@@ -57,23 +53,32 @@ class GitHubForge:
         *,
         token: str,
         git_url: str,
-        store: Store,
-        issue_id: int,
-        job_id: int | None = None,
     ) -> None:
         self.gh = gh
         self.repo = repo
         self.number = number
         self._token = token
         self.git_url = git_url.rstrip("/")
-        self.store = store
-        self.issue_id = issue_id
-        self.job_id = job_id
 
     @property
     def ref(self) -> str:
         """The issue as a PR body or comment names it."""
         return f"#{self.number}"
+
+    @property
+    def issue_slug(self) -> str:
+        """The issue's number, as branch names carry it."""
+        return str(self.number)
+
+    @property
+    def repo_name(self) -> str:
+        """`owner/name`, as the policy loader and the contents API name it."""
+        return self.repo
+
+    def rerun_command(self, branch: str | None, brt_path: str) -> str:
+        """How a maintainer reruns the BRT: from the PR's branch when there is one."""
+        fetch = f"git fetch origin {branch} && git checkout FETCH_HEAD\n" if branch else ""
+        return f"{fetch}python -m pytest -q {brt_path}"
 
     # -- REST ---------------------------------------------------------------------------------------------
 
@@ -84,6 +89,10 @@ class GitHubForge:
     async def repo_info(self) -> dict[str, Any]:
         """The repository (default branch, clone URL)."""
         return dict(await self.gh.getitem(f"/repos/{self.repo}"))
+
+    async def default_branch(self) -> str:
+        """The repository's default branch (main when GitHub does not say)."""
+        return str((await self.repo_info()).get("default_branch") or "main")
 
     async def fetch_file(self, repo: str, path: str) -> str | None:
         """A file's text from the default branch through the contents API; None when it does not exist."""
@@ -109,14 +118,11 @@ class GitHubForge:
             url = f"/repos/{self.repo}/issues/comments/{comment_id}/reactions"
         await self.gh.post(url, data={"content": content})
 
-    async def _find_status_comment(self) -> int | None:
-        pub = await asyncio.to_thread(self.store.publications.get_publication, self.issue_id, "comment")
-        if pub is not None:
-            return int(pub.forge_ref)
+    async def _find_status_comment(self, marker: str) -> int | None:
         url = f"/repos/{self.repo}/issues/{self.number}/comments"
         async for comment in self.gh.getiter(url + "{?per_page}", {"per_page": 100}):
-            match = _MARKER.match(str(comment.get("body") or ""))
-            if match and match.group("ref") == self.ref and comment.get("user", {}).get("type") == "Bot":
+            body = str(comment.get("body") or "")
+            if body.startswith(marker) and comment.get("user", {}).get("type") == "Bot":
                 return int(comment["id"])
         return None
 
@@ -134,35 +140,30 @@ class GitHubForge:
         made = await self.gh.post(url, data={"body": f"{tag}\n{body}"})
         return int(made["id"])
 
-    async def upsert_comment(self, body: str) -> int:
-        """Post the issue's one reprobot comment, or edit it in place if it exists; returns its id."""
-        digest = hashlib.sha256(body.encode()).hexdigest()
-        comment_id = await self._find_status_comment()
-        if comment_id is not None:
-            pub = await asyncio.to_thread(self.store.publications.get_publication, self.issue_id, "comment")
-            if pub is None or pub.body_hash != digest:
-                try:
-                    await self.gh.patch(f"/repos/{self.repo}/issues/comments/{comment_id}", data={"body": body})
-                except BadRequest as exc:
-                    if exc.status_code != 404:
-                        raise
-                    comment_id = None  # deleted by a person: post a new one
-        if comment_id is None:
-            made = await self.gh.post(f"/repos/{self.repo}/issues/{self.number}/comments", data={"body": body})
-            comment_id = int(made["id"])
-        await asyncio.to_thread(
-            self.store.publications.upsert_publication,
-            self.issue_id,
-            "comment",
-            str(comment_id),
-            body_hash=digest,
-            job_id=self.job_id,
-        )
-        return comment_id
+    async def upsert_status(self, kind: str, body: str, known: str | None = None) -> str:
+        """Edit the status comment of `kind` in place, or post it; returns its id.
 
-    async def open_or_update_pr(
+        `known` is the comment recorded last; without one, the comment is found by its marker (a store that lost
+        its row must not make a second comment). A comment a person deleted is posted again.
+        """
+        marker = STATUS_MARKER.format(kind=kind, ref=self.ref)
+        text = f"{marker}\n{body}"
+        comment_id = int(known) if known else await self._find_status_comment(marker)
+        if comment_id is not None:
+            try:
+                await self.gh.patch(f"/repos/{self.repo}/issues/comments/{comment_id}", data={"body": text})
+            except BadRequest as exc:
+                if exc.status_code != 404:
+                    raise
+                comment_id = None
+        if comment_id is None:
+            made = await self.gh.post(f"/repos/{self.repo}/issues/{self.number}/comments", data={"body": text})
+            comment_id = int(made["id"])
+        return str(comment_id)
+
+    async def open_or_update_change_request(
         self, *, branch: str, base: str, title: str, body: str, draft: bool, labels: list[str]
-    ) -> PullRequest:
+    ) -> ChangeRequest:
         """Open the PR for `branch`, or update the open one; never a second PR for the same branch."""
         title = clean_title(title, PR_TITLE_LIMIT)
         owner = self.repo.split("/", 1)[0]
@@ -181,14 +182,7 @@ class GitHubForge:
             number = int(made["number"])
         if labels:
             await self.gh.post(f"/repos/{self.repo}/issues/{number}/labels", data={"labels": labels})
-        await self._record("pr", str(number))
-        return PullRequest(number, str(made.get("html_url", "")), created)
-
-    async def _record(self, kind: str, forge_ref: str) -> None:
-        """Record a publication of this job, on a thread: the store may wait for its write lock."""
-        await asyncio.to_thread(
-            self.store.publications.upsert_publication, self.issue_id, kind, forge_ref, job_id=self.job_id
-        )
+        return ChangeRequest(number, str(made.get("html_url", "")), created)
 
     # -- git over HTTPS -----------------------------------------------------------------------------------
 
@@ -238,5 +232,20 @@ class GitHubForge:
         await git(workspace, "add", "--all")
         await git(workspace, "commit", "--quiet", "--no-verify", "-m", clean_commit_message(message))
         await self._git_remote(workspace, "push", "--quiet", "--force", self.clone_url, f"{branch}:refs/heads/{branch}")
-        await self._record("branch", branch)
         return (await git(workspace, "rev-parse", "HEAD")).stdout.strip()
+
+
+async def forge_for_job(
+    job_id: int,
+    payload: Mapping[str, Any],
+    settings: Settings,
+    session: aiohttp.ClientSession,
+    tokens: InstallationTokens,
+) -> GitHubForge:
+    """The forge a `github.*` job publishes to (repo and issue from its payload), through its installation's token."""
+    try:
+        installation, repo, number = int(payload["installation_id"]), str(payload["repo"]), int(payload["number"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PermanentJobError(f"job {job_id} payload is missing {exc}") from None
+    token = await tokens.token(session, installation)
+    return GitHubForge(client(session, settings, token), repo, number, token=token, git_url=settings.github_git_url)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.forges.base import ChangeRequest
 from sandboxes.text import clean_commit_message, clean_title
-from sandboxes.workspace import GitError, apply_patch, git, head_commit
+from sandboxes.workspace import GitError, apply_patch, clone_workspace, git, head_commit
 
 
 class ForgeError(Exception):
@@ -71,6 +72,12 @@ _MAX_ISSUE_BYTES = 1024 * 1024
 TITLE_LIMIT = 256
 
 
+def rerun_command(branch: str | None, brt_path: str) -> str:
+    """How a maintainer reruns the BRT locally, from the branch when one was created."""
+    checkout = f"git checkout {branch}\n" if branch else ""
+    return f"{checkout}python -m pytest -q {brt_path}"
+
+
 def slugify(text: str, fallback: str = "issue") -> str:
     """A branch-safe slug: lowercase ASCII words joined by dashes, at most 48 characters."""
     norm = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
@@ -103,10 +110,86 @@ def read_issue_file(path: Path) -> LocalIssue:
 
 
 class LocalForge:
-    """A git repo on disk. Publishing adds a branch by push; the user's work tree is never touched."""
+    """A git repo on disk. Publishing adds a branch by push; the user's work tree is never touched.
 
-    def __init__(self, repo: Path) -> None:
+    Its change request is the branch plus the PR body, and its status comments are kept by kind for the run's
+    output folder (pr.md, comment.md): `changes` and `statuses` hold what was published.
+    """
+
+    def __init__(self, repo: Path, issue: LocalIssue | None = None) -> None:
         self.repo = repo
+        self.issue = issue
+        #: The body of each change request opened, by branch.
+        self.changes: dict[str, str] = {}
+        #: The latest status comment of each kind (and each reply, by `reply:<key>`).
+        self.statuses: dict[str, str] = {}
+
+    @property
+    def ref(self) -> str:
+        """The issue as the PR body names it."""
+        return self.issue.ref if self.issue else f"repo {self.repo}"
+
+    @property
+    def issue_slug(self) -> str:
+        """The issue file's slug, as branch names carry it."""
+        return self.issue.slug if self.issue else "issue"
+
+    @property
+    def repo_name(self) -> str:
+        """The repository's path, as the policy loader names it."""
+        return str(self.repo)
+
+    async def fetch_file(self, repo: str, path: str) -> str | None:
+        """A file's text at HEAD of this repo; None when it does not exist (a local repo has no org policy)."""
+        if repo != self.repo_name:
+            return None
+        shown = await git(self.repo, "show", f"HEAD:{path}", check=False)
+        return shown.stdout if shown.code == 0 else None
+
+    async def get_issue(self) -> dict[str, Any]:
+        """The issue file's title and body."""
+        return {"title": self.issue.title, "body": self.issue.body} if self.issue else {"title": "", "body": ""}
+
+    async def default_branch(self) -> str:
+        """The checked-out commit: a local run starts from what the user has."""
+        return await head_commit(self.repo)
+
+    async def clone(self, dest: Path, branch: str) -> Path:
+        """A scratch clone at `branch` (a commit), never sharing objects with the user's repo."""
+        return await clone_workspace(self.repo, dest, branch)
+
+    async def permission(self, username: str) -> str:
+        """Whoever runs the CLI on a repo on their disk administers it."""
+        return "admin"
+
+    async def react(self, comment_id: int | None, content: str) -> None:
+        """A local run has no command comment to react to."""
+
+    async def upsert_status(self, kind: str, body: str, known: str | None = None) -> str:
+        """Keep the latest status comment of `kind`; the run folder's comment.md is written from it."""
+        self.statuses[kind] = body
+        return kind
+
+    async def reply_once(self, key: str, body: str) -> int:
+        """Keep a reply by its key (the first one wins, as on a forge)."""
+        self.statuses.setdefault(f"reply:{key}", body)
+        return 0
+
+    def rerun_command(self, branch: str | None, brt_path: str) -> str:
+        """How a maintainer reruns the BRT locally."""
+        return rerun_command(branch, brt_path)
+
+    async def push_branch(self, workspace: Path, *, branch: str, base_commit: str, diff: str, message: str) -> str:
+        """The forge's push: create the branch in the repo (see publish_branch)."""
+        return await self.publish_branch(workspace, branch=branch, base_commit=base_commit, diff=diff, message=message)
+
+    async def open_or_update_change_request(
+        self, *, branch: str, base: str, title: str, body: str, draft: bool, labels: list[str]
+    ) -> ChangeRequest:
+        """Keep the PR body for pr.md; the branch itself is the change request."""
+        created = branch not in self.changes
+        self.changes[branch] = body
+        return ChangeRequest(0, branch, created)
 
     async def check(self, *, allow_dirty: bool) -> str:
         """Validate the repo and return its HEAD commit."""

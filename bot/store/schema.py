@@ -23,7 +23,17 @@ class SchemaTooNew(StoreError):
 # Enumerations checked in Python rather than by CHECK constraints, because SQLite cannot alter a CHECK
 # without rebuilding the table and these sets will grow (a new forge, a new kind of publication).
 FORGES = ("local", "github", "jira")
-PUBLICATION_KINDS = ("pr", "comment", "branch", "progress_comment", "reaction")
+PUBLICATION_KINDS = (
+    "pr",
+    "comment",
+    "branch",
+    "progress_comment",
+    "reaction",
+    # One status comment per kind of job (bot/forges/base.py STATUS_KINDS), each edited in place.
+    "status-fix",
+    "status-reproduce",
+    "status-policy",
+)
 JOB_STATUSES = ("queued", "running", "done", "failed", "dead", "cancelled")
 TERMINAL_JOB_STATUSES = ("done", "failed", "dead", "cancelled")
 
