@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-import bot.cli_job
+import bot.cli.job
 from bot.cli import main
-from bot.cli_job import print_text_result
+from bot.cli.job import print_text_result
 from tests.test_cli import ISSUE, REPROBOT, calc_repo
 
 
@@ -136,7 +136,7 @@ def test_a_bug_escaping_after_output_leaves_only_the_error_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # Fault injection: the command prints half a document, a child writes to fd 1, then a bug escapes.
-    monkeypatch.setattr(bot.cli_job, "run_job_command", _crash_after_printing)
+    monkeypatch.setattr(bot.cli.job, "run_job_command", _crash_after_printing)
     monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
     assert main(["fix", "--repo", str(tmp_path), "--issue", str(tmp_path / "i.md"), "--json"]) == 8
     out, err = capfd.readouterr()
@@ -176,7 +176,7 @@ async def _print_two_documents(args: Any, settings: Any) -> int:
 def test_output_that_is_not_one_document_becomes_an_error_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(bot.cli_job, "run_job_command", _print_two_documents)
+    monkeypatch.setattr(bot.cli.job, "run_job_command", _print_two_documents)
     monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
     assert main(["reproduce", "--repo", str(tmp_path), "--issue", str(tmp_path / "i.md"), "--json"]) == 8
     out, err = capfd.readouterr()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli_job import rerun_command
+from bot.cli.job import rerun_command
 from bot.config import Settings
 from bot.report import render_pr_body
 from patch_selectors.records import make_record

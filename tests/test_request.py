@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.cli import build_parser
-from bot.cli_job import options_from_args
+from bot.cli.job import options_from_args
 from bot.config import Settings, SettingsError
 from bot.jobtypes import JobRequest
 from bot.policy import deep_merge, defaults

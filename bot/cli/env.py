@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.cli_types import absolute_path, float_range
+from bot.cli.types import absolute_path, float_range
 from bot.config import Settings
 
 EXIT_OK = 0

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
-from bot.cli_types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
+from bot.cli.types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
 from bot.config import Settings, SettingsError
 
 # Exit codes, documented in the README, live with the job types; they stay importable from here.
@@ -69,7 +69,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    from bot.cli_env import DIRECT_REFERENCES_HELP
+    from bot.cli.env import DIRECT_REFERENCES_HELP
 
     parser = _Parser(prog="reprobot", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--concurrency", type=int_range(1, 64), help="jobs at once (1-64, default REPROBOT_WORKERS)")
     app = sub.add_parser("app", help="GitHub App helpers")
     app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
-    from bot.cli_env import add_parsers
+    from bot.cli.env import add_parsers
 
     add_parsers(sub)
     return parser
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     """Run one parsed command."""
     if args.command in ("fix", "reproduce"):
-        from bot.cli_job import run_job_command
+        from bot.cli.job import run_job_command
 
         return asyncio.run(run_job_command(args, settings))
     if args.command == "eval":
@@ -244,15 +244,15 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "doctor":
         return doctor(settings)
     if args.command in ("serve", "worker", "app"):
-        from bot.cli_app import run_app_command
+        from bot.cli.app import run_app_command
 
         return run_app_command(args, settings)
     if args.command == "env":
-        from bot.cli_env import run_env_command
+        from bot.cli.env import run_env_command
 
         return run_env_command(args, settings)
     if args.command == "sandbox":
-        from bot.cli_env import run_sandbox_command
+        from bot.cli.env import run_sandbox_command
 
         return run_sandbox_command(args, settings)
     print(f"reprobot: unknown command {args.command}", file=sys.stderr)
