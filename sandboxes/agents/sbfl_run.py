@@ -94,9 +94,13 @@ async def localize_in_sandbox(
     sources = await asyncio.to_thread(
         _read_sources, sandbox, {f for f, _ in scores}, python_files - test_files, frames, mentioned
     )
-    # Sources let the ranking boost the functions the report names and drop def lines. No folding: each line
-    # of a long statement keeps its own share of the fix search (see rank_statements' `fold`).
-    rank = functools.partial(rank_statements, top=top, mentioned=mentioned, sources=sources, fold=False)
+    # Only files no failing test reached are given to the ranking: their named functions become candidates,
+    # while the order of covered lines stays Ochiai's and the frames' alone. Boosting covered lines of named
+    # functions reshuffled the search enough, on a QuixBugs program, for a wrong rename to pass the correctness
+    # assessment and be published.
+    suspected = {f for (f, _), score in scores.items() if score > 0}
+    uncovered = {f: text for f, text in sources.items() if f not in suspected}
+    rank = functools.partial(rank_statements, top=top, mentioned=mentioned, sources=uncovered, fold=False)
     return await asyncio.to_thread(rank, scores, frames, python_files, test_files)
 
 
