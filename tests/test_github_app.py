@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,18 @@ REPO = "octo/gcd"
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
 
-def _host_case(env: GitHubEnv, case: str = "gcd") -> dict[str, Any]:
+def _host_case(env: GitHubEnv, case: str = "gcd", *, without_examples: Path | None = None) -> dict[str, Any]:
     src = require_shared(QUIXBUGS) / case
-    env.double.add_repo(REPO, src / "repo")
+    repo = src / "repo"
+    if without_examples is not None:
+        # The code's own `>>>` examples are evidence for the assessment; without them only the BRT speaks.
+        repo = shutil.copytree(repo, without_examples)
+        for path in repo.rglob("*.py"):
+            lines = path.read_text().splitlines()
+            # Drop each `>>>` line and the result printed under it.
+            drop = {i + k for i, ln in enumerate(lines) if ln.lstrip().startswith(">>>") for k in (0, 1)}
+            path.write_text("\n".join(ln for i, ln in enumerate(lines) if i not in drop) + "\n")
+    env.double.add_repo(REPO, repo)
     env.double.repos[REPO].collaborators["maintainer"] = "write"
     text = (src / "issue.md").read_text()
     title, _, body = text.partition("\n")
@@ -35,7 +45,7 @@ async def test_a_fix_the_assessment_doubts_is_suggested_not_opened(tmp_path: Pat
     env = GitHubEnv(tmp_path, settings)
     env.publish_unsure = False  # the default deployment: precision before recall
     async with env:
-        issue = _host_case(env)
+        issue = _host_case(env, without_examples=tmp_path / "gcd-without-examples")
         payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
         status, _ = await env.send("issues", payload)
         assert status == 202

@@ -283,7 +283,3 @@ def doctor(settings: Settings) -> int:
     }
     print(json.dumps(report, indent=2))
     return EXIT_OK if report["sandbox_python_exists"] else EXIT_ENVIRONMENT
-
-
-if __name__ == "__main__":
-    sys.exit(main())
