@@ -125,6 +125,9 @@ class CaseResult:
     picked: str | None = None
     #: Correctness-assessment verdict per trajectory id (confident, unsure, not_assessed).
     verdicts: dict[str, str] = field(default_factory=dict)
+    #: The BRT the job outputs (its reproduction, also when no trajectory fixed the bug) scored against the
+    #: oracle: fails on the buggy code and passes with the oracle fix. None when the job wrote no BRT.
+    reproduction_brt: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Per case, per trajectory, per selector."""
@@ -147,6 +150,7 @@ class CaseResult:
             },
             "picked": self.picked,
             "picked_plausible_fix": _selected_flag(self, self.picked, "plausible_fix"),
+            "reproduction_brt_plausible": self.reproduction_brt,
         }
 
 
@@ -221,6 +225,10 @@ async def _score(
                 "assessment": None if verdict is None else verdict.to_json(),
             }
         )
+    if outcome.brt is not None and outcome.brt.source:
+        # A job that reproduces but does not fix still publishes its test (the reproduction comment).
+        repro = await scorer.score(new_file_diff(outcome.brt.path, outcome.brt.source))
+        result.reproduction_brt = repro.plausible_brt
     if outcome.chosen is not None and outcome.chosen.trajectory is not None:
         result.picked = outcome.chosen.trajectory.id
     if outcome.chosen is not None:
@@ -229,6 +237,15 @@ async def _score(
             result.selection_explanations[name] = sel.explanation
     else:
         result.selections = dict.fromkeys(SELECTORS)
+
+
+def new_file_diff(path: str, source: str) -> str:
+    """A git diff that adds one new text file (the job's BRT), for scoring it like a patch's test."""
+    lines = source.splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    end = "" if source.endswith("\n") or not lines else "\\ No newline at end of file\n"
+    head = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+    return f"{head}@@ -0,0 +1,{len(lines)} @@\n{body}{end}"
 
 
 def parse_ks(text: str, m: int) -> list[int]:
@@ -298,6 +315,8 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
         "selected_counts": chosen,
         "assessment": assessment_summary(results),
         "statuses": {s: sum(1 for r in results if r.status == s) for s in {r.status for r in results}},
+        # Cases whose output BRT (reproduction or published test) is plausible: the "plausible BRT" of issue 14.
+        "reproduction_brt_plausible": sum(1 for r in results if r.reproduction_brt),
         "median_seconds_per_case": sorted(r.seconds for r in results)[len(results) // 2] if results else 0.0,
     }
 
