@@ -11,7 +11,7 @@ from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
-MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "app-manifest.yml"
+MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "app-manifest.yml"
 
 
 class ManifestMissing(RuntimeError):
