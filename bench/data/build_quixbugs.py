@@ -3,7 +3,7 @@
     QUIXBUGS_URL=... QUIXBUGS_REF=... python bench/data/build_quixbugs.py --out bench/data/quixbugs [--split all]
 
 The one I/O point is `main`: it clones QUIXBUGS_URL (a URL or a local path) at QUIXBUGS_REF, runs each program's
-test inputs on the buggy and the correct version in a subprocess (5 s each, like the upstream tests' budget) and
+test inputs on the buggy and the correct version in a sandbox (5 s each, like the upstream tests' budget) and
 writes the case folders. Everything in between is pure: reading the JSON test cases, choosing the minimal fix,
 sorting inputs into regression tests (pass on both versions) and oracle BRT cases (fail on buggy, pass on fixed),
 and rendering case.toml, issue.md and the test files.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import difflib
 import json
 import os
@@ -30,6 +31,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sandboxes.base import WORKSPACE_MOUNT, ExecResult, SandboxSpec
+from sandboxes.factory import make_sandbox
+from sandboxes.workspace import SAFE_GIT
 
 #: The public repository and the commit the shared bench was built from.
 DEFAULT_URL = "https://github.com/jkoppel/QuixBugs"
@@ -629,27 +634,32 @@ def split_of(index: int) -> str:
     return "development" if index % 2 == 0 else "held-out"
 
 
-def subprocess_runner(python: str) -> tuple[Runner, ScriptRunner]:
-    """Run one test input, or one script, with `python` in the program folder, under CASE_TIMEOUT."""
+def sandbox_runner(kind: str, python: str) -> tuple[Runner, ScriptRunner]:
+    """Run one test input, or one script, with `python` in a sandbox of `kind` over the program folder.
+
+    The programs are code fetched from a repository: like every repo's code, they run only in a sandbox (no
+    network, the folder as the only writable place), never on the host; CASE_TIMEOUT bounds each run.
+    """
+
+    def execute(folder: Path, argv: list[str], stdin: str | None) -> ExecResult:
+        async def go() -> ExecResult:
+            spec = SandboxSpec(workspace=folder, env={"PYTHONPATH": WORKSPACE_MOUNT, "LANG": "C.UTF-8"})
+            async with make_sandbox(kind, spec) as sb:
+                data = None if stdin is None else stdin.encode()
+                return await sb.run(argv, timeout=CASE_TIMEOUT, cwd=WORKSPACE_MOUNT, stdin=data)
+
+        return asyncio.run(go())
 
     def run(folder: Path, name: str, case: JsonCase) -> Outcome:
         payload = json.dumps({"program": name, "args": case.args, "expected": case.expected})
-        try:
-            proc = subprocess.run(
-                [python, "-c", _PROBE],
-                cwd=folder,
-                input=payload,
-                capture_output=True,
-                text=True,
-                timeout=CASE_TIMEOUT,
-                env=_child_env(folder),
-            )
-        except subprocess.TimeoutExpired:
+        result = execute(folder, [python, "-c", _PROBE], payload)
+        # A loop that never ends either runs out its time or, appending as it goes, the sandbox's memory first.
+        if result.timed_out or result.oom_killed:
             return Outcome("hang")
         try:
-            data = json.loads(proc.stdout.strip().splitlines()[-1])
+            data = json.loads(result.stdout.strip().splitlines()[-1])
         except (IndexError, ValueError):
-            return Outcome("exception", exc_type="Crash", message=proc.stderr.strip()[-200:])
+            return Outcome("exception", exc_type="Crash", message=result.stderr.strip()[-200:])
         if data["kind"] == "ok":
             return Outcome("ok", data["repr"], bool(data["equal"]), bool(data["generator"]), expected=data["expected"])
         return Outcome("exception", exc_type=data["type"], message=data["message"])
@@ -657,26 +667,14 @@ def subprocess_runner(python: str) -> tuple[Runner, ScriptRunner]:
     def script(folder: Path, text: str) -> tuple[str, bool, int]:
         (folder / "repro.py").write_text(text)
         try:
-            proc = subprocess.run(
-                [python, "repro.py"],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=CASE_TIMEOUT,
-                env=_child_env(folder),
-            )
-        except subprocess.TimeoutExpired:
-            return "", True, -1
+            result = execute(folder, [python, "repro.py"], None)
         finally:
             (folder / "repro.py").unlink(missing_ok=True)
-        return proc.stdout + proc.stderr, False, proc.returncode
+        if result.timed_out or result.oom_killed:
+            return "", True, -1
+        return result.stdout + result.stderr, False, result.exit_code
 
     return run, script
-
-
-def _child_env(folder: Path) -> dict[str, str]:
-    """A small explicit environment: the program folder on the path, nothing of the caller's."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(folder), "LANG": "C.UTF-8"}
 
 
 def build_all(
@@ -744,11 +742,14 @@ def write_cases(out: Path, cases: list[BuiltCase]) -> None:
 def fetch(url: str, ref: str, dest: Path) -> str:
     """Clone `url` (a URL or a local path) into `dest`, check out `ref` (a commit, tag or branch): its commit id."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "clone", "--quiet", url, str(dest)], check=True, env=env, timeout=600)
+    # SAFE_GIT: no hooks, no external diff or filters from the fetched repository run here.
+    subprocess.run([*SAFE_GIT, "clone", "--quiet", url, str(dest)], check=True, env=env, timeout=600)
     subprocess.run(
-        ["git", "-c", "advice.detachedHead=false", "checkout", "--quiet", ref], cwd=dest, check=True, env=env
+        [*SAFE_GIT, "-c", "advice.detachedHead=false", "checkout", "--quiet", ref], cwd=dest, check=True, env=env
     )
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, check=True, env=env, capture_output=True, text=True)
+    head = subprocess.run(
+        [*SAFE_GIT, "rev-parse", "HEAD"], cwd=dest, check=True, env=env, capture_output=True, text=True
+    )
     return head.stdout.strip()
 
 
@@ -757,7 +758,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("bench/data/quixbugs"))
     parser.add_argument("--split", choices=("development", "held-out", "all"), default="all")
-    parser.add_argument("--python", default=sys.executable, help="interpreter the programs run with")
+    parser.add_argument(
+        "--python", default="/usr/bin/python3", help="interpreter the programs run with, in the sandbox"
+    )
+    parser.add_argument("--sandbox", default="bwrap", help="sandbox backend the programs run in (bwrap or docker)")
     args = parser.parse_args(argv)
     url = os.environ.get("QUIXBUGS_URL", DEFAULT_URL)
     ref = os.environ.get("QUIXBUGS_REF", DEFAULT_REF)
@@ -768,7 +772,7 @@ def main(argv: list[str] | None = None) -> int:
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             print(f"could not fetch {url} at {ref}: {exc}", file=sys.stderr)
             return 1
-        run, script = subprocess_runner(args.python)
+        run, script = sandbox_runner(args.sandbox, args.python)
         # case.toml records the commit itself, whatever name QUIXBUGS_REF gave it.
         cases, skipped = build_all(
             checkout, url=url, ref=commit, split=args.split, run=run, script=script, workdir=Path(tmp) / "work"
