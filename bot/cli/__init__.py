@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli.env import add_parsers
 
     add_parsers(sub)
+    from bot.cli.mojira import add_parsers as add_mojira_parsers  # crash reports and the Mojira poller
+
+    add_mojira_parsers(sub)
     return parser
 
 
@@ -255,6 +258,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli.env import run_sandbox_command
 
         return run_sandbox_command(args, settings)
+    if args.command in ("crash", "mojira"):  # crash reports and the Mojira poller
+        from bot.cli.mojira import run_crash_command, run_mojira_command
+
+        return run_crash_command(args) if args.command == "crash" else run_mojira_command(args, settings)
     print(f"reprobot: unknown command {args.command}", file=sys.stderr)
     return EXIT_USAGE
 
