@@ -348,10 +348,19 @@ class CrashSignature:
         return {"key": self.key, "exception_type": self.exception_type, "frames": list(self.frames)}
 
 
+#: Java 9+ prefixes a frame with its class loader and module: `app//`, `java.base@17/`.
+_MODULE_PREFIX = re.compile(r"^[\w.$@-]*/+")
+#: A deobfuscated frame names the return type before the method: `a.b.C.ReturnType name(args)(File.java:1)`.
+_DEOBF_FRAME = re.compile(r"^(?P<owner>(?:[a-z_]\w*\.)*[A-Z][\w$]*)\.[\w$.\[\]]+ (?P<name>[\w$<>]+)\(")
+
+
 def _method(frame: str) -> str:
     """A frame without its line number, source file or bytecode offset: `a.b.C.m` of `a.b.C.m(File.java:12)`."""
-    m = _FRAME_METHOD.match(frame.strip())
-    return m.group("method") if m else frame.strip()
+    frame = _MODULE_PREFIX.sub("", frame.strip())
+    if deobf := _DEOBF_FRAME.match(frame):
+        return f"{deobf['owner']}.{deobf['name']}"
+    m = _FRAME_METHOD.match(frame)
+    return m.group("method") if m else frame
 
 
 def crash_signature(crash: Crash, *, depth: int = SIGNATURE_FRAMES) -> CrashSignature:

@@ -188,3 +188,14 @@ def test_cli_says_clearly_when_there_is_no_crash(tmp_path: Path) -> None:
     assert "no crash report found" in json.loads(done.stdout)["reasons"][0]
     missing = subprocess.run([REPROBOT, "crash", "parse", str(tmp_path / "absent.txt")], capture_output=True, text=True)
     assert missing.returncode == 3 and "cannot read" in missing.stderr
+
+
+def test_frames_of_modules_and_deobfuscated_reports_sign_as_plain_methods() -> None:
+    text = _report().replace(
+        "\tat net.minecraft.world.entity.Entity.tick(Entity.java:120)",
+        "\tat app//net.minecraft.world.entity.Entity.void tick(int)(Entity.java:120)",
+    )
+    crash = parse_crash(text)
+    assert crash is not None
+    assert crash_signature(crash).frames[0] == "net.minecraft.world.entity.Entity.tick"
+    assert crash_signature(crash).key == crash_signature(parse_crash(_report()) or crash).key
