@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -131,6 +131,33 @@ class Settings:
     #: REPROBOT_LLM_TIMEOUT: seconds before one model call counts as timed out (then retried).
     llm_timeout: float = 120.0
 
+    # --- Mojira poller (issue 15): `reprobot mojira poll` and the worker's periodic poll -------------------
+    #: REPROBOT_MOJIRA_API_URL: base of Mojira's public read-only API (the search is POST <base>/jql-search-post).
+    mojira_api_url: str = "https://bugs.mojang.com/api"
+    #: REPROBOT_MOJIRA_PROJECT: the project the search runs in (MC: Java Edition; MCPE, REALMS, MCL, ...).
+    mojira_project: str = "MC"
+    #: REPROBOT_MOJIRA_JQL: JQL of the reports to follow; the poller adds `updated >= <cursor>` and the order.
+    mojira_jql: str = "project = MC"
+    #: REPROBOT_MOJIRA_START: where a query that never polled starts: a JQL relative date (-1d, -4h) or a date.
+    mojira_start: str = "-1d"
+    #: REPROBOT_MOJIRA_PAGE_SIZE: maxResults of one search page (1-100).
+    mojira_page_size: int = 50
+    #: REPROBOT_MOJIRA_MAX_PAGES: most pages one poll reads; the next poll goes on from the cursor.
+    mojira_max_pages: int = 20
+    #: REPROBOT_MOJIRA_OVERLAP_MINUTES: how far before the cursor a poll asks again (JQL has minute precision and
+    #: Mojira compares in its own time zone); repeats are recognised in the store.
+    mojira_overlap_minutes: float = 15.0
+    #: REPROBOT_MOJIRA_POLL_INTERVAL: seconds between two polls by `mojira poll` and by a worker (0: workers do not
+    #: poll; `reprobot mojira poll` then defaults to 300).
+    mojira_poll_interval: float = 0.0
+    #: REPROBOT_MOJIRA_RETRY_BASE: seconds of the first retry backoff for Mojira calls (Retry-After wins).
+    mojira_retry_base: float = 1.0
+    #: REPROBOT_MOJIRA_SINK: where new reports go: `store` (default), `github:owner/repo` (an issue per report,
+    #: through the App), or `jira:PROJECT` (an issue in a Jira project, through the Jira forge's client).
+    mojira_sink: str = "store"
+    #: REPROBOT_MOJIRA_CRASH_ATTACHMENT_BYTES: crash-like attachments up to this size are fetched and parsed.
+    mojira_crash_attachment_bytes: int = 2 * 1024 * 1024
+
     @property
     def store_path(self) -> Path:
         """The SQLite file of this deployment."""
@@ -239,6 +266,7 @@ class Settings:
                 kwargs["github_private_key"] = Path(v).read_text()
             except OSError as exc:
                 raise SettingsError(f"REPROBOT_GITHUB_PRIVATE_KEY_PATH={v!r}: {exc.strerror}") from None
+        kwargs.update(_mojira_settings(get))
         settings = cls(**kwargs)  # type: ignore[arg-type]
         if settings.trajectories < 1:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
@@ -268,3 +296,38 @@ class Settings:
     def documented_fields(cls) -> list[str]:
         """Names of all settings, for `reprobot doctor` and the README table."""
         return [f.name for f in fields(cls)]
+
+
+def _mojira_settings(get: Callable[[str], str | None]) -> dict[str, object]:
+    """The REPROBOT_MOJIRA_* settings (issue 15), validated; SettingsError names the variable."""
+    kwargs: dict[str, object] = {}
+    for name, attr in (
+        ("MOJIRA_API_URL", "mojira_api_url"),
+        ("MOJIRA_PROJECT", "mojira_project"),
+        ("MOJIRA_JQL", "mojira_jql"),
+        ("MOJIRA_START", "mojira_start"),
+    ):
+        if (v := get(name)) is not None:
+            kwargs[attr] = v.rstrip("/") if attr == "mojira_api_url" else v
+    for name, attr, kind, low, high in (
+        ("MOJIRA_PAGE_SIZE", "mojira_page_size", int, 1, 100),
+        ("MOJIRA_MAX_PAGES", "mojira_max_pages", int, 1, 10_000),
+        ("MOJIRA_OVERLAP_MINUTES", "mojira_overlap_minutes", float, 0, 7 * 24 * 60),
+        ("MOJIRA_POLL_INTERVAL", "mojira_poll_interval", float, 0, 7 * 86400),
+        ("MOJIRA_RETRY_BASE", "mojira_retry_base", float, 0, 600),
+        ("MOJIRA_CRASH_ATTACHMENT_BYTES", "mojira_crash_attachment_bytes", int, 0, 1024**3),
+    ):
+        if (v := get(name)) is not None:
+            try:
+                value = kind(v)
+            except ValueError:
+                value = None
+            if value is None or not low <= value <= high:
+                raise SettingsError(f"REPROBOT_{name}={v!r}: expected a number from {low} to {high}")
+            kwargs[attr] = value
+    if (v := get("MOJIRA_SINK")) is not None:
+        sink, _, target = v.partition(":")
+        if not (v == "store" or (sink == "github" and target.count("/") == 1) or (sink == "jira" and target)):
+            raise SettingsError(f"REPROBOT_MOJIRA_SINK={v!r}: expected store, github:owner/repo or jira:PROJECT")
+        kwargs["mojira_sink"] = v
+    return kwargs

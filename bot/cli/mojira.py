@@ -30,7 +30,7 @@ def add_parsers(sub: Any) -> None:
     poll = mojira_sub.add_parser("poll", help="fetch what changed since the last poll and hand it to the sink")
     poll.add_argument("--jql", help="JQL of the reports to follow (default REPROBOT_MOJIRA_JQL)")
     poll.add_argument("--once", action="store_true", help="poll once and exit (default: every interval)")
-    poll.add_argument("--json", action="store_true", help="print one JSON document per poll")
+    poll.add_argument("--json", action="store_true", help="with --once: print the poll's result as one JSON document")
 
 
 def run_crash_command(args: argparse.Namespace) -> int:
@@ -70,5 +70,11 @@ def run_crash_command(args: argparse.Namespace) -> int:
 def run_mojira_command(args: argparse.Namespace, settings: Settings) -> int:
     """`reprobot mojira poll [--jql ...] [--once]`."""
     from bot.mojira.poller import run_poll_command
+
+    if args.json and not args.once:
+        print("reprobot: mojira poll --json needs --once (a running poller prints one line per poll)", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"status": "error", "reasons": ["--json needs --once"], "exit_code": EXIT_USAGE}))
+        return EXIT_USAGE
 
     return asyncio.run(run_poll_command(settings, jql=args.jql, once=args.once, as_json=args.json))

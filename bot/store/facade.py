@@ -14,6 +14,7 @@ from bot.store.base import StoreConnection, connect, connect_memory
 from bot.store.deliveries import Deliveries
 from bot.store.environments import Environments
 from bot.store.jobs import Jobs
+from bot.store.mojira import MojiraReports
 from bot.store.publications import Publications
 from bot.store.runs import Runs
 from bot.store.wal import WalCheckpointer
@@ -37,6 +38,7 @@ class Store:
         self.runs = Runs(conn)
         self.publications = Publications(conn)
         self.environments = Environments(conn)
+        self.mojira = MojiraReports(conn)  # the Mojira poller's cursors and reports
 
     @classmethod
     def open(cls, path: Path, *, clock: Callable[[], float] = time.time) -> Self:

@@ -215,6 +215,32 @@ _V5_INBOX = (
 )
 
 
+_V6_MOJIRA = (
+    # The Mojira poller (bot/mojira): where each followed query got to, and every report it handed to its sink,
+    # so a restarted poller resumes there and hands nothing over twice.
+    """CREATE TABLE mojira_cursors (
+        name TEXT PRIMARY KEY,
+        jql TEXT NOT NULL,
+        updated TEXT,
+        polled_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE mojira_reports (
+        key TEXT PRIMARY KEY,
+        updated TEXT NOT NULL,
+        summary TEXT NOT NULL DEFAULT '',
+        report TEXT NOT NULL DEFAULT '{}',
+        triage TEXT NOT NULL DEFAULT '{}',
+        route TEXT,
+        signature TEXT,
+        sink TEXT NOT NULL,
+        sink_ref TEXT,
+        first_seen_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX mojira_reports_by_signature ON mojira_reports (signature) WHERE signature IS NOT NULL",
+)
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -231,6 +257,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _run(_V3_EVENTS),  # 3: the body of each webhook delivery
     _run(_V4_POLICIES),  # 4: last loaded policy per repo
     _run(_V5_INBOX),  # 5: planned jobs on the delivery, promoted into jobs by the worker; bodies apart
+    _run(_V6_MOJIRA),  # 6: the Mojira poller's cursors and the reports it handed to its sink
 )
 LATEST_VERSION = len(MIGRATIONS)
 

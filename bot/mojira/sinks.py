@@ -1,0 +1,121 @@
+"""Where the poller's new reports go: the store, a GitHub repo (an issue per report), or a Jira project.
+
+Mojira cannot be written to without a login, so a deployment names a sink (REPROBOT_MOJIRA_SINK). A sink is
+told about each report once: the poller records the report in the store right after the sink took it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+import aiohttp
+from gidgethub import apps
+
+from bot.config import Settings, SettingsError
+from bot.github_client import InstallationTokens, client
+from bot.mojira.fields import MojiraReport
+from bot.mojira.render import report_body, report_title
+from bot.mojira.triage import GameTriage
+
+log = logging.getLogger(__name__)
+
+#: Labels a mirrored report gets on GitHub or Jira.
+LABELS = ("mojira",)
+
+
+class Sink(Protocol):
+    """Takes a new report with its triage; returns a reference to what it made (None: nothing beyond the store)."""
+
+    name: str
+
+    async def deliver(self, report: MojiraReport, triage: GameTriage, duplicates: Sequence[str]) -> str | None:
+        """Hand one new report on."""
+        ...
+
+
+class StoreSink:
+    """The store is the sink: the poller's record of the report (fields, triage, route, signature) is all."""
+
+    name = "store"
+
+    async def deliver(self, report: MojiraReport, triage: GameTriage, duplicates: Sequence[str]) -> str | None:
+        """Nothing to publish: the poller records the report itself."""
+        return None
+
+
+class GitHubIssueSink:
+    """One GitHub issue per new report, in `repo`, through the GitHub App's installation on that repo."""
+
+    def __init__(self, settings: Settings, session: aiohttp.ClientSession, repo: str) -> None:
+        """Publish to `repo` (owner/name) with the App configured in `settings`."""
+        self.settings = settings
+        self.session = session
+        self.repo = repo
+        self.name = f"github:{repo}"
+        self._tokens = InstallationTokens(settings)
+        self._installation: int | None = None
+
+    async def _token(self) -> str:
+        if self._installation is None:
+            assert self.settings.github_app_id and self.settings.github_private_key  # InstallationTokens checked
+            jwt = apps.get_jwt(app_id=self.settings.github_app_id, private_key=self.settings.github_private_key)
+            data = await client(self.session, self.settings).getitem(f"/repos/{self.repo}/installation", jwt=jwt)
+            self._installation = int(data["id"])
+        return await self._tokens.token(self.session, self._installation)
+
+    async def deliver(self, report: MojiraReport, triage: GameTriage, duplicates: Sequence[str]) -> str | None:
+        """Open the issue; its URL is the reference."""
+        gh = client(self.session, self.settings, await self._token())
+        made = await gh.post(
+            f"/repos/{self.repo}/issues",
+            data={
+                "title": report_title(report),
+                "body": report_body(report, triage, duplicates),
+                "labels": list(LABELS),
+            },
+        )
+        return str(made.get("html_url") or made.get("number"))
+
+
+class JiraIssueCreator(Protocol):
+    """What the Jira sink needs of a Jira client (the Jira forge provides it): create an issue, return its key."""
+
+    async def create_issue(self, project: str, summary: str, description: str, labels: Sequence[str]) -> str:
+        """Create an issue in `project`; its key."""
+        ...
+
+
+class JiraProjectSink:
+    """One issue per new report in a Jira project, through whatever JiraIssueCreator the deployment wires."""
+
+    def __init__(self, creator: JiraIssueCreator, project: str) -> None:
+        """Create issues in `project` with `creator`."""
+        self.creator = creator
+        self.project = project
+        self.name = f"jira:{project}"
+
+    async def deliver(self, report: MojiraReport, triage: GameTriage, duplicates: Sequence[str]) -> str | None:
+        """Create the issue; its key is the reference."""
+        return await self.creator.create_issue(
+            self.project, report_title(report), report_body(report, triage, duplicates), LABELS
+        )
+
+
+def build_sink(settings: Settings, session: aiohttp.ClientSession) -> Sink:
+    """The sink REPROBOT_MOJIRA_SINK names; SettingsError when what it needs is not configured."""
+    kind, _, target = settings.mojira_sink.partition(":")
+    if kind == "github":
+        return GitHubIssueSink(settings, session, target)
+    if kind == "jira":
+        # The Jira forge (bot/forges/jira.py, same issue) owns the Jira client and its settings.
+        try:
+            factory = importlib.import_module("bot.forges.jira").issue_creator
+        except (ImportError, AttributeError):
+            raise SettingsError(
+                "REPROBOT_MOJIRA_SINK=jira:... needs the Jira forge's issue_creator (bot/forges/jira.py)"
+            ) from None
+        return JiraProjectSink(factory(settings), target)
+    return StoreSink()
