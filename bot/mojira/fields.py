@@ -214,7 +214,10 @@ def parse_report(issue: Mapping[str, Any]) -> MojiraReport:
     updated = fields.get("updated")
     if not isinstance(updated, str):
         raise MojiraFormatError(f"{key}: fields.updated is missing")
-    parse_updated(updated)
+    try:
+        parse_updated(updated)
+    except MojiraFormatError as exc:
+        raise MojiraFormatError(f"{key}: fields.{exc}") from None
     votes = fields.get("customfield_10070")
     if isinstance(votes, float) and votes.is_integer():
         votes = int(votes)

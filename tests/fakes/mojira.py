@@ -148,7 +148,9 @@ class MojiraDouble:
             chosen = [i for i in chosen if _updated(i) >= since]
         order = _ORDER_UPDATED.search(jql)
         if order:
-            chosen.sort(key=lambda i: (_updated(i), _key_number(i["key"])), reverse=(order["dir"] or "").lower() == "desc")
+            chosen.sort(
+                key=lambda i: (_updated(i), _key_number(i["key"])), reverse=(order["dir"] or "").lower() == "desc"
+            )
         else:
             chosen.sort(key=lambda i: _key_number(i["key"]), reverse=True)  # Jira's default: newest key first
         start = int(body.get("startAt") or 0)
@@ -164,8 +166,10 @@ class MojiraDouble:
 
 
 def _updated(issue: dict[str, Any]) -> datetime:
-    text = issue["fields"]["updated"]
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z")
+    try:
+        return datetime.strptime(str(issue["fields"].get("updated")), "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return datetime.now(UTC)  # a malformed report (served on purpose by a test) sorts as just updated
 
 
 def _key_number(key: str) -> int:
