@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -153,7 +154,8 @@ class Settings:
     #: REPROBOT_MOJIRA_RETRY_BASE: seconds of the first retry backoff for Mojira calls (Retry-After wins).
     mojira_retry_base: float = 1.0
     #: REPROBOT_MOJIRA_SINK: where new reports go: `store` (default), `github:owner/repo` (an issue per report,
-    #: through the App), or `jira:PROJECT` (an issue in a Jira project, through the Jira forge's client).
+    #: through the App), `github:owner/repo#N` (a comment per report on tracking issue N), or `jira:PROJECT` (an
+    #: issue in a Jira project, through the Jira forge's client). The store records every report in all cases.
     mojira_sink: str = "store"
     #: REPROBOT_MOJIRA_CRASH_ATTACHMENT_BYTES: crash-like attachments up to this size are fetched and parsed.
     mojira_crash_attachment_bytes: int = 2 * 1024 * 1024
@@ -327,7 +329,10 @@ def _mojira_settings(get: Callable[[str], str | None]) -> dict[str, object]:
             kwargs[attr] = value
     if (v := get("MOJIRA_SINK")) is not None:
         sink, _, target = v.partition(":")
-        if not (v == "store" or (sink == "github" and target.count("/") == 1) or (sink == "jira" and target)):
-            raise SettingsError(f"REPROBOT_MOJIRA_SINK={v!r}: expected store, github:owner/repo or jira:PROJECT")
+        github = re.fullmatch(r"[\w.-]+/[\w.-]+(?:#\d+)?", target) is not None
+        if not (v == "store" or (sink == "github" and github) or (sink == "jira" and target)):
+            raise SettingsError(
+                f"REPROBOT_MOJIRA_SINK={v!r}: expected store, github:owner/repo, github:owner/repo#N or jira:PROJECT"
+            )
         kwargs["mojira_sink"] = v
     return kwargs

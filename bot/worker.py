@@ -20,6 +20,7 @@ from bot.config import Settings
 from bot.forges.base import PermanentJobError
 from bot.forges.github import forge_for_job
 from bot.github_client import InstallationTokens
+from bot.mojira.poller import poll_periodically
 from bot.publish import JobDeps, run_forge_job
 from bot.queue import LeaseLost, Queue
 from bot.store import Job, Store, forbid_store_calls_on_loop
@@ -75,6 +76,12 @@ class Worker:
             deps = WorkerDeps(self.settings, self.store, session, tokens)
             # Sandboxes of workers killed with SIGKILL (docker containers, quota mounts) go at start and periodically.
             reaper = asyncio.create_task(reap_periodically(self.settings.sandbox_reap_interval))
+            # The Mojira poller (issue 15) runs beside the jobs when REPROBOT_MOJIRA_POLL_INTERVAL is set.
+            mojira = (
+                asyncio.create_task(poll_periodically(self.settings, self.store, stop))
+                if self.settings.mojira_poll_interval > 0
+                else None
+            )
             try:
                 while not stop.is_set():
                     try:
@@ -94,6 +101,8 @@ class Worker:
                     task.add_done_callback(self._running.discard)
             finally:
                 reaper.cancel()
+                if mojira is not None:
+                    mojira.cancel()
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)

@@ -34,7 +34,9 @@ def _compare(expected: Any, got: Any, where: str) -> list[str]:
     if isinstance(expected, dict):
         if not isinstance(got, dict):
             return [f"{where}: expected an object, got {got!r}"]
-        return [d for key, value in expected.items() for d in _compare(value, got.get(key, "<missing>"), f"{where}.{key}")]
+        return [
+            d for key, value in expected.items() for d in _compare(value, got.get(key, "<missing>"), f"{where}.{key}")
+        ]
     if isinstance(expected, list):
         if not isinstance(got, list) or len(got) != len(expected):
             return [f"{where}: expected {len(expected)} items, got {got!r}"]
@@ -172,8 +174,12 @@ def test_hs_err_of_our_own_behind_a_console_prefix() -> None:
 
 def test_crashes_are_found_in_markdown_jira_markup_and_bare_text() -> None:
     text = (
-        "Steps: open the world.\n\n```\n" + _report() + "```\n\nAnd later:\n{code:title=hs_err}\n" + HS_ERR
-        + "{code}\n\nand a second one pasted bare:\n" + _report(line=9)
+        "Steps: open the world.\n\n```\n"
+        + _report()
+        + "```\n\nAnd later:\n{code:title=hs_err}\n"
+        + HS_ERR
+        + "{code}\n\nand a second one pasted bare:\n"
+        + _report(line=9)
     )
     found = find_crashes(text)
     assert [type(c).__name__ for c in found] == ["MinecraftCrash", "JvmCrash", "MinecraftCrash"]

@@ -288,3 +288,45 @@ def test_triage_abstains_with_reasons() -> None:
         report(description="```\n" + CRASH.format(line=1).replace("Probably not.", "Definitely;") + "```")  # type: ignore[arg-type]
     )
     assert modded.route is None and "the crash comes from a modded game" in modded.decision.reasons
+
+
+async def test_the_worker_polls_mojira_periodically(tmp_path: Path, double: MojiraDouble, settings: Settings) -> None:
+    from bot.worker import Worker
+
+    keys = _fill(double, 3)
+    worker_settings = replace(
+        settings,
+        github_app_id="1",
+        github_private_key="unused",
+        worker_poll=0.05,
+        mojira_api_url=f"{double.url}/api",
+        mojira_poll_interval=0.1,
+    )
+    store = Store.open(worker_settings.store_path)
+    stop = asyncio.Event()
+    task = asyncio.create_task(Worker(worker_settings, store).run(stop))
+    for _ in range(200):
+        if len(double.requests) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    assert len(double.requests) >= 2  # it polls again after the interval
+    assert await asyncio.to_thread(store.mojira.keys) == keys
+    await asyncio.to_thread(store.close)
+
+
+def test_comments_are_searched_for_crashes_too() -> None:
+    report = parse_report(
+        {
+            "key": "MC-8",
+            "fields": {
+                "summary": "s",
+                "updated": "2024-05-01T12:00:00.000+0000",
+                "description": "It crashed.",
+                "comment": {"comments": [{"body": adf_doc("Here is the log:", code=CRASH.format(line=5))}]},
+            },
+        }
+    )
+    triage = triage_report(report)
+    assert triage.decision.features["crash_parsed"] is True and len(triage.signatures) == 1

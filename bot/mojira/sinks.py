@@ -47,14 +47,20 @@ class StoreSink:
 
 
 class GitHubIssueSink:
-    """One GitHub issue per new report, in `repo`, through the GitHub App's installation on that repo."""
+    """One GitHub issue per new report in `repo` or, with `tracking_issue`, one comment per report on that issue.
 
-    def __init__(self, settings: Settings, session: aiohttp.ClientSession, repo: str) -> None:
+    Through the GitHub App's installation on the repo (found with the App's JWT, its token cached).
+    """
+
+    def __init__(
+        self, settings: Settings, session: aiohttp.ClientSession, repo: str, tracking_issue: int | None = None
+    ) -> None:
         """Publish to `repo` (owner/name) with the App configured in `settings`."""
         self.settings = settings
         self.session = session
         self.repo = repo
-        self.name = f"github:{repo}"
+        self.tracking_issue = tracking_issue
+        self.name = f"github:{repo}" + (f"#{tracking_issue}" if tracking_issue else "")
         self._tokens = InstallationTokens(settings)
         self._installation: int | None = None
 
@@ -67,8 +73,15 @@ class GitHubIssueSink:
         return await self._tokens.token(self.session, self._installation)
 
     async def deliver(self, report: MojiraReport, triage: GameTriage, duplicates: Sequence[str]) -> str | None:
-        """Open the issue; its URL is the reference."""
+        """Open the issue (or comment on the tracking issue); its URL is the reference."""
         gh = client(self.session, self.settings, await self._token())
+        body = report_body(report, triage, duplicates)
+        if self.tracking_issue is not None:
+            made = await gh.post(
+                f"/repos/{self.repo}/issues/{self.tracking_issue}/comments",
+                data={"body": f"### {report_title(report)}\n\n{body}"},
+            )
+            return str(made.get("html_url") or made.get("id"))
         made = await gh.post(
             f"/repos/{self.repo}/issues",
             data={
@@ -108,7 +121,8 @@ def build_sink(settings: Settings, session: aiohttp.ClientSession) -> Sink:
     """The sink REPROBOT_MOJIRA_SINK names; SettingsError when what it needs is not configured."""
     kind, _, target = settings.mojira_sink.partition(":")
     if kind == "github":
-        return GitHubIssueSink(settings, session, target)
+        repo, _, number = target.partition("#")
+        return GitHubIssueSink(settings, session, repo, int(number) if number else None)
     if kind == "jira":
         # The Jira forge (bot/forges/jira.py, same issue) owns the Jira client and its settings.
         try:

@@ -27,6 +27,9 @@ from tests.fakes.openapi import OpenAPISpec
 
 __all__ = ["BOT", "GitHubDouble"]
 
+#: Operations GitHub authenticates with the App's JWT (not an installation token).
+APP_JWT_OPS = ("apps/create-installation-access-token", "apps/get-repo-installation")
+
 
 @dataclass
 class Fault:
@@ -188,7 +191,7 @@ class GitHubDouble:
     def _auth(self, request: web.Request, op_id: str) -> int | None:
         header = request.headers.get("Authorization", "")
         scheme, _, credential = header.partition(" ")
-        if op_id == "apps/create-installation-access-token":
+        if op_id in APP_JWT_OPS:
             try:
                 claims = jwt.decode(credential, self._public_key, algorithms=["RS256"])
             except jwt.PyJWTError:

@@ -43,6 +43,16 @@ def create_token(d: GitHubDouble, p: dict[str, str], q: dict[str, str], body: An
     return 201, {"token": token, "expires_at": expires, "permissions": {"issues": "write"}}
 
 
+@op("apps/get-repo-installation")
+def get_repo_installation(d: GitHubDouble, p: dict[str, str], q: dict[str, str], body: Any) -> Reply:
+    full_name = f"{p['owner']}/{p['repo']}"
+    for inst, repos in d.installations.items():
+        if full_name in repos:
+            account = {"login": p["owner"], "id": 1, "type": "Organization"}
+            return 200, {"id": inst, "account": account, "app_id": int(d.app_id), "target_type": "Organization"}
+    return NOT_FOUND
+
+
 @op("repos/get")
 def get_repo(d: GitHubDouble, p: dict[str, str], q: dict[str, str], body: Any) -> Reply:
     repo = d.repo_of(p)
