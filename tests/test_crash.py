@@ -156,7 +156,7 @@ j  org.lwjgl.opengl.GL11C.nglDrawElements(IIIJ)V+0
 j  com.mojang.blaze3d.vertex.VertexBuffer.draw()V+20
 v  ~StubRoutines::call_stub
 
-java_command: net.fabricmc.loader.impl.launch.knot.KnotClient --username x --version fabric-loader-0.15-1.20.4 --gameDir /tmp
+java_command: net.fabricmc.loader.impl.launch.knot.KnotClient --version fabric-loader-0.15-1.20.4 --gameDir /tmp
 """
 
 

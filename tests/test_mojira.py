@@ -258,7 +258,7 @@ def test_custom_fields_are_typed() -> None:
     assert (report.mojang_priority, report.ado, report.platform) == ("Very Important", "12345", "Windows")
     assert (report.os_version, report.realms_platform, report.votes) == ("Windows 11", "Java", 3)
     assert report.links == ("Duplicate:MC-4",) and report.status == "Open"
-    with pytest.raises(MojiraFormatError, match="MC-6: fields.updated is missing"):
+    with pytest.raises(MojiraFormatError, match=r"MC-6: fields\.updated is missing"):
         parse_report({"key": "MC-6", "fields": {}})
     with pytest.raises(MojiraFormatError, match="not a Jira key"):
         parse_report({"key": "nope", "fields": {}})

@@ -106,7 +106,7 @@ def test_sink_settings_are_checked() -> None:
 async def test_build_sink_names_what_is_missing() -> None:
     async with aiohttp.ClientSession() as session:
         assert isinstance(build_sink(Settings(), session), StoreSink)
-        with pytest.raises(SettingsError, match="bot/forges/jira.py"):
+        with pytest.raises(SettingsError, match=r"bot/forges/jira\.py"):
             build_sink(replace(Settings(), mojira_sink="jira:GAME"), session)
 
 
