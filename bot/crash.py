@@ -38,6 +38,7 @@ _SECTION = re.compile(r"^-- (?P<name>.+?) --$")
 #: A thrown exception's first line: a qualified class name, optionally ": message".
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::.*)?$")
 _AT_FRAME = re.compile(r"^at\s+(?P<frame>\S.*)$")
+_THROWABLE_SUFFIXES = ("Exception", "Error", "Throwable")
 #: Side of a crash report: `Type: Client (map_client.txt)` or `Type: Dedicated Server (map_server.txt)`.
 _CLIENT_MAPPING = "map_client.txt"
 #: `Is Modded:` values that do NOT mean modded (anything else, e.g. "Definitely; ...", does).
@@ -50,14 +51,14 @@ _MODDED_LAUNCH_MARKERS = (
     "cpw.mods.",
     "net.minecraftforge.",
     "--fml.",
+    "--launchTarget forge",
+    "--launchTarget fml",
     "org.quiltmc.loader.",
 )
 _JAVA_FRAMES_MARKER = re.compile(r"^Java frames: \(")
 _NATIVE_FRAMES_MARKER = re.compile(r"^Native frames: \(")
-_C_FRAME = re.compile(r"^\[(?P<lib>.+)\+(?P<off>[^\]]+)\](?:  (?P<fn>.+)\+(?P<foff>\S+))?$")
+_C_FRAME = re.compile(r"^\[(?P<lib>.+)\+(?P<off>[^\]]+)\](?:  (?P<fn>.+)\+(?P<foff>.+))?$")
 _VERSION_ARG = re.compile(r"\s--version\s+(\S+)")
-#: A line prefix some hosts add to every line of a pasted log (a server console, a launcher): kept out of parsing.
-_LINE_PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)*(?:[A-Za-z][\w ]{0,20}> )")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ class JvmFrame:
 
     def to_json(self) -> dict[str, Any]:
         """mc-crash-lib's field names; only native (C) frames carry the library and function parts."""
+        if self.kind == "?":
+            return {"value": self.location}
         data: dict[str, Any] = {"location": self.location}
         if self.kind == "C":
             data |= {
@@ -159,9 +162,9 @@ def parse_crash(text: str) -> Crash | None:
     """Parse a crash report or HotSpot log; None when the text is neither (or has no exception to speak of)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if any(MINECRAFT_HEADER in line for line in lines):
-        return _parse_minecraft(lines)
+        return _parse_minecraft(_strip_line_prefixes(lines, MINECRAFT_HEADER))
     if any(JVM_HEADER in line for line in lines):
-        return _parse_jvm(_strip_line_prefixes(lines))
+        return _parse_jvm(_strip_line_prefixes(lines, JVM_HEADER))
     return None
 
 
@@ -196,9 +199,14 @@ def _details(lines: Iterable[str]) -> dict[str, str]:
 
 
 def _exception(lines: Sequence[str]) -> str | None:
-    """The first thrown exception: a class-name line followed (now or after its message) by `at` frames."""
+    """The thrown exception: its first line (a class name, maybe `: message`) and what follows up to a blank line.
+
+    The first such block with `at` frames wins; without one, the first line naming a Throwable by its usual
+    name (an exception thrown before any frame was recorded, e.g. an OutOfMemoryError).
+    """
+    blocks: list[list[str]] = []
     for i, line in enumerate(lines):
-        if not _EXCEPTION_LINE.match(line) or line.startswith(("Description:", "Time:")):
+        if not _EXCEPTION_LINE.match(line):
             continue
         block: list[str] = []
         for nxt in lines[i:]:
@@ -206,6 +214,11 @@ def _exception(lines: Sequence[str]) -> str | None:
                 break
             block.append(nxt.strip())
         if any(_AT_FRAME.match(b) for b in block[1:]):
+            return "\n".join(block)
+        blocks.append(block)
+    for block in blocks:
+        name = block[0].split(":", 1)[0]
+        if name.endswith(_THROWABLE_SUFFIXES) or name.startswith(("java.", "javax.", "org.lwjgl.")):
             return "\n".join(block)
     return None
 
@@ -226,14 +239,14 @@ def _parse_minecraft(lines: Sequence[str]) -> MinecraftCrash | None:
     side = system.get("Type", f"Client ({_CLIENT_MAPPING})")
     modded_text = system.get("Is Modded")
     game_modded = modded_text is not None and not any(word in modded_text.lower() for word in _NOT_MODDED)
-    level_text = level.get("Level was modded")
-    level_modded = None if level_text is None else level_text.lower() == "true"
+    # Whether the level was ever opened modded is its own fact: the game itself may be vanilla now.
+    level_modded = {"true": True, "false": False}.get((level.get("Level was modded") or "").lower())
     description = _details(head[:cut]).get("Description")
     return MinecraftCrash(
         exception=exception,
         minecraft_version=version,
         is_client=_CLIENT_MAPPING in side,
-        modded=game_modded or bool(level_modded),
+        modded=game_modded,
         was_level_opened_modded=level_modded,
         description=description,
     )
@@ -242,13 +255,17 @@ def _parse_minecraft(lines: Sequence[str]) -> MinecraftCrash | None:
 # --- HotSpot's fatal-error log -----------------------------------------------------------------------------
 
 
-def _strip_line_prefixes(lines: Sequence[str]) -> list[str]:
-    """Drop a prefix that a console put before every line (e.g. `Client> `) when the log's lines carry one."""
-    header_line = next(line for line in lines if JVM_HEADER in line)
-    prefix = header_line[: header_line.index(JVM_HEADER)]
+def _strip_line_prefixes(lines: Sequence[str], header: str) -> list[str]:
+    """Drop the prefix a console or launcher put before every line (`Client> `, `[12:00:01] [main/INFO]: `).
+
+    The prefix is what precedes the header on its line; its digits may differ from line to line (timestamps).
+    """
+    header_line = next(line for line in lines if header in line)
+    prefix = header_line[: header_line.index(header)]
     if not prefix.strip():
         return list(lines)
-    return [line[len(prefix) :] if line.startswith(prefix) else line for line in lines]
+    pattern = re.compile(re.sub(r"\d+", r"\\d+", re.escape(prefix.rstrip())) + r"[ \t]?")
+    return [pattern.sub("", line, count=1) if pattern.match(line) else line for line in lines]
 
 
 def _parse_frame(line: str) -> JvmFrame:
@@ -259,9 +276,9 @@ def _parse_frame(line: str) -> JvmFrame:
             if m:
                 return JvmFrame("C", location, m["lib"], m["off"], m["fn"], m["foff"])
             return JvmFrame("C", location)
-        if kind in "JjVvA":
+        if kind in "JjVv":
             return JvmFrame(kind, location)
-    return JvmFrame("?", line)
+    return JvmFrame("?", line)  # another type letter (A: AOT code, ...) or none: kept whole
 
 
 def _frame_block(lines: Sequence[str], marker: re.Pattern[str]) -> list[JvmFrame] | None:

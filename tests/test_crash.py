@@ -101,7 +101,10 @@ def test_a_report_of_our_own_is_parsed_in_full() -> None:
     assert crash.minecraft_version == "1.20.4" and crash.is_client is False and crash.modded is False
     assert crash.description == "Ticking entity"
     assert crash.frames[1] == "net.minecraft.world.entity.Entity.tick(Entity.java:120)"
-    assert parse_crash(_report(level_modded="true")).modded is True  # type: ignore[union-attr]
+    assert crash.was_level_opened_modded is False
+    # A level once opened by a modded game is its own fact: the game that crashed may be vanilla.
+    level = parse_crash(_report(level_modded="true"))
+    assert isinstance(level, MinecraftCrash) and level.was_level_opened_modded is True and level.modded is False
     assert parse_crash(_report(modded="Very likely; Jar signature invalidated")).modded is True  # type: ignore[union-attr]
 
 
@@ -205,3 +208,20 @@ def test_frames_of_modules_and_deobfuscated_reports_sign_as_plain_methods() -> N
     assert crash is not None
     assert crash_signature(crash).frames[0] == "net.minecraft.world.entity.Entity.tick"
     assert crash_signature(crash).key == crash_signature(parse_crash(_report()) or crash).key
+
+
+def test_an_exception_without_frames_and_a_launcher_prefix_on_every_line() -> None:
+    text = _report().replace(
+        _report().split("\n\n\n")[0].split("\n\n")[-1], "java.lang.OutOfMemoryError: Java heap space"
+    )
+    logged = "\n".join(f"[10:00:{i % 60:02d}] [Render thread/ERROR]: {line}" for i, line in enumerate(text.split("\n")))
+    crash = parse_crash(logged)
+    assert isinstance(crash, MinecraftCrash)
+    assert crash.exception == "java.lang.OutOfMemoryError: Java heap space"
+    assert crash.minecraft_version == "1.20.4" and crash_signature(crash).frames == ()
+
+
+def test_frames_of_an_unknown_type_are_kept_whole() -> None:
+    crash = parse_crash(HS_ERR.replace("v  ~StubRoutines::call_stub", "A  1 aot.Compiled.method()V"))
+    assert isinstance(crash, JvmCrash) and crash.java_frames is not None
+    assert crash.java_frames[-1].to_json() == {"value": "A  1 aot.Compiled.method()V"}
