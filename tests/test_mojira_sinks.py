@@ -38,7 +38,9 @@ async def test_reports_go_to_a_github_tracking_issue_through_the_app(tmp_path: P
     (source / "README.md").write_text("triage\n")
     github.add_repo("mojang/triage", source)
     tracking = github.add_issue("mojang/triage", "Mojira reports", "New reports are mirrored here.")
+    mojira.add("MC-41", "Refused", NOW, description="GitHub will not take this one")
     mojira.add("MC-42", "Boats sink", NOW, versions=("1.21",), description=adf_doc("Steps to reproduce: place a boat"))
+    github.fail("issues/create-comment", 422)  # the first report's comment is refused for good
     settings = replace(
         Settings(data_dir=tmp_path / "data"),
         github_app_id=github.app_id,
@@ -54,7 +56,7 @@ async def test_reports_go_to_a_github_tracking_issue_through_the_app(tmp_path: P
             sink = build_sink(settings, session)
             assert isinstance(sink, GitHubIssueSink)
             poller = Poller(store, MojiraClient(http, settings.mojira_api_url), sink, "MC", "project = MC", settings)
-            assert (await poller.poll_once()).new == ["MC-42"]
+            assert (await poller.poll_once()).new == ["MC-41", "MC-42"]
             assert (await poller.poll_once()).new == []  # seen: no second comment
     finally:
         await mojira.stop()
@@ -67,6 +69,8 @@ async def test_reports_go_to_a_github_tracking_issue_through_the_app(tmp_path: P
     assert not github.violations
     record = await asyncio.to_thread(store.mojira.get, "MC-42")
     assert record is not None and record.sink == "github:mojang/triage#1" and record.sink_ref
+    refused = await asyncio.to_thread(store.mojira.get, "MC-41")
+    assert refused is not None and refused.sink_ref is None and "GitHub refused MC-41" in refused.triage["sink_error"]
 
 
 class _JiraProject:

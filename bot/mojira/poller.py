@@ -22,6 +22,7 @@ import httpx
 
 from bot.config import Settings, SettingsError
 from bot.crash import crash_signature
+from bot.github_client import GitHubConfigError
 from bot.mojira.client import MojiraClient, MojiraError, MojiraSearch
 from bot.mojira.fields import (
     MojiraFormatError,
@@ -31,7 +32,7 @@ from bot.mojira.fields import (
     parse_search_response,
     parse_updated,
 )
-from bot.mojira.sinks import Sink, build_sink
+from bot.mojira.sinks import Sink, SinkRejected, build_sink
 from bot.mojira.triage import is_crash_attachment, triage_report
 from bot.store import Store
 
@@ -154,14 +155,19 @@ class Poller:
         duplicates = (
             await asyncio.to_thread(self.store.mojira.with_signature, signature) if signature is not None else []
         )
-        ref = await self.sink.deliver(report, triage, duplicates)
+        extra: dict[str, Any] = {"duplicates": duplicates}
+        try:
+            ref = await self.sink.deliver(report, triage, duplicates)
+        except SinkRejected as exc:
+            log.warning("mojira %s: %s; recorded without a sink reference", self.name, exc)
+            ref, extra["sink_error"] = None, str(exc)
         recorded = await asyncio.to_thread(
             self.store.mojira.record,
             report.key,
             report.updated,
             summary=report.summary,
             report=report.to_json(),
-            triage=triage.to_json() | {"duplicates": duplicates},
+            triage=triage.to_json() | extra,
             route=triage.route,
             signature=signature,
             sink=self.sink.name,
@@ -188,19 +194,20 @@ async def poll_periodically(settings: Settings, store: Store, stop: asyncio.Even
     """Poll every REPROBOT_MOJIRA_POLL_INTERVAL seconds until `stop`; one failed poll never ends the loop."""
     interval = settings.mojira_poll_interval or DEFAULT_INTERVAL
     async with httpx.AsyncClient(timeout=60.0) as http, aiohttp.ClientSession() as session:
-        poller = Poller(
-            store,
-            MojiraClient(http, settings.mojira_api_url, retry_base=settings.mojira_retry_base),
-            build_sink(settings, session),
-            settings.mojira_project,
-            jql or settings.mojira_jql,
-            settings,
-        )
+        try:
+            sink = build_sink(settings, session)
+        except (SettingsError, GitHubConfigError) as exc:
+            log.error("mojira poller not started: %s", exc)
+            return
+        mojira = MojiraClient(http, settings.mojira_api_url, retry_base=settings.mojira_retry_base)
+        poller = Poller(store, mojira, sink, settings.mojira_project, jql or settings.mojira_jql, settings)
         while not stop.is_set():
             try:
                 await poller.poll_once()
             except (MojiraError, MojiraFormatError, aiohttp.ClientError, httpx.HTTPError) as exc:
                 log.warning("mojira poll failed (next poll in %gs): %s", interval, exc)
+            except Exception:  # broad on purpose: a bug or a store error must not end the worker's polling for good
+                log.exception("mojira poll failed unexpectedly (next poll in %gs)", interval)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval)
 
@@ -213,7 +220,7 @@ async def run_poll_command(settings: Settings, *, jql: str | None, once: bool, a
         async with httpx.AsyncClient(timeout=60.0) as http, aiohttp.ClientSession() as session:
             try:
                 sink = build_sink(settings, session)
-            except SettingsError as exc:
+            except (SettingsError, GitHubConfigError) as exc:
                 print(f"reprobot: {exc}", file=sys.stderr)
                 return 2
             mojira = MojiraClient(http, settings.mojira_api_url, retry_base=settings.mojira_retry_base)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import aiohttp
-from gidgethub import apps
+from gidgethub import BadRequest, apps
 
 from bot.config import Settings, SettingsError
 from bot.github_client import InstallationTokens, client
@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 
 #: Labels a mirrored report gets on GitHub or Jira.
 LABELS = ("mojira",)
+
+
+class SinkRejected(Exception):
+    """The sink refused this one report for good (e.g. a 422): it is recorded with the reason, not retried."""
 
 
 class Sink(Protocol):
@@ -76,20 +80,19 @@ class GitHubIssueSink:
         """Open the issue (or comment on the tracking issue); its URL is the reference."""
         gh = client(self.session, self.settings, await self._token())
         body = report_body(report, triage, duplicates)
-        if self.tracking_issue is not None:
-            made = await gh.post(
-                f"/repos/{self.repo}/issues/{self.tracking_issue}/comments",
-                data={"body": f"### {report_title(report)}\n\n{body}"},
-            )
-            return str(made.get("html_url") or made.get("id"))
-        made = await gh.post(
-            f"/repos/{self.repo}/issues",
-            data={
-                "title": report_title(report),
-                "body": report_body(report, triage, duplicates),
-                "labels": list(LABELS),
-            },
-        )
+        try:
+            if self.tracking_issue is not None:
+                url = f"/repos/{self.repo}/issues/{self.tracking_issue}/comments"
+                made = await gh.post(url, data={"body": f"### {report_title(report)}\n\n{body}"})
+                return str(made.get("html_url") or made.get("id"))
+            data = {"title": report_title(report), "body": body, "labels": list(LABELS)}
+            made = await gh.post(f"/repos/{self.repo}/issues", data=data)
+        except BadRequest as exc:
+            # A final 4xx about this report (a body GitHub will not take); 5xx and rate limits were retried
+            # already and raise on (failing the poll, so it is tried again), as do auth and a missing repo.
+            if exc.status_code.value in (401, 403, 404):
+                raise
+            raise SinkRejected(f"GitHub refused {report.key}: {exc}") from exc
         return str(made.get("html_url") or made.get("number"))
 
 
