@@ -1,4 +1,4 @@
-"""`reprobot` command line: fix, reproduce, eval, env, sandbox, doctor, serve, worker, app manifest."""
+"""`reprobot` command line: fix, reproduce, eval, env, sandbox, doctor, serve, worker, app manifest, crash, mojira."""
 
 from __future__ import annotations
 
