@@ -380,6 +380,15 @@ def _method(frame: str) -> str:
     return m.group("method") if m else frame
 
 
+#: The method of a HotSpot Java frame, after the compile id and tier of a compiled frame (`J 1234 c2 a.B.m(I)V ...`).
+_JVM_METHOD = re.compile(r"([\w$./<>]+)\(")
+
+
+def _jvm_method(location: str) -> str:
+    m = _JVM_METHOD.search(location)
+    return _method(m.group(1)) if m else location.strip()
+
+
 def crash_signature(crash: Crash, *, depth: int = SIGNATURE_FRAMES) -> CrashSignature:
     """The crash's signature; library frames are skipped, unless the stack has nothing else (then it is kept)."""
     if isinstance(crash, MinecraftCrash):
@@ -392,7 +401,7 @@ def crash_signature(crash: Crash, *, depth: int = SIGNATURE_FRAMES) -> CrashSign
             exception_type, tail = lines[cause_at][11:].split(":", 1)[0].strip(), lines[cause_at + 1 :]
         frames = [_method(m.group("frame")) for line in tail if (m := _AT_FRAME.match(line))]
     else:
-        frames = [_method(f.location) for f in (crash.java_frames or [])]
+        frames = [_jvm_method(f.location) for f in (crash.java_frames or []) if f.kind != "?"]
         if crash.problematic_frame is not None:
             pf = crash.problematic_frame
             native = pf.library_name or pf.location

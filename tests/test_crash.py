@@ -225,3 +225,14 @@ def test_frames_of_an_unknown_type_are_kept_whole() -> None:
     crash = parse_crash(HS_ERR.replace("v  ~StubRoutines::call_stub", "A  1 aot.Compiled.method()V"))
     assert isinstance(crash, JvmCrash) and crash.java_frames is not None
     assert crash.java_frames[-1].to_json() == {"value": "A  1 aot.Compiled.method()V"}
+
+
+def test_compiled_jvm_frames_sign_by_their_method() -> None:
+    compiled = HS_ERR.replace(
+        "j  com.mojang.blaze3d.vertex.VertexBuffer.draw()V+20",
+        "J 4242 c2 java.base@17.0.8/java.util.HashMap.get(Ljava/lang/Object;)Ljava/lang/Object; (23 bytes) @ 0x1\n"
+        "J 777 c1 com.mojang.blaze3d.vertex.VertexBuffer.draw()V (58 bytes) @ 0x00007f [0x00007f+0x1]",
+    )
+    crash = parse_crash(compiled)
+    assert crash is not None
+    assert crash_signature(crash).frames[:2] == ("libGL.so.1", "com.mojang.blaze3d.vertex.VertexBuffer.draw")
