@@ -236,3 +236,15 @@ def test_compiled_jvm_frames_sign_by_their_method() -> None:
     crash = parse_crash(compiled)
     assert crash is not None
     assert crash_signature(crash).frames[:2] == ("libGL.so.1", "com.mojang.blaze3d.vertex.VertexBuffer.draw")
+
+
+def test_cli_groups_issue_texts_by_crash_signature(tmp_path: Path) -> None:
+    (tmp_path / "issue-1.md").write_text("It crashed:\n\n```\n" + _report(line=120) + "```\n")
+    (tmp_path / "issue-2.md").write_text("Same here\n\n```\n" + _report(line=133) + "```\n")
+    (tmp_path / "issue-3.md").write_text("```\n" + HS_ERR + "```\n")
+    files = [str(tmp_path / f"issue-{n}.md") for n in (1, 2, 3)]
+    done = subprocess.run([REPROBOT, "crash", "group", *files, "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    groups = json.loads(done.stdout)["groups"]
+    assert [g["files"] for g in groups] == [files[:2], files[2:]]
+    assert groups[0]["exception_type"] == "java.lang.NullPointerException"

@@ -25,6 +25,10 @@ def add_parsers(sub: Any) -> None:
     parse.add_argument("file", type=Path, help="a crash-*.txt, hs_err_pid*.log, or text with one pasted in")
     parse.add_argument("--json", action="store_true", help="print one JSON document (mc-crash-lib field names)")
 
+    group = crash_sub.add_parser("group", help="group files (crash reports, issue texts) by crash signature")
+    group.add_argument("files", type=Path, nargs="+", help="files holding crash reports (pasted or whole)")
+    group.add_argument("--json", action="store_true", help="print the groups as one JSON document")
+
     mojira = sub.add_parser("mojira", help="the Mojira (bugs.mojang.com) poller")
     mojira_sub = mojira.add_subparsers(dest="mojira_command", required=True)
     poll = mojira_sub.add_parser("poll", help="fetch what changed since the last poll and hand it to the sink")
@@ -34,7 +38,44 @@ def add_parsers(sub: Any) -> None:
 
 
 def run_crash_command(args: argparse.Namespace) -> int:
-    """`reprobot crash parse FILE [--json]`."""
+    """`reprobot crash parse FILE [--json]` and `reprobot crash group FILE... [--json]`."""
+    if args.crash_command == "group":
+        return _group(args.files, args.json)
+    return _parse(args)
+
+
+def _group(files: list[Path], as_json: bool) -> int:
+    """Every crash in the files, grouped by signature: a group of two or more is likely one bug."""
+    from bot.crash import crash_signature, find_crashes
+
+    groups: dict[str, dict[str, Any]] = {}
+    unreadable: list[str] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            unreadable.append(f"{path}: {exc.strerror}")
+            continue
+        for crash in find_crashes(text):
+            sig = crash_signature(crash)
+            entry = groups.setdefault(sig.key, sig.to_json() | {"files": []})
+            if str(path) not in entry["files"]:
+                entry["files"].append(str(path))
+    for problem in unreadable:
+        print(f"reprobot: cannot read {problem}", file=sys.stderr)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g["files"]), g["key"]))
+    if as_json:
+        print(json.dumps({"groups": ordered, "unreadable": unreadable}, indent=2))
+    else:
+        for g in ordered:
+            mark = "likely duplicates" if len(g["files"]) > 1 else "alone"
+            print(f"{g['key']} {g['exception_type']} ({mark}): {', '.join(g['files'])}")
+            for frame in g["frames"]:
+                print(f"    at {frame}")
+    return EXIT_BAD_INPUT if unreadable else EXIT_OK
+
+
+def _parse(args: argparse.Namespace) -> int:
     from bot.crash import crash_signature, find_crashes, parse_crash
 
     try:
