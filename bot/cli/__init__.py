@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli.env import add_parsers
 
     add_parsers(sub)
+    from bot.cli import runner as runner_cli
+
+    runner_cli.add_parser(sub)
     return parser
 
 
@@ -251,6 +254,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli.env import run_env_command
 
         return run_env_command(args, settings)
+    if args.command == "runner":
+        from bot.cli.runner import run_runner_command
+
+        return run_runner_command(args)
     if args.command == "sandbox":
         from bot.cli.env import run_sandbox_command
 
