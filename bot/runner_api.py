@@ -25,10 +25,11 @@ from aiohttp import web
 
 from bot.config import Settings
 from bot.queue import LeaseLost, Queue
+from bot.report import artifact_url
 from bot.store import Job, Store, forbid_store_calls_on_loop, iso
 from bot.store.runners import Runner, runner_owner
 
-__all__ = ["RunnerApi", "add_runner_routes", "artifact_path", "artifact_url"]
+__all__ = ["RunnerApi", "add_runner_routes", "artifact_path"]
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,6 @@ MAX_JSON_BYTES = 2 * 1024 * 1024
 def artifact_path(data_dir: Path, sha256: str) -> Path:
     """Where the bytes with this SHA-256 are stored: content-addressed under the data dir."""
     return data_dir / "artifacts" / sha256[:2] / sha256
-
-
-def artifact_url(settings: Settings, sha256: str, name: str) -> str:
-    """The address a reader opens an artifact at (absolute when REPROBOT_PUBLIC_URL is set)."""
-    base = (settings.public_url or "").rstrip("/")
-    return f"{base}/artifacts/{sha256}/{name}"
 
 
 def _reply(status: int, message: str, **extra: Any) -> web.Response:
@@ -329,7 +324,7 @@ class RunnerApi:
         await asyncio.to_thread(_write_blob, artifact_path(self.settings.data_dir, sha), data)
         await asyncio.to_thread(self.store_of(request.app).runners.add_artifact, job.id, name, sha, len(data))
         return web.json_response(
-            {"name": name, "sha256": sha, "size": len(data), "url": artifact_url(self.settings, sha, name)}
+            {"name": name, "sha256": sha, "size": len(data), "url": artifact_url(self.settings.public_url, sha, name)}
         )
 
     async def finish(self, request: web.Request) -> web.Response:

@@ -66,6 +66,7 @@ def run_runner_command(args: argparse.Namespace) -> int:
     from bot.runner.agent import RunnerAgent, RunnerConfig
 
     logging.getLogger().setLevel(logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns what matters
     if not args.token:
         logging.error("reprobot runner: --token (or REPROBOT_RUNNER_TOKEN) is required to register")
         return 2

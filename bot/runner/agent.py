@@ -296,6 +296,7 @@ class RunnerAgent:
         try:
             await asyncio.wait_for(proc.wait(), grace)
         except TimeoutError:
+            log.warning("job process %s still running after SIGTERM and %gs of grace: SIGKILL", proc.pid, grace)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
