@@ -209,7 +209,6 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
     return result
 
 
-#: Payload fields of a forge job that its runner job's result publisher needs to reach the same issue.
 _FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
 
 
@@ -218,9 +217,8 @@ async def _queue_for_runner(
 ) -> dict[str, Any]:
     """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
 
-    The runner sees only the task (the report and the app's address); when it finishes, the server queues
-    a `<forge>.app_result` job that posts the reproduction comment on this issue (see bot/runner_api.py).
-    """
+    The runner sees only the task (report, app address); its finish queues the `<forge>.app_result` job that
+    publishes on this issue with the payload's `_FORGE_FIELDS` (bot/runner_api.py)."""
     labels = sorted(runner["labels"])
     if not runner["app_url"]:
         body = render_policy_error(
@@ -233,9 +231,8 @@ async def _queue_for_runner(
     task = {"issue_text": text, "app_url": runner["app_url"], "driver": runner["driver"], "issue_ref": forge.ref}
     publish = {k: job.payload[k] for k in _FORGE_FIELDS if k in job.payload}
     publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
-    queue = Queue(deps.store)
     runner_job = await asyncio.to_thread(
-        queue.enqueue,
+        Queue(deps.store).enqueue,
         "reproduce.app",
         job.issue_id,
         {"task": task, "publish": publish},
