@@ -104,11 +104,37 @@ def split_report(text: str) -> Report:
     expected, actual = "\n".join(parts["expected"]).strip(), "\n".join(parts["actual"]).strip()
     if not expected and not actual:
         # Prose: "... shows X instead of Y" / "expected X but got Y".
-        m = re.search(r"(?:shows?|says|displays?|get|got|see)\s+(?P<a>.+?)\s+instead of\s+(?P<e>[^.\n]+)", text, re.I)
+        m = re.search(
+            r"(?:shows?|says|displays?|get|got|see)\s+(?P<a>.+?)\s+instead of\s+(?P<e>[\"“`'][^\"”`'\n]+[\"”`']|[^.\n]+)",
+            text,
+            re.I,
+        )
         m = m or re.search(r"expected\s+(?P<e>.+?),?\s+but\s+(?:it\s+)?(?:got|shows?|says|displays?)\s+(?P<a>[^.\n]+)", text, re.I)
         if m:
             expected, actual = m.group("e"), m.group("a")
+        else:
+            expected, actual = _prose_outcome(text)
     return Report(steps_text=steps, expected=expected, actual=actual)
+
+
+_SAYS = re.compile(r"\b(?:says|shows|displays|reads|prints|I get|I see|I got|it's|is)\s+(?P<a>[\"“`'][^\n]{1,60}?[\"”`'])", re.I)
+_EXPECTS = re.compile(
+    r"\b(?:I\s+)?(?:expected|expect|would expect|should (?:see|show|say|display|be|list))\s+(?P<e>[^.\n]+)", re.I
+)
+
+
+def _prose_outcome(text: str) -> tuple[str, str]:
+    """(expected, actual) of prose: "it says "X"" and "I expected "Y" to be listed", each in its own sentence."""
+    expected = actual = ""
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        e = _EXPECTS.search(sentence)
+        if e and not expected:
+            expected = e.group("e")
+            continue
+        a = _SAYS.search(sentence)
+        if a and not actual:
+            actual = a.group("a")
+    return expected, actual
 
 
 # --- clause splitting -----------------------------------------------------------------------------------------
