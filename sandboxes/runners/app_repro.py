@@ -11,7 +11,6 @@ import json
 import logging
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,7 +263,7 @@ async def reproduce_app(
     deadline = started + budget_seconds
     out_dir.mkdir(parents=True, exist_ok=True)
     report = split_report(issue_text)
-    steps, extractor = extract_steps(issue_text, _complete_from(model))
+    steps, extractor = await extract_steps(issue_text, _complete_from(model))
     spec = oracle_spec(report)
     drv = _make_driver(driver, app_url)
     driver_name = getattr(drv, "name", "web")

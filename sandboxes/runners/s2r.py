@@ -10,9 +10,10 @@ before the rules take over.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -23,8 +24,8 @@ from rank_bm25 import BM25Okapi
 from sandboxes.runners.driver import ACTIONS
 from sandboxes.runners.textmatch import WIDGET_WORDS, similarity, words
 
-#: A model call: chat messages in, the reply text out (the runner passes the bot's client in; tests a script).
-Complete = Callable[[list[dict[str, str]]], str]
+#: A model call: chat messages in, the reply text out, plain or awaitable (the runner passes the bot's client in).
+Complete = Callable[[list[dict[str, str]]], "str | Awaitable[str]"]
 
 
 @dataclass(frozen=True)
@@ -481,11 +482,12 @@ def parse_steps(reply: str) -> list[Step]:
     return steps
 
 
-def extract_llm(report_text: str, complete: Complete, *, k: int = 3, attempts: int = 2) -> list[Step]:
+async def extract_llm(report_text: str, complete: Complete, *, k: int = 3, attempts: int = 2) -> list[Step]:
     """The model extractor: retrieved examples as few-shot context; invalid output is fed back once."""
     messages = [{"role": "system", "content": _SYSTEM}, *_few_shot(report_text, k), {"role": "user", "content": report_text}]
     for _ in range(attempts):
-        reply = complete(messages)
+        answer = complete(messages)
+        reply = await answer if inspect.isawaitable(answer) else answer
         try:
             return parse_steps(reply)
         except ValueError as exc:
@@ -496,11 +498,11 @@ def extract_llm(report_text: str, complete: Complete, *, k: int = 3, attempts: i
     raise ValueError("the model gave no valid steps")
 
 
-def extract_steps(report_text: str, complete: Complete | None = None) -> tuple[list[Step], str]:
+async def extract_steps(report_text: str, complete: Complete | None = None) -> tuple[list[Step], str]:
     """(steps, extractor): the model's steps when a model is given and answers validly, else the rules'."""
     if complete is not None:
         try:
-            return extract_llm(report_text, complete), "llm"
+            return await extract_llm(report_text, complete), "llm"
         except ValueError:
             pass
     return extract_rules(report_text), "rules"
