@@ -149,9 +149,7 @@ def _action_for(step: Step, element: Element | None) -> dict[str, object]:
     return action
 
 
-async def _play(
-    run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int
-) -> list[str]:
+async def _play(run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int) -> list[str]:
     """Play the steps; returns the reasons for steps that could not be played."""
     reasons: list[str] = []
     driver = run.driver
@@ -243,7 +241,7 @@ def _complete_from(model: object | None) -> Complete | None:
     if model is None:
         return None
     if callable(model):
-        return model  # type: ignore[return-value]
+        return model
     raise TypeError("model must be a complete(messages) -> str callable")
 
 
@@ -374,4 +372,3 @@ async def replay_actions(
         return _finish(result, run, started, out_file, app_url, driver_name, "error")
     status = "reproduced" if run.verdict else "not_reproduced"
     return _finish(result, run, started, out_file, app_url, driver_name, status)
-

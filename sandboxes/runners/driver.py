@@ -62,9 +62,7 @@ def state_hash(elements: list[Element]) -> str:
 
     Positions and typed values are left out on purpose: a layout shift or a half-filled form is the same screen.
     """
-    norm = sorted(
-        json.dumps([e.role, " ".join(e.text.lower().split())[:80], e.label.lower(), e.id]) for e in elements
-    )
+    norm = sorted(json.dumps([e.role, " ".join(e.text.lower().split())[:80], e.label.lower(), e.id]) for e in elements)
     return hashlib.sha256("\n".join(norm).encode()).hexdigest()[:16]
 
 

@@ -68,8 +68,13 @@ class Report:
     actual: str
 
 
-_HEADING = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*(?P<name>[A-Za-z][A-Za-z /-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$")
-_INLINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<name>expected|actual|steps)[a-z ]{0,20}?(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<rest>\S.*)$", re.I)
+_HEADING = re.compile(
+    r"^\s*(?:#+\s*)?(?:\*\*)?\s*(?P<name>[A-Za-z][A-Za-z /-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$"
+)
+_INLINE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<name>expected|actual|steps)[a-z ]{0,20}?(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<rest>\S.*)$",
+    re.I,
+)
 
 
 def _section_of(name: str) -> str | None:
@@ -106,11 +111,14 @@ def split_report(text: str) -> Report:
     if not expected and not actual:
         # Prose: "... shows X instead of Y" / "expected X but got Y".
         m = re.search(
-            r"(?:shows?|says|displays?|get|got|see)\s+(?P<a>.+?)\s+instead of\s+(?P<e>[\"“`'][^\"”`'\n]+[\"”`']|[^.\n]+)",
+            r"(?:shows?|says|displays?|get|got|see)\s+(?P<a>.+?)\s+instead of\s+"
+            r"(?P<e>[\"“`'][^\"”`'\n]+[\"”`']|[^.\n]+)",
             text,
             re.I,
         )
-        m = m or re.search(r"expected\s+(?P<e>.+?),?\s+but\s+(?:it\s+)?(?:got|shows?|says|displays?)\s+(?P<a>[^.\n]+)", text, re.I)
+        m = m or re.search(
+            r"expected\s+(?P<e>.+?),?\s+but\s+(?:it\s+)?(?:got|shows?|says|displays?)\s+(?P<a>[^.\n]+)", text, re.I
+        )
         if m:
             expected, actual = m.group("e"), m.group("a")
         else:
@@ -118,7 +126,9 @@ def split_report(text: str) -> Report:
     return Report(steps_text=steps, expected=expected, actual=actual)
 
 
-_SAYS = re.compile(r"\b(?:says|shows|displays|reads|prints|I get|I see|I got|it's|is)\s+(?P<a>[\"“`'][^\n]{1,60}?[\"”`'])", re.I)
+_SAYS = re.compile(
+    r"\b(?:says|shows|displays|reads|prints|I get|I see|I got|it's|is)\s+(?P<a>[\"“`'][^\n]{1,60}?[\"”`'])", re.I
+)
 _EXPECTS = re.compile(
     r"\b(?:I\s+)?(?:expected|expect|would expect|should (?:see|show|say|display|be|list))\s+(?P<e>[^.\n]+)", re.I
 )
@@ -142,7 +152,8 @@ def _prose_outcome(text: str) -> tuple[str, str]:
 
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s*\d+\s*[:.)-]?)\s+", re.I)
 _THEN = re.compile(
-    r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after that|afterwards|next|finally)\b[,\s]*|;\s*|\.\s+|\s*(?:->|=>|→|—|--)\s*",
+    r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after that|afterwards|next|finally)\b[,\s]*"
+    r"|;\s*|\.\s+|\s*(?:->|=>|→|—|--)\s*",
     re.I,
 )
 #: A quoted name: "x", “x”, `x`, ‘x’ or 'x' (an apostrophe inside a word, as in o'brien, is no quote).
@@ -181,8 +192,6 @@ def _restore(text: str, saved: list[str]) -> str:
     return re.sub(r"\x00(\d+)\x00", lambda m: f"`{saved[int(m.group(1))]}`", text)
 
 
-
-
 def clauses(steps_text: str) -> list[str]:
     """The report's step clauses in order: list items, then sentences and "then"/"and <verb>" clauses."""
     out: list[str] = []
@@ -207,7 +216,7 @@ def _and_verb_pattern() -> re.Pattern[str]:
 
 
 def _and_verb_split(text: str) -> list[str]:
-    """"click X and type Y" is two steps; "salt and pepper" is not (no verb after the `and`)."""
+    """ "click X and type Y" is two steps; "salt and pepper" is not (no verb after the `and`)."""
     return _and_verb_pattern().split(text)
 
 
@@ -217,7 +226,8 @@ def _and_verb_split(text: str) -> list[str]:
 _VERBS: dict[str, str] = {
     **dict.fromkeys(
         [
-            *"click tap press hit push select choose pick check uncheck toggle open expand collapse submit".split(),
+            *("click", "tap", "press", "hit", "push", "select", "choose", "pick", "check", "uncheck", "toggle"),
+            *("open", "expand", "collapse", "submit"),
             *("go to", "navigate to", "switch to"),
         ],
         "click",
@@ -264,7 +274,9 @@ def _with_past(table: dict[str, str]) -> dict[str, str]:
 
 
 _VERBS = _with_past(_VERBS)
-_LEAD = re.compile(r"^(?:(?:i|you|we|user|the user|just|now|please|first|firstly|also|once more|again|simply)\s+)+", re.I)
+_LEAD = re.compile(
+    r"^(?:(?:i|you|we|user|the user|just|now|please|first|firstly|also|once more|again|simply)\s+)+", re.I
+)
 #: Opening the app or its page is where every run starts, not a step.
 _START = re.compile(
     r"^(?:open|go to|navigate to|visit|launch|start|load|browse to)\s+(?:the\s+)?(?:app|application|site|website|"
@@ -284,7 +296,9 @@ def _verb_pattern() -> re.Pattern[str]:
     alternatives = "|".join(re.escape(v) for v in sorted(_VERBS, key=len, reverse=True))
     # A verb starts the clause, or follows a comma or a word that opens an action ("so I typed", "when clicking").
     return re.compile(
-        r"(?:^|[,:]\s*|\b(?:i|you|we|they|then|so|and|when|after|if|by|while|just)\s+)(?P<verb>" + alternatives + r")(?=\s|$)",
+        r"(?:^|[,:]\s*|\b(?:i|you|we|they|then|so|and|when|after|if|by|while|just)\s+)(?P<verb>"
+        + alternatives
+        + r")(?=\s|$)",
         re.I,
     )
 
@@ -346,7 +360,9 @@ def _step_from(action: str, rest: str) -> Step | None:
     if action == "resize":
         size = re.search(r"(\d{3,4})\s*[x×]\s*(\d{3,4})", rest)
         landscape = re.search(r"landscape|rotate", rest, re.I)
-        return Step("resize", "", f"{size.group(1)}x{size.group(2)}" if size else ("landscape" if landscape else "narrow"))
+        return Step(
+            "resize", "", f"{size.group(1)}x{size.group(2)}" if size else ("landscape" if landscape else "narrow")
+        )
     if action == "input":
         target, value = _input_parts(rest)
         return Step("input", target, value) if target else None
@@ -409,9 +425,7 @@ def _action_by_example(clause: str) -> tuple[str, str] | None:
     return None
 
 
-_NAV_HEADS = frozenset(
-    f for v in ("open", "go", "navigate", "visit") for f in (v, past_tense(v), gerund(v))
-)
+_NAV_HEADS = frozenset(f for v in ("open", "go", "navigate", "visit") for f in (v, past_tense(v), gerund(v)))
 
 
 def extract_rules(report_text: str) -> list[Step]:
@@ -453,7 +467,9 @@ _SYSTEM = (
 def _few_shot(report_text: str, k: int) -> list[dict[str, str]]:
     messages: list[dict[str, str]] = []
     for ex in retrieve(report_text, k):
-        steps = [{"action": s["action"], "target": s.get("target", ""), "input": s.get("input", "")} for s in ex["steps"]]
+        steps = [
+            {"action": s["action"], "target": s.get("target", ""), "input": s.get("input", "")} for s in ex["steps"]
+        ]
         messages += [{"role": "user", "content": ex["report"]}, {"role": "assistant", "content": json.dumps(steps)}]
     return messages
 
@@ -484,7 +500,11 @@ def parse_steps(reply: str) -> list[Step]:
 
 async def extract_llm(report_text: str, complete: Complete, *, k: int = 3, attempts: int = 2) -> list[Step]:
     """The model extractor: retrieved examples as few-shot context; invalid output is fed back once."""
-    messages = [{"role": "system", "content": _SYSTEM}, *_few_shot(report_text, k), {"role": "user", "content": report_text}]
+    messages = [
+        {"role": "system", "content": _SYSTEM},
+        *_few_shot(report_text, k),
+        {"role": "user", "content": report_text},
+    ]
     for _ in range(attempts):
         answer = complete(messages)
         reply = await answer if inspect.isawaitable(answer) else answer

@@ -8,10 +8,13 @@ from difflib import SequenceMatcher
 _WORD = re.compile(r"[a-z0-9]+")
 #: Words that name the kind of widget, not which one: "the Save button" and "Save" are the same target.
 WIDGET_WORDS = frozenset(
-    "button btn link tab icon menu item field box input checkbox check radio option dropdown list entry "
-    "textbox text area page screen dialog popup toggle switch".split()
+    [
+        *("button", "btn", "link", "tab", "icon", "menu", "item", "field", "box", "input", "checkbox", "check"),
+        *("radio", "option", "dropdown", "list", "entry", "textbox", "text", "area", "page", "screen", "dialog"),
+        *("popup", "toggle", "switch"),
+    ]
 )
-_STOP = frozenset("the a an on in into at of to for my your this that its".split())
+_STOP = frozenset(["the", "a", "an", "on", "in", "into", "at", "of", "to", "for", "my", "your", "this", "that", "its"])
 
 
 def words(text: str) -> list[str]:
@@ -33,4 +36,6 @@ def similarity(a: str, b: str) -> float:
     overlap = len(sa & sb) / len(sa | sb)
     contained = 0.9 if sa <= sb or sb <= sa else 0.0
     chars = SequenceMatcher(None, "".join(wa), "".join(wb)).ratio()
-    return max(overlap, contained * min(1.0, len(sa & sb) / max(1, min(len(sa), len(sb)))), chars if chars > 0.85 else 0)
+    return max(
+        overlap, contained * min(1.0, len(sa & sb) / max(1, min(len(sa), len(sb)))), chars if chars > 0.85 else 0
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -27,14 +28,17 @@ _OBSERVE_JS = r"""
       if (n.id && document.querySelectorAll('#' + CSS.escape(n.id)).length === 1) {
         parts.unshift('#' + CSS.escape(n.id)); break;
       }
-      let i = 1; for (let s = n.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === n.tagName) i++;
+      let i = 1;
+      for (let s = n.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === n.tagName) i++;
       parts.unshift(n.tagName.toLowerCase() + ':nth-of-type(' + i + ')');
     }
     return parts.join(' > ');
   };
   const labelOf = (el) => {
     let l = el.getAttribute('aria-label') || el.getAttribute('placeholder') || el.getAttribute('title') || '';
-    if (!l && el.id) { const f = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (f) l = f.innerText; }
+    if (!l && el.id) {
+      const f = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (f) l = f.innerText;
+    }
     if (!l && el.closest('label')) l = el.closest('label').innerText;
     if (!l && el.name) l = el.name;
     return (l || '').trim();
@@ -44,7 +48,8 @@ _OBSERVE_JS = r"""
     const t = el.tagName.toLowerCase();
     if (t === 'a') return 'link';
     if (t === 'input') { const ty = (el.type || 'text').toLowerCase();
-      return ['checkbox', 'radio'].includes(ty) ? ty : ['button', 'submit', 'reset'].includes(ty) ? 'button' : 'textbox'; }
+      if (['checkbox', 'radio'].includes(ty)) return ty;
+      return ['button', 'submit', 'reset'].includes(ty) ? 'button' : 'textbox'; }
     if (t === 'textarea' || el.isContentEditable) return 'textbox';
     if (t === 'select') return 'combobox';
     return 'button';
@@ -155,17 +160,20 @@ class WebDriver:
     def _on_response(self, response: Any) -> None:
         if response.status >= 500:
             self._signals.append(
-                Signal("http_5xx", f"{response.status} {response.request.method} {response.url}", {"status": response.status})
+                Signal(
+                    "http_5xx",
+                    f"{response.status} {response.request.method} {response.url}",
+                    {"status": response.status},
+                )
             )
 
     async def _settle(self) -> None:
         """Let the page finish what the last action started (requests, timers that render)."""
         from playwright.async_api import Error as PlaywrightError
 
-        try:
+        # A page that polls never goes idle; what it shows after the wait is what we judge.
+        with contextlib.suppress(PlaywrightError):
             await self._page.wait_for_load_state("networkidle", timeout=2000)
-        except PlaywrightError:
-            pass  # a page that polls never goes idle; what it shows now is what we judge
         await asyncio.sleep(0.05)
 
     async def observe(self) -> list[Element]:

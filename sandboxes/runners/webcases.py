@@ -19,7 +19,7 @@ import time
 import tomllib
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,36 +88,43 @@ def app_command(case: WebCase, port: int, *, fixed: bool) -> list[str]:
         return [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", str(folder)]
     if start == "server":
         return [sys.executable, str(case.root / "server.py"), "--port", str(port), *(["--fixed"] if fixed else [])]
-    raise ValueError(f"{case.name}: case.toml `start` must be \"static\" or \"server\", not {start!r}")
+    raise ValueError(f'{case.name}: case.toml `start` must be "static" or "server", not {start!r}')
 
 
-@contextlib.contextmanager
-def serve_app(case: WebCase, *, fixed: bool = False, timeout: float = 10.0) -> Iterator[str]:
-    """Start the case's app and yield its URL; it is stopped on the way out."""
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered, even if not with 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+@contextlib.asynccontextmanager
+async def serve_app(case: WebCase, *, fixed: bool = False, timeout: float = 10.0) -> AsyncIterator[str]:
+    """Start the case's app and yield its URL once it answers; it is stopped on the way out."""
     port = _free_port()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.Popen(
-        app_command(case, port, fixed=fixed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    proc = await asyncio.create_subprocess_exec(
+        *app_command(case, port, fixed=fixed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}/"
     try:
         end = time.monotonic() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=1):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if proc.poll() is not None or time.monotonic() > end:
-                    raise RuntimeError(f"{case.name}: the app did not start on {url}") from None
-                time.sleep(0.05)
+        while not await asyncio.to_thread(_answers, url):
+            if proc.returncode is not None or time.monotonic() > end:
+                raise RuntimeError(f"{case.name}: the app did not start on {url}")
+            await asyncio.sleep(0.05)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
 
 
 def extraction_score(extracted: list[dict[str, object]], truth: list[Step]) -> tuple[int, int]:
@@ -142,14 +149,14 @@ async def run_case(
         return driver_factory(url) if driver_factory else "web"
 
     record: dict[str, Any] = {"name": case.name, "style": case.meta.get("style", ""), "oracle": case.oracle_kind}
-    with serve_app(case) as url:
+    async with serve_app(case) as url:
         res = await reproduce_app(
             case.issue_text, url, out_dir=out / case.name / "buggy", driver=driver(url), budget_seconds=budget_seconds
         )
         replay = await replay_actions(
             out / case.name / "buggy" / "actions.json", url, out_dir=out / case.name / "replay", driver=driver(url)
         )
-    with serve_app(case, fixed=True) as url:
+    async with serve_app(case, fixed=True) as url:
         fixed = await reproduce_app(
             case.issue_text, url, out_dir=out / case.name / "fixed", driver=driver(url), budget_seconds=budget_seconds
         )
@@ -194,10 +201,36 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 async def run_web_eval(bench: Path, out: Path, only: set[str] | None = None) -> dict[str, Any]:
     """Run every web case under `bench` one after another; the document has a summary and one record per case."""
     records = []
+    out.mkdir(parents=True, exist_ok=True)
     for case in load_web_cases(bench, only):
         try:
             records.append(await run_case(case, out))
         except (RuntimeError, ValueError) as exc:
             records.append({"name": case.name, "status": "error", "reasons": [str(exc)], "seconds": 0.0})
-        await asyncio.sleep(0)
     return {"summary": summarize(records), "cases": records}
+
+
+def render_web_report(document: dict[str, Any]) -> str:
+    """The web eval as markdown: the headline figures, then one row per case."""
+    s = document["summary"]
+    lines = [
+        "# Web app reproduction",
+        "",
+        f"- cases: {s['cases']}",
+        f"- S2R extraction accuracy: {s['s2r_extraction_accuracy']:.1%}",
+        f"- reproduction rate: {s['reproduction_rate']:.1%}",
+        f"- replay reaches the same oracle: {s['replay_same_oracle']}/{s['cases']}",
+        f"- fixed version not reproduced: {s['fixed_not_reproduced']}/{s['cases']}",
+        f"- needed the UTG: {s['used_utg']}",
+        f"- median seconds per reproduction: {s['median_seconds']:.2f}",
+        "",
+        "| case | style | oracle | status | fired | steps | replay | fixed | UTG | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in document["cases"]:
+        lines.append(
+            f"| {r['name']} | {r.get('style', '')} | {r.get('oracle', '')} | {r['status']} | {r.get('fired') or '-'} "
+            f"| {r.get('steps_found', 0)}/{r.get('steps_total', 0)} | {'same' if r.get('replay_same') else 'differs'} "
+            f"| {r.get('fixed_status', '-')} | {'yes' if r.get('used_utg') else 'no'} | {r['seconds']} |"
+        )
+    return "\n".join(lines) + "\n"

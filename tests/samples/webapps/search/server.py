@@ -14,7 +14,9 @@ document.getElementById("go").onclick = async () => {
   const items = await r.json();
   const ul = document.getElementById("results");
   ul.innerHTML = "";
-  for (const it of items.length ? items : ["No results"]) { const li = document.createElement("li"); li.textContent = it; ul.appendChild(li); }
+  for (const it of items.length ? items : ["No results"]) {
+    const li = document.createElement("li"); li.textContent = it; ul.appendChild(li);
+  }
 };
 </script></body></html>"""
 PRODUCTS = ["Blue lamp", "Red chair", "Oak table"]
@@ -40,10 +42,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, PAGE, "text/html; charset=utf-8")
         elif url.path == "/api/search":
             q = parse_qs(url.query).get("q", [""])[0]
-            if self.fixed:
-                hits = [p for p in PRODUCTS if q.lower() in p.lower()]
-            else:
-                hits = [p for p in PRODUCTS if q in p]
+            # The bug: a case-sensitive match; the fix folds case on both sides.
+            hits = [p for p in PRODUCTS if (q.lower() in p.lower() if self.fixed else q in p)]
             self.send(200, json.dumps(hits), "application/json")
         else:
             self.send(404, "not found", "text/plain")
