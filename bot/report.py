@@ -397,7 +397,11 @@ def render_app_reproduction(result_json: Mapping[str, Any], artifact_urls: Mappi
         lines += [f"![{_inline(n, 80).strip('`')}]({artifact_urls[n]})" for n in shots]
         lines.append("")
     actions = result_json.get("actions") or []
-    links = [f"[{name}]({artifact_urls[name]})" for name in ("actions.json", "runner.log") if name in artifact_urls]
+    links = [
+        f"[{name}]({artifact_urls[name]})"
+        for name in ("actions.json", "log.txt", "runner.log")
+        if name in artifact_urls
+    ]
     summary = f"{len(actions)} action(s)"
     if isinstance(result_json.get("seconds"), int | float):
         summary += f" in {float(result_json['seconds']):.1f} s"

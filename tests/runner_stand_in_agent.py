@@ -1,9 +1,10 @@
-"""A stand-in for the app reproduction agent (sandboxes/runners/app_repro.py, issue 16 part B) as a runner executor.
+"""A small runner executor command in the app agent's result shape, for `reprobot runner --exec` tests.
 
 `python tests/runner_stand_in_agent.py [--delay S] JOB_JSON OUT_DIR`, run by a real `reprobot runner --exec`.
 It does a small, honest part of the real agent's work and writes the same result shape: it loads the app's page,
 takes a real screenshot with Debian's chromium, and lets the HTTP 5xx oracle decide. Steps are the report's
-numbered lines. The runner tests use it until the real agent is merged.
+numbered lines. It exercises the `--exec` path (a runner's own executor) and, with `--delay`, gives the
+protocol tests a job that outlives a killed runner.
 """
 
 from __future__ import annotations

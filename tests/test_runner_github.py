@@ -25,15 +25,14 @@ from tests.runner_procs import REGISTRATION, Runners
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 REPO = "octo/shop"
 STAND_IN = Path(__file__).with_name("runner_stand_in_agent.py")
-#: Part B's agent, once merged, runs as the runner's built-in executor; until then the stand-in does.
+SAMPLES = Path(__file__).with_name("samples") / "webapps"
+#: The app reproduction agent runs as the runner's built-in executor of `reproduce.app`.
 HAVE_AGENT = importlib.util.find_spec("sandboxes.runners") is not None and (
     importlib.util.find_spec("sandboxes.runners.app_repro") is not None
 )
 
 
 def _agent(*extra: str) -> list[str]:
-    if HAVE_AGENT and not extra:
-        return []
     return ["--exec", f"reproduce.app={sys.executable} {STAND_IN} {' '.join(extra)}".strip()]
 
 
@@ -75,14 +74,15 @@ def _fast(settings: Settings) -> Settings:
     )
 
 
-def _host(env: GitHubEnv, tmp_path: Path, app_url: str) -> dict[str, Any]:
+def _host(env: GitHubEnv, tmp_path: Path, app_url: str, report: str) -> dict[str, Any]:
     src = tmp_path / "shop"
     (src / ".github").mkdir(parents=True)
     (src / "app.js").write_text("export const cart = undefined;\n")
     policy = f"reproduce:\n  runner:\n    labels: [web]\n    app_url: {app_url}\n"
     (src / ".github" / "reprobot.yml").write_text(policy)
     env.double.add_repo(REPO, src)
-    title, _, body = ISSUE.partition("\n")
+    title, _, body = report.partition("\n")
+    title = title.lstrip("# ")
     return env.double.add_issue(REPO, title, body.strip())
 
 
@@ -113,8 +113,8 @@ def _needs_chromium() -> None:
         pytest.skip("needs Debian's chromium (apt-get install chromium) for the screenshots")
 
 
-async def _queue_for_runner(env: GitHubEnv, tmp_path: Path, app_url: str) -> dict[str, Any]:
-    issue = _host(env, tmp_path, app_url)
+async def _queue_for_runner(env: GitHubEnv, tmp_path: Path, app_url: str, report: str = ISSUE) -> dict[str, Any]:
+    issue = _host(env, tmp_path, app_url, report)
     status, _ = await env.send("issue_comment", _command(env, issue))
     assert status == 202
     await env.drain()  # the command's job reads the policy and queues the runner job
@@ -125,14 +125,19 @@ async def _queue_for_runner(env: GitHubEnv, tmp_path: Path, app_url: str) -> dic
     return issue
 
 
-async def _check_comment(env: GitHubEnv, issue: dict[str, Any]) -> str:
+async def _check_comment(
+    env: GitHubEnv,
+    issue: dict[str, Any],
+    steps: tuple[str, ...] | list[str] = ("Add the blue mug to the cart",),
+    evidence: tuple[str, ...] | list[str] = ("500", "cart is undefined"),
+) -> str:
     await env.drain()  # the finished runner job's result is published by a worker job
     comments = bot_comments(env.double, REPO, issue["number"])
     assert len(comments) == 1, [c["body"][:100] for c in comments]
     body = str(comments[0]["body"])
     assert "Reproduced on a runner" in body
-    assert "Add the blue mug to the cart" in body  # the steps
-    assert "500" in body and "cart is undefined" in body  # the oracle's evidence
+    assert all(step in body for step in steps), body  # the steps
+    assert "**Evidence**" in body and all(e in body for e in evidence), body  # the oracle's evidence
     assert "reprobot replay --app-url" in body
     shots = [line for line in body.splitlines() if line.startswith("![")]
     assert shots, body
@@ -145,7 +150,31 @@ async def _check_comment(env: GitHubEnv, issue: dict[str, Any]) -> str:
     return body
 
 
+@pytest.mark.skipif(not HAVE_AGENT, reason="needs the app reproduction agent (sandboxes/runners/app_repro.py)")
 async def test_reproduce_goes_to_a_web_runner_and_comes_back_as_one_comment(tmp_path: Path, settings: Settings) -> None:
+    """The real agent (Playwright on chromium) as the runner's built-in executor, on one of the sample apps."""
+    from sandboxes.runners.webcases import load_web_cases, serve_app
+
+    (case,) = load_web_cases(SAMPLES, {"cart"})
+    runners: Runners | None = None
+    async with serve_app(case) as app_url, GitHubEnv(tmp_path, _fast(settings)) as env:
+        try:
+            issue = await _queue_for_runner(env, tmp_path, app_url, case.issue_text)
+            runners = Runners(env.url, tmp_path / "runners")
+            runners.start("browser", "web,chromium")
+            await _wait(lambda: _app_job(env).status == "done", "the runner to finish the job", timeout=180)
+            job = await asyncio.to_thread(_app_job, env)
+            assert job.result["status"] == "reproduced" and job.result["oracle"], job.result
+            body = await _check_comment(env, issue, steps=["Add to cart", "Checkout"], evidence=[])
+            (tmp_path / "comment.md").write_text(body)  # kept for a human look when the test fails
+            assert "--actions actions.json" in body
+        finally:
+            if runners is not None:
+                runners.stop_all()
+
+
+async def test_reproduce_with_an_executor_command_comes_back_as_one_comment(tmp_path: Path, settings: Settings) -> None:
+    """The same round trip with `--exec reproduce.app=COMMAND`: a runner's own executor, a real subprocess."""
     app, app_url = await _buggy_app()
     runners: Runners | None = None
     try:
@@ -157,7 +186,6 @@ async def test_reproduce_goes_to_a_web_runner_and_comes_back_as_one_comment(tmp_
             job = await asyncio.to_thread(_app_job, env)
             assert job.result["status"] == "reproduced" and job.result["oracle"]
             await _check_comment(env, issue)
-            runners.stop_all()
     finally:
         if runners is not None:
             runners.stop_all()
@@ -173,7 +201,7 @@ async def test_a_runner_killed_mid_job_is_replaced_and_the_job_finished_once(
         async with GitHubEnv(tmp_path, _fast(settings)) as env:
             issue = await _queue_for_runner(env, tmp_path, app_url)
             runners = Runners(env.url, tmp_path / "runners")
-            doomed = runners.start("doomed", "web", *_agent("--delay", "60"))
+            doomed = runners.start("doomed", "web", *_agent("--delay", "60"))  # a job that outlives its runner
             pid_file = await _wait(
                 lambda: next((runners.root / "doomed" / "work").glob("job-*/agent.pid"), None), "the agent to start"
             )
@@ -183,7 +211,7 @@ async def test_a_runner_killed_mid_job_is_replaced_and_the_job_finished_once(
             # The runner's child dies with it (it would otherwise go on working for a job it no longer holds).
             await _wait(lambda: not _alive(agent_pid), "the orphaned agent to die")
 
-            runners.start("spare", "web,chromium", *_agent())
+            runners.start("spare", "web,chromium", *_agent("--delay", "0"))
             await _wait(lambda: _app_job(env).status == "done", "the spare runner to finish the job")
             job = await asyncio.to_thread(_app_job, env)
             assert job.attempts == 2 and "lapsed" in (job.last_error or "")

@@ -313,8 +313,9 @@ class RunnerAgent:
                 if isinstance(exc, JobGone):
                     raise
                 log.warning("job %s: artifact %s refused: %s", job_id, name, exc.message)
-        with contextlib.suppress(ProtocolError):
-            await self.client.upload(job_id, "runner.log", logs.text().encode())
+        if logs.text():
+            with contextlib.suppress(ProtocolError):
+                await self.client.upload(job_id, "runner.log", logs.text().encode())
         result_file = out / "result.json"
         if stopped:
             await self.client.finish(job_id, "failed", error="the runner was stopped (SIGTERM) during the job")

@@ -27,6 +27,7 @@ Executor = Callable[[dict[str, Any], Path], Coroutine[Any, Any, dict[str, Any]]]
 async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """`reproduce.app`: the app reproduction agent on this machine (sandboxes.runners.app_repro)."""
     # Imported here: the agent (and Playwright) load only on runners that take app jobs.
+    from sandboxes.runners.app_repro import replay_command
     from sandboxes.runners.app_repro import reproduce_app as run_agent
 
     task = job.get("task") or {}
@@ -43,6 +44,8 @@ async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     actions = out_dir / "actions.json"
     if not actions.exists():  # the replayable action log is always an artifact
         actions.write_text(json.dumps(document.get("actions", []), indent=2))
+    # Readers replay from the uploaded artifact, not from this runner's folder.
+    document["replay"] = replay_command(str(task["app_url"]), Path("actions.json"), str(task.get("driver") or "web"))
     return document
 
 
