@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from bot.queue import Queue
 from bot.store import Job, Store, iso
 from bot.store.runners import runner_owner
-from tests.runner_procs import REGISTRATION, Runners, serve, wait_until
+from tests.runner_procs import REGISTRATION, REPROBOT, Runners, serve, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -120,9 +121,16 @@ def _register(url: str, token: str, labels: list[str], **extra: object) -> httpx
     return httpx.post(f"{url}/api/runners/register", json=body, headers={"Authorization": f"Bearer {token}"})
 
 
-def test_tokens_a_runner_touches_only_its_own_jobs(bot: tuple[str, Store, Runners]) -> None:
+def test_tokens_a_runner_touches_only_its_own_jobs(bot: tuple[str, Store, Runners], tmp_path: Path) -> None:
     url, store, _ = bot
     assert _register(url, "wrong", ["web"]).status_code == 401
+    refused = subprocess.run(
+        [*REPROBOT, "runner", "--server", url, "--token", "wrong", "--labels", "web", "--state", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "registration refused: HTTP 401: bad registration token" in refused.stderr
     a, b = _register(url, REGISTRATION, ["web"]), _register(url, REGISTRATION, ["web"])
     assert a.status_code == b.status_code == 201
     assert a.json()["intervals"]["lease"] == 2 and a.json()["intervals"]["claim_wait"] == 1

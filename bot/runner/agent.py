@@ -148,11 +148,20 @@ class RunnerAgent:
 
     async def run(self, stop: asyncio.Event) -> int:
         """Take and run jobs until `stop` is set; returns the process exit code."""
-        try:
-            await self.connect()
-        except ProtocolError as exc:
-            log.error("registration refused: %s", exc)
-            return 2
+        while True:
+            try:
+                await self.connect()
+                break
+            except ProtocolError as exc:
+                log.error("registration refused: %s", exc)
+                await self.client.close()
+                return 2
+            except _TRANSIENT as exc:  # the server is not up yet: wait for it rather than exit
+                log.warning("cannot reach %s (%s); trying again", self.config.server, exc)
+                await self._pause(stop, 5.0)
+                if stop.is_set():
+                    await self.client.close()
+                    return 0
         beat = asyncio.create_task(self._heartbeats(stop))
         try:
             while not stop.is_set():
