@@ -6,6 +6,7 @@ http.server app), started for the buggy and then the fixed version.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 import pytest_asyncio
 
 from sandboxes.runners.app_repro import reproduce_app
-from sandboxes.runners.web import CHROMIUM, WebDriver
+from sandboxes.runners.web import CHROMIUM, WebDriver, shared_browser
 from sandboxes.runners.webcases import WebCase, load_web_cases, render_web_report, run_case, serve_app, summarize
 
 WEBAPPS = Path(__file__).parent / "samples" / "webapps"
@@ -32,12 +33,8 @@ pytestmark = [
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    async with shared_browser() as b:
         yield b
-        await b.close()
 
 
 RECORDS: dict[str, dict[str, Any]] = {}
@@ -107,10 +104,10 @@ async def test_local_mode_cli_and_replay(tmp_path: Path) -> None:
     """`reprobot reproduce --app-url --json`, then `reprobot replay` of its log: real processes, own chromium."""
     case = next(c for c in CASES if c.name == "login")
     env_cli = [sys.executable, "-m", "bot.cli"]
+    out_run, out_rep = ["--out", str(tmp_path / "run")], ["--out", str(tmp_path / "replay")]
     async with serve_app(case) as url:
         rep = subprocess.run(
-            [*env_cli, "reproduce", "--app-url", url, "--issue", str(case.root / "issue.md"), "--json"]
-            + ["--out", str(tmp_path / "run")],
+            [*env_cli, "reproduce", "--app-url", url, "--issue", str(case.root / "issue.md"), "--json", *out_run],
             capture_output=True,
             text=True,
             timeout=180,
@@ -122,8 +119,16 @@ async def test_local_mode_cli_and_replay(tmp_path: Path) -> None:
         assert doc["status"] == "reproduced" and doc["oracle"]["fired"] == "http_5xx"
         assert doc["replay"].startswith("reprobot replay --app-url")
         replay = subprocess.run(
-            [*env_cli, "replay", "--app-url", url, "--actions", str(tmp_path / "run" / "actions.json"), "--json"]
-            + ["--out", str(tmp_path / "replay")],
+            [
+                *env_cli,
+                "replay",
+                "--app-url",
+                url,
+                "--actions",
+                str(tmp_path / "run" / "actions.json"),
+                "--json",
+                *out_rep,
+            ],
             capture_output=True,
             text=True,
             timeout=180,
@@ -142,10 +147,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_eval_command_reports_the_headline_figures(tmp_path: Path) -> None:
+async def test_eval_command_reports_the_headline_figures(tmp_path: Path) -> None:
     bench = tmp_path / "bench"
     shutil.copytree(WEBAPPS / "quantity", bench / "quantity")
-    proc = subprocess.run(
+    proc = await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, "-m", "bot.cli", "eval", "--bench", str(bench), "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,

@@ -345,8 +345,8 @@ def _input_parts(rest: str) -> tuple[str, str]:
 
 #: Where the step's own words end: what follows is what happened ("..., and it says X", "... although ...").
 _TAIL = re.compile(
-    r"\s*,\s*|\s+(?:and|but|although|though|because|which|so|while|without|with no|leaving|gives?|shows?|says|throws?|returns?|"
-    r"crashes|fails|causes?|results? in|leads? to)\s+",
+    r"\s*,\s*|\s+(?:and|but|although|though|because|which|so|while|without|with no|leaving|gives?|shows?|says|"
+    r"throws?|returns?|crashes|fails|causes?|results? in|leads? to)\s+",
     re.I,
 )
 
