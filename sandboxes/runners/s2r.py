@@ -153,7 +153,7 @@ def _prose_outcome(text: str) -> tuple[str, str]:
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s*\d+\s*[:.)-]?)\s+", re.I)
 _THEN = re.compile(
     r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after that|afterwards|next|finally)\b[,\s]*"
-    r"|;\s*|\.\s+|\s*(?:->|=>|→|—|--)\s*",
+    r"|;\s*|[.!?]\s+|\s*(?:->|=>|→|—|--)\s*",
     re.I,
 )
 #: A quoted name: "x", “x”, `x`, ‘x’ or 'x' (an apostrophe inside a word, as in o'brien, is no quote).
@@ -296,7 +296,7 @@ def _verb_pattern() -> re.Pattern[str]:
     alternatives = "|".join(re.escape(v) for v in sorted(_VERBS, key=len, reverse=True))
     # A verb starts the clause, or follows a comma or a word that opens an action ("so I typed", "when clicking").
     return re.compile(
-        r"(?:^|[,:]\s*|\b(?:i|you|we|they|then|so|and|when|after|if|by|while|just)\s+)(?P<verb>"
+        r"(?:^|[,:!?]\s*|\b(?:i|you|we|they|then|so|and|when|after|if|by|while|just)\s+)(?P<verb>"
         + alternatives
         + r")(?=\s|$)",
         re.I,
@@ -345,13 +345,13 @@ def _input_parts(rest: str) -> tuple[str, str]:
 
 #: Where the step's own words end: what follows is what happened ("..., and it says X", "... although ...").
 _TAIL = re.compile(
-    r"\s*,\s*|\s+(?:and|but|although|though|because|which|so|while|gives?|shows?|says|throws?|returns?|"
-    r"crashes|fails|causes?|results? in|leads? to)\s+",
+    r"\s*,\s*|\s+(?:and|but|although|though|because|which|so|while|without|with no|leaving|gives?|shows?|says|"
+    r"throws?|returns?|crashes|fails|causes?|results? in|leads? to)\s+",
     re.I,
 )
 
 
-def _step_from(action: str, rest: str) -> Step | None:
+def _step_from(action: str, rest: str, verb: str = "") -> Step | None:
     if action in ("back", "restart"):
         return Step(action)
     if action == "scroll":
@@ -359,7 +359,7 @@ def _step_from(action: str, rest: str) -> Step | None:
         return Step("scroll", "", direction)
     if action == "resize":
         size = re.search(r"(\d{3,4})\s*[x×]\s*(\d{3,4})", rest)
-        landscape = re.search(r"landscape|rotate", rest, re.I)
+        landscape = re.search(r"landscape|rotat", f"{verb} {rest}", re.I)
         return Step(
             "resize", "", f"{size.group(1)}x{size.group(2)}" if size else ("landscape" if landscape else "narrow")
         )
@@ -445,7 +445,7 @@ def extract_rules(report_text: str) -> list[Step]:
             action, rest = by_example
         if found and found[0] in ("go to", "navigate to", "switch to", "open") and re.match(r"^back\b", rest, re.I):
             action = "back"
-        step = _step_from(action, rest)
+        step = _step_from(action, rest, found[0] if found else "")
         if step is not None and found and found[0].split()[0] in _NAV_HEADS:
             step = Step(step.action, step.target, step.input, opens=True)
         if step is not None:

@@ -7,6 +7,8 @@ import contextlib
 import hashlib
 import logging
 import re
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +72,30 @@ _OBSERVE_JS = r"""
 }
 """
 
+#: The longest wait for the requests an action started.
+SETTLE_SECONDS = 3.0
 _RESOURCE_FAILURE = re.compile(r"^Failed to load resource\b")
 #: Named viewport sizes a step may ask for.
 _SIZES = {"narrow": (375, 740), "landscape": (1024, 600), "portrait": (600, 1024), "wide": (1280, 800)}
+
+
+@contextlib.asynccontextmanager
+async def shared_browser(executable: str = CHROMIUM) -> AsyncIterator[Any]:
+    """One chromium for many runs (an eval, a test module): each WebDriver on it gets its own fresh context."""
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    if not Path(executable).exists():
+        raise DriverError(f"chromium not found at {executable} (apt-get install chromium)")
+    async with async_playwright() as pw:
+        try:
+            browser = await pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        except PlaywrightError as exc:
+            raise DriverError(f"chromium did not start: {str(exc).splitlines()[0]}") from None
+        try:
+            yield browser
+        finally:
+            await browser.close()
 
 
 class WebDriver:
@@ -101,6 +124,7 @@ class WebDriver:
         self._page: Any = None
         self._signals: list[Signal] = []
         self._document: bytes = b""
+        self._pending = 0
 
     async def __aenter__(self) -> WebDriver:
         await self.start()
@@ -143,6 +167,10 @@ class WebDriver:
         page.on("pageerror", lambda exc: self._signals.append(Signal("page_error", str(exc))))
         page.on("console", self._on_console)
         page.on("response", self._on_response)
+        page.on("request", self._on_request)
+        page.on("requestfinished", self._on_request_done)
+        page.on("requestfailed", self._on_request_done)
+        self._pending = 0
         self._page = page
         try:
             response = await page.goto(self.app_url, wait_until="load")
@@ -157,6 +185,12 @@ class WebDriver:
         if msg.type == "error" and not _RESOURCE_FAILURE.match(msg.text):
             self._signals.append(Signal("console_error", msg.text))
 
+    def _on_request(self, request: Any) -> None:
+        self._pending += 1
+
+    def _on_request_done(self, request: Any) -> None:
+        self._pending = max(0, self._pending - 1)
+
     def _on_response(self, response: Any) -> None:
         if response.status >= 500:
             self._signals.append(
@@ -169,11 +203,12 @@ class WebDriver:
 
     async def _settle(self) -> None:
         """Let the page finish what the last action started (requests, timers that render)."""
-        from playwright.async_api import Error as PlaywrightError
-
-        # A page that polls never goes idle; what it shows after the wait is what we judge.
-        with contextlib.suppress(PlaywrightError):
-            await self._page.wait_for_load_state("networkidle", timeout=2000)
+        # Requests the action started are awaited (up to SETTLE_SECONDS: a page that polls never goes quiet),
+        # then one more short pause lets their handlers render; what the page shows then is what we judge.
+        end = time.monotonic() + SETTLE_SECONDS
+        await asyncio.sleep(0.05)
+        while self._pending and time.monotonic() < end:
+            await asyncio.sleep(0.02)
         await asyncio.sleep(0.05)
 
     async def observe(self) -> list[Element]:

@@ -200,13 +200,16 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def run_web_eval(bench: Path, out: Path, only: set[str] | None = None) -> dict[str, Any]:
     """Run every web case under `bench` one after another; the document has a summary and one record per case."""
+    from sandboxes.runners.web import WebDriver, shared_browser
+
     records = []
     out.mkdir(parents=True, exist_ok=True)
-    for case in load_web_cases(bench, only):
-        try:
-            records.append(await run_case(case, out))
-        except (RuntimeError, ValueError) as exc:
-            records.append({"name": case.name, "status": "error", "reasons": [str(exc)], "seconds": 0.0})
+    async with shared_browser() as browser:
+        for case in load_web_cases(bench, only):
+            try:
+                records.append(await run_case(case, out, driver_factory=lambda u: WebDriver(u, browser=browser)))
+            except (RuntimeError, ValueError) as exc:
+                records.append({"name": case.name, "status": "error", "reasons": [str(exc)], "seconds": 0.0})
     return {"summary": summarize(records), "cases": records}
 
 
