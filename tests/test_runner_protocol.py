@@ -79,6 +79,12 @@ def test_runners_get_only_jobs_whose_labels_they_all_have(bot: tuple[str, Store,
         ("phone", ("android", "api-34")),
     ]
     assert all(r["last_seen_at"] and r["jobs_taken"] == 1 for r in listing["runners"])
+    # An ephemeral runner takes one job, exits 0, and is removed.
+    solo = [_probe(store, ["solo"]), _probe(store, ["solo"])]
+    eph = runners.start("once", "solo", "--ephemeral")
+    assert eph.wait(60) == 0
+    assert [_job(store, j).status for j in solo] == ["done", "queued"]
+    assert "once" not in {r.name for r in store.runners.list_runners()}
     # The runner's token is stored hashed only.
     state = (runners.root / "browser" / "state.json").read_text()
     assert "rbr_" in state and "rbr_" not in str(list(store.db.query("SELECT * FROM runners")))
