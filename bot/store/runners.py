@@ -12,6 +12,12 @@ from bot.store.base import StoreConnection
 from bot.store.rows import Job, _Row
 from bot.store.sql import dumps, iso
 
+#: Runner jobs a claim may take: queued and due, or running under a lapsed lease; oldest first.
+_RUNNABLE = """SELECT id, labels FROM jobs
+    WHERE labels IS NOT NULL
+      AND ((status = 'queued' AND run_after <= :now) OR (status = 'running' AND lease_expires_at <= :now))
+    ORDER BY id"""
+
 
 def token_hash(token: str) -> str:
     """The stored form of a runner token: its SHA-256 (the token itself is shown once, at registration)."""
@@ -116,6 +122,10 @@ class Runners:
         """
         params = {"now": iso(now), "until": iso(now + lease_seconds), "owner": runner_owner(runner.id)}
         offered = set(runner.labels)
+        # Idle runners poll every second or so: look without the write lock first, so that waiting runners
+        # do not take turns at the lock the webhook path needs.
+        if not any(set(json.loads(r["labels"])) <= offered for r in self._conn.rows(_RUNNABLE, params)):
+            return None
         with self._conn.write() as db:
             db.execute(
                 """UPDATE jobs SET status = 'dead', lease_expires_at = NULL, updated_at = :now,
@@ -125,18 +135,10 @@ class Runners:
                   AND attempts >= max_attempts""",
                 params,
             )
-            rows = db.query(
-                """SELECT id, labels FROM jobs
-                WHERE labels IS NOT NULL
-                  AND ((status = 'queued' AND run_after <= :now)
-                       OR (status = 'running' AND lease_expires_at <= :now))
-                ORDER BY id""",
-                params,
-            )
+            rows = db.query(_RUNNABLE, params)
             # Label sets are small JSON lists; the subset test is plain Python inside the same transaction.
             chosen = next((int(r["id"]) for r in rows if set(json.loads(r["labels"])) <= offered), None)
-            if chosen is None:
-                db.execute("UPDATE runners SET last_seen_at = :now WHERE id = :id", params | {"id": runner.id})
+            if chosen is None:  # another runner took it in between
                 return None
             db.execute(
                 """UPDATE jobs SET
