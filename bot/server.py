@@ -14,6 +14,7 @@ from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
 from bot.config import Settings
+from bot.runner_api import add_runner_routes
 from bot.store import DeliveryRecord, DeliveryRejected, Store, forbid_store_calls_on_loop
 from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
@@ -339,4 +340,5 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     app.router.add_post("/webhooks/github", webhook)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    add_runner_routes(app, settings, lambda a: a[STORE])
     return app
