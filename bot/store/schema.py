@@ -238,6 +238,9 @@ _V6_MOJIRA = (
         updated_at TEXT NOT NULL
     )""",
     "CREATE INDEX mojira_reports_by_signature ON mojira_reports (signature) WHERE signature IS NOT NULL",
+)
+
+
 _V7_RUNNERS = (
     # Self-hosted runners (bot/runner_api.py). A job with labels waits for a runner that has them all; the
     # worker never claims it. NULL: a worker's job.
