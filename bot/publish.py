@@ -150,7 +150,7 @@ async def publish_outcome(
         )
         await rec.record("pr", change.ref)
         summary = f"opened pull request #{change.number}" if change.number else f"prepared branch {change.url}"
-        body = render_final_status(ref, summary, change.url) + render_notes(outcome.notes)
+        body = render_final_status(ref, summary, change.url, evidence=brt) + render_notes(outcome.notes)
         await rec.status(forge, pub.kind, body)
         return result | {"pr": change.number, "branch": pushed}
     if outcome.status == "suggested" and brt is not None:

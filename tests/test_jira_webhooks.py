@@ -109,8 +109,8 @@ async def test_labels_commands_and_permissions_plan_the_right_jobs(tmp_path: Pat
         update["changelog"] = {"items": [{"field": "labels", "fromString": "ui", "toString": "ui reprobot-fix"}]}
         status, answer = await env.send_jira(update, "u-1")
         assert status == 202 and answer["jobs"] == ["jira.issue"]
-        adf = {"type": "doc", "version": 1, "content": [{"type": "paragraph", "content": [
-            {"type": "text", "text": "please "}, {"type": "hardBreak"}, {"type": "text", "text": "/reproduce"}]}]}  # fmt: skip
+        words = [{"type": "text", "text": "please "}, {"type": "hardBreak"}, {"type": "text", "text": "/reproduce"}]
+        adf = {"type": "doc", "version": 1, "content": [{"type": "paragraph", "content": words}]}
         status, answer = await env.send_jira(env.comment_created(issue, adf, "alice"), "c-1")
         assert status == 202 and answer["jobs"] == ["jira.reproduce"]
         status, answer = await env.send_jira(env.comment_created(issue, "/fix strategy=tdd", "bob"), "c-2")

@@ -28,6 +28,7 @@ from bot.forges.git import GitRemoteForge
 from bot.forges.github import GitHubForge
 from bot.github_client import InstallationTokens, client
 from bot.jira_mapping import JiraMapping, MappingError, ProjectMapping, load_mapping
+from bot.jira_wiki import markdown_to_jira
 from bot.retry import MAX_WAIT, retry_policy
 
 __all__ = ["STATUS_MARKER", "JiraForge", "jira_client", "jira_forge_for_job"]
@@ -155,8 +156,7 @@ class JiraForge:
             if name not in roles:
                 continue
             role = await self._call(self.jira.project_role, self.entry.project, roles[name]["id"])
-            for actor in getattr(role, "actors", []) or []:
-                raw = actor.raw if hasattr(actor, "raw") else actor
+            for raw in role.raw.get("actors") or []:
                 ids = {raw.get("name"), (raw.get("actorUser") or {}).get("accountId")}
                 if username in ids:
                     return "write"
@@ -178,7 +178,7 @@ class JiraForge:
             start += len(page)
 
     async def _upsert(self, marker: str, body: str, known: str | None) -> str:
-        text = f"{marker}\n{body}"
+        text = f"{marker}\n{markdown_to_jira(body)}"
         comment_id = known or await self._find_comment(marker)
         if comment_id is not None:
             try:
@@ -201,7 +201,7 @@ class JiraForge:
         found = await self._find_comment(marker)
         if found is not None:
             return int(found)
-        made = await self._call(self.jira.add_comment, self.key, f"{marker}\n{body}")
+        made = await self._call(self.jira.add_comment, self.key, f"{marker}\n{markdown_to_jira(body)}")
         return int(made.id)
 
     async def link(self, url: str, title: str) -> None:
