@@ -238,7 +238,8 @@ def parse_mapping(text: str, source: str = "mapping") -> JiraMapping:
     for key in tree:
         if key != "projects":
             raise MappingError(str(key), "unknown key (expected `projects`)", source)
-    projects = tree.get("projects") or []
+    projects = tree.get("projects")
+    projects = [] if projects is None else projects
     if not isinstance(projects, list):
         raise MappingError("projects", "must be a list", source)
     entries = tuple(_entry(i, raw, source) for i, raw in enumerate(projects))
