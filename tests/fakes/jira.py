@@ -1,8 +1,8 @@
 """A Jira double: REST v2 over HTTP on 127.0.0.1 (aiohttp), answering with the recorded shapes; it also signs webhooks.
 
 It serves what reprobot and the real `jira` client use: issues (get, edit labels), comments (list, get, add, update),
-transitions (list, do), remote links (list, add), project roles, my permissions, search (a small JQL subset), and
-myself. Its answers are the recorded responses in ../shared/fixtures/jira/rest with this double's own values filled
+transitions (list, do), remote links (list, add), project roles, my permissions, search (a small JQL subset), the
+field list and myself. Its answers are the recorded responses in ../shared/fixtures/jira/rest with this double's own values filled
 in; its site lives under a context path (`/jira`), as Jira Server's does. Every request is recorded in `calls`;
 `fail()` injects errors (with headers such as Retry-After).
 """
@@ -407,6 +407,15 @@ class JiraDouble:
         }
         return web.json_response({"permissions": perms})
 
+    def _op_fields(self, p: dict[str, str], body: Any, q: dict[str, str]) -> web.Response:
+        """The fields the recorded issue carries, as GET /field lists them (the client maps names with it)."""
+        out = []
+        for name in self.templates["issue"]["fields"]:
+            custom = name.startswith("customfield_")
+            out.append({"id": name, "key": name, "name": name, "custom": custom, "navigable": True, "searchable": True})
+            out[-1]["clauseNames"] = [name]
+        return web.json_response(out)
+
     def _op_myself(self, p: dict[str, str], body: Any, q: dict[str, str]) -> web.Response:
         return web.json_response(self.user(self.bot_user))
 
@@ -436,6 +445,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
         ("GET", r"project/(?P<project>[^/]+)/role", "project/roles"),
         ("GET", r"project/(?P<project>[^/]+)/role/(?P<role>\d+)", "project/role"),
         ("GET", r"mypermissions", "mypermissions"),
+        ("GET", r"field", "fields"),
         ("GET", r"myself", "myself"),
         ("GET", r"search", "search"),
         ("POST", r"search", "search"),
