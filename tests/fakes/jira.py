@@ -2,9 +2,9 @@
 
 It serves what reprobot and the real `jira` client use: issues (get, edit labels), comments (list, get, add, update),
 transitions (list, do), remote links (list, add), project roles, my permissions, search (a small JQL subset), the
-field list and myself. Its answers are the recorded responses in ../shared/fixtures/jira/rest with this double's own values filled
-in; its site lives under a context path (`/jira`), as Jira Server's does. Every request is recorded in `calls`;
-`fail()` injects errors (with headers such as Retry-After).
+field list and myself. Its answers are the recorded responses in ../shared/fixtures/jira/rest with this double's
+own values filled in; its site lives under a context path (`/jira`), as Jira Server's does. Every request is
+recorded in `calls`; `fail()` injects errors (with headers such as Retry-After).
 """
 
 from __future__ import annotations
