@@ -236,6 +236,7 @@ async def webhook(request: web.Request) -> web.Response:
     intake = Intake(
         request.app[STORE], permission=request.app[PERMISSION], permission_timeout=settings.permission_timeout
     )
+    intake.jira_mapping = request.app[JIRA_MAPPING]
     try:
         await router.dispatch(event, None, intake=intake)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a shape validate_payload does not know

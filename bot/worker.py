@@ -46,7 +46,10 @@ async def _run_on_its_forge(job: Job, deps: WorkerDeps) -> dict[str, Any]:
     """Make the job's forge from its payload, then run it through the forge-neutral publish module."""
     forge: Forge
     if job.kind.startswith("jira."):
-        forge = await jira_forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
+        jira = await jira_forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
+        if job.kind == "jira.merged":  # no pipeline: only the mapping's `pr_merged` transition
+            return await jira.after_merge()
+        forge = jira
     elif job.kind.startswith("github."):
         forge = await forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
     else:

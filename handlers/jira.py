@@ -8,6 +8,7 @@ outside the mapping's allowlist is planned as unverified: the job asks Jira for 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from bot.store import PlannedAction, PlannedJob
 from handlers.commands import CommandError, clean_text, parse_command
 from handlers.jira_payload import JiraEvent
 
-__all__ = ["BOT_MARKER", "JiraIntake", "router"]
+__all__ = ["BOT_MARKER", "JiraIntake", "merged_transition_job", "router"]
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,48 @@ def _key(jira: JiraEvent, kind: str) -> str:
     """Dedupe by comment: Jira Server may announce one comment twice (issue_updated and comment_created)."""
     comment_id = jira.comment.id if jira.comment else ""
     return f"jira-comment:{jira.site}/{jira.key}:{comment_id}:{kind}"
+
+
+# -- GitHub pull requests of Jira issues: the `pr_merged` transition -------------------------------------------
+#: The Jira key at the end of a reprobot branch (`reprobot/issue-shop-12` → SHOP-12).
+_BRANCH_KEY = re.compile(r"([a-z][a-z0-9_]*-[1-9][0-9]*)$")
+
+
+def merged_transition_job(
+    mapping: JiraMapping, repo: str, head_ref: str, pr_number: int, delivery_id: str
+) -> PlannedJob | None:
+    """The job that moves a Jira issue on when reprobot's PR for it is merged on GitHub, if the mapping asks.
+
+    The branch names the key; the entries mapping a project of that key to this repository give the site.
+    """
+    match = _BRANCH_KEY.search(head_ref)
+    if match is None:
+        return None
+    key = match.group(1).upper()
+    project = key.rsplit("-", 1)[0]
+    for entry in mapping.projects:
+        transition = entry.transitions.get("pr_merged")
+        if entry.github != repo or entry.project != project or not transition:
+            continue
+        payload = {
+            "site": entry.site,
+            "project": project,
+            "components": [entry.component] if entry.component else [],
+            "key": key,
+            "pr_number": pr_number,
+            "delivery_id": delivery_id,
+        }
+        return PlannedJob(
+            kind="jira.merged",
+            forge="jira",
+            repo=entry.site,
+            number_or_key=key,
+            payload=payload,
+            concurrency_key=None,
+            dedupe_key=f"jira-merged:{entry.site}/{key}:{repo}#{pr_number}",
+            url=f"{entry.site}/browse/{key}",
+        )
+    return None
 
 
 #: Every concern, composed in one place.

@@ -10,6 +10,7 @@ import pytest
 from bot.config import Settings
 from tests.conftest import QUIXBUGS, require_shared
 from tests.fakes.jira import JiraIssue
+from tests.gh_env import load_payload
 from tests.jira_env import JiraEnv
 
 REPO = "octo/gcd"
@@ -18,7 +19,8 @@ MAPPING = [
     {
         "project": "SHOP",
         "github": REPO,
-        "transitions": {"pr_opened": "In Review"},  # a status name: the transition to it is found
+        # Status names: the transition leading there is found (pr_merged's "Done" is reached by "Approve").
+        "transitions": {"pr_opened": "In Review", "pr_merged": "Done"},
         "issue_labels": ["reprobot"],
         "commands": {"allow": ["alice"], "roles": ["Developers"]},
     }
@@ -69,6 +71,15 @@ async def test_issue_created_with_the_trigger_label_opens_one_pr_and_updates_jir
         assert (await env.send_jira(env.issue_created(issue), "created-1"))[0] == 200
         await env.drain()
         assert len(env.double.repos[REPO].pulls) == 1 and len(_bot_comments(issue)) == 1
+        # GitHub says the PR was merged: the Jira issue takes the `pr_merged` transition.
+        closed = load_payload("pull_request", "closed")
+        closed["repository"]["full_name"] = REPO
+        closed["installation"] = {"id": 1}
+        closed["pull_request"] |= {"number": pr["number"], "merged": True, "head": {"ref": pr["head"]["ref"]}}
+        status, answer = await env.send("pull_request", closed)
+        assert status == 202 and answer["jobs"] == ["jira.merged"], answer
+        await env.drain()
+        assert issue.status == "Done" and len(_bot_comments(issue)) == 1
 
 
 async def test_reproduce_command_in_a_jira_comment_posts_a_reproduction(tmp_path: Path, settings: Settings) -> None:

@@ -239,6 +239,14 @@ class JiraForge:
             issue = await self._call(self.jira.issue, self.key, fields="labels")
             await self._call(issue.update, update={"labels": [{"add": label} for label in missing]})
 
+    async def after_merge(self) -> dict[str, Any]:
+        """The PR for this issue was merged: the mapping's `pr_merged` transition, when it names one."""
+        name = self.entry.transitions.get("pr_merged")
+        if not name:
+            return {"status": "nothing_to_do"}
+        moved = await self.transition(name)
+        return {"status": "transitioned" if moved else "no_transition", "transition": name}
+
     # -- the code side: the mapped repository ------------------------------------------------------------------
 
     async def fetch_file(self, repo: str, path: str) -> str | None:
