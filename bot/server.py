@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
@@ -22,8 +21,7 @@ from handlers.github import Intake, PermissionLookup, router
 from handlers.github_payload import PayloadError, validate_payload
 from handlers.jira import JiraIntake
 from handlers.jira import router as jira_router
-from handlers.jira_payload import JiraPayloadError, SignatureError, verify_signature
-from handlers.jira_payload import parse_event as parse_jira_event
+from handlers.jira_payload import JIRA_DELIVERY_PREFIX, DeliveryRefused, precheck_delivery, read_delivery
 
 log = logging.getLogger(__name__)
 
@@ -269,66 +267,28 @@ async def _commit(
 
 
 # -- Jira (issue 15) ---------------------------------------------------------------------------------------------
-#: Jira's delivery ids get this prefix in the inbox, so they never meet a GitHub delivery id.
-JIRA_DELIVERY_PREFIX = "jira:"
-
-
-def _jira_verify(settings: Settings, headers: Any, body: bytes) -> str | web.Response | None:
-    """The site the delivery's secret belongs to (None: any site, or unsigned and allowed), or a 401."""
-    signature = headers.get("x-hub-signature")
-    if not signature and settings.jira_allow_unsigned:
-        return None
-    secrets = settings.jira_webhook_secrets
-    if not secrets:
-        return _reply(401, "REPROBOT_JIRA_WEBHOOK_SECRET is not set: no delivery can be verified")
-    try:
-        index = verify_signature(body, signature, [secret for _, secret in secrets])
-    except SignatureError as exc:
-        log.warning("jira delivery %s: rejected: %s", headers.get("x-atlassian-webhook-identifier"), exc)
-        return _reply(401, f"signature check failed: {exc}")
-    return secrets[index][0]
-
-
 @_off_loop_store
 async def jira_webhook(request: web.Request) -> web.Response:
     """POST /webhooks/jira: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
     settings = request.app[SETTINGS]
-    headers = request.headers
-    identifier = headers.get("x-atlassian-webhook-identifier")
-    if not identifier:
-        return _reply(400, "missing X-Atlassian-Webhook-Identifier header")
-    if not settings.jira_allow_unsigned:
-        if not settings.jira_webhook_secrets:
-            return _reply(401, "REPROBOT_JIRA_WEBHOOK_SECRET is not set: no delivery can be verified")
-        if not headers.get("x-hub-signature"):
-            return _reply(401, "signature check failed: signature is missing (X-Hub-Signature)")
-    body = await _read_body(request, settings)
-    if isinstance(body, web.Response):
-        return body
-    site = _jira_verify(settings, headers, body)
-    if isinstance(site, web.Response):
-        return site
+    secrets, unsigned = settings.jira_webhook_secrets, settings.jira_allow_unsigned
     try:
-        data = json.loads(body)
-    except RecursionError:
-        return _reply(400, "malformed JSON: nested too deeply")
-    except ValueError as exc:  # not JSON, or bytes that are not UTF-8
-        return _reply(400, f"malformed JSON: {exc}"[:500])
-    try:
-        jira = parse_jira_event(data)
-    except JiraPayloadError as exc:
-        return _reply(400, f"payload refused: {exc}"[:500])
-    event_name = str(data.get("webhookEvent"))
-    if site is not None and jira is not None and jira.site != site:
-        # A secret given for one site must not let a delivery speak for another.
-        return _reply(401, f"signature check failed: signed with the secret of {site}, not of {jira.site}")
-    delivery_id = JIRA_DELIVERY_PREFIX + identifier
+        identifier = precheck_delivery(request.headers, secrets, unsigned)  # refused before a byte is read
+        body = await _read_body(request, settings)
+        if isinstance(body, web.Response):
+            return body
+        data, jira = read_delivery(request.headers, body, secrets, unsigned)
+    except DeliveryRefused as exc:
+        log.warning("jira delivery %s: refused: %s", request.headers.get("x-atlassian-webhook-identifier"), exc)
+        return _reply(exc.status, str(exc)[:500])
+    delivery_id = JIRA_DELIVERY_PREFIX + identifier  # never meets a GitHub delivery id in the inbox
     intake = JiraIntake(request.app[JIRA_MAPPING], delivery_id)
     if jira is not None:
         await jira_router.dispatch(
             Event(data, event=jira.event, delivery_id=delivery_id), None, intake=intake, jira=jira
         )
     nothing = f"accepted; nothing to do ({intake.skipped})" if intake.skipped else "accepted; nothing to do"
+    event_name = str(data.get("webhookEvent", ""))
     return await _commit(request, (delivery_id, "jira", event_name, intake.plan(), body), nothing)
 
 

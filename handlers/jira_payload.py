@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,24 +19,38 @@ from bot.adf import adf_to_markdown
 from bot.jira_mapping import normalize_site
 
 __all__ = [
+    "JIRA_DELIVERY_PREFIX",
+    "DeliveryRefused",
     "JiraComment",
     "JiraEvent",
     "JiraPayloadError",
     "SignatureError",
     "normalize_site",
     "parse_event",
+    "precheck_delivery",
+    "read_delivery",
     "site_of",
     "verify_signature",
 ]
 
 #: A Jira issue key: project key (a letter, then letters, digits or underscores), a dash, a number.
 ISSUE_KEY = re.compile(r"[A-Z][A-Z0-9_]*-[1-9][0-9]*")
+#: Jira's delivery ids get this prefix in the inbox, so they never meet a GitHub delivery id.
+JIRA_DELIVERY_PREFIX = "jira:"
 #: Text copied into the store is capped, as for GitHub.
 MAX_TEXT = 1_000_000
 
 
 class JiraPayloadError(ValueError):
     """The payload lacks a field the Jira handlers read, or has one of the wrong type; says which."""
+
+
+class DeliveryRefused(ValueError):
+    """The delivery is refused: `status` is 401 (signature) or 400 (malformed); the message says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class SignatureError(ValueError):
@@ -217,3 +232,52 @@ def parse_event(data: object) -> JiraEvent | None:
         comment=comment,
         user=_user(data.get("user")),
     )
+
+
+#: (site or None for any site, secret) pairs, as Settings.jira_webhook_secrets holds them.
+SiteSecrets = Sequence[tuple[str | None, str]]
+
+
+def precheck_delivery(headers: Mapping[str, str], secrets: SiteSecrets, allow_unsigned: bool) -> str:
+    """The delivery identifier, checked with what can be checked before the body is read; raises DeliveryRefused."""
+    identifier = headers.get("x-atlassian-webhook-identifier") or headers.get("X-Atlassian-Webhook-Identifier")
+    if not identifier:
+        raise DeliveryRefused(400, "missing X-Atlassian-Webhook-Identifier header")
+    if not allow_unsigned:
+        if not secrets:
+            raise DeliveryRefused(401, "REPROBOT_JIRA_WEBHOOK_SECRET is not set: no delivery can be verified")
+        if not (headers.get("x-hub-signature") or headers.get("X-Hub-Signature")):
+            raise DeliveryRefused(401, "signature check failed: signature is missing (X-Hub-Signature)")
+    return identifier
+
+
+def read_delivery(
+    headers: Mapping[str, str], body: bytes, secrets: SiteSecrets, allow_unsigned: bool
+) -> tuple[Mapping[str, Any], JiraEvent | None]:
+    """Verify the signature, decode the JSON and parse the event; raises DeliveryRefused (401 or 400).
+
+    A signature present is always checked, even when unsigned deliveries are allowed. A secret given for one site
+    does not let a delivery speak for another site.
+    """
+    signature = headers.get("x-hub-signature") or headers.get("X-Hub-Signature")
+    site: str | None = None
+    if signature or not allow_unsigned:
+        if not secrets:
+            raise DeliveryRefused(401, "REPROBOT_JIRA_WEBHOOK_SECRET is not set: no delivery can be verified")
+        try:
+            site = secrets[verify_signature(body, signature, [secret for _, secret in secrets])][0]
+        except SignatureError as exc:
+            raise DeliveryRefused(401, f"signature check failed: {exc}") from None
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise DeliveryRefused(400, "malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # not JSON, or bytes that are not UTF-8
+        raise DeliveryRefused(400, f"malformed JSON: {exc}") from None
+    try:
+        event = parse_event(data)
+    except JiraPayloadError as exc:
+        raise DeliveryRefused(400, f"payload refused: {exc}") from None
+    if site is not None and event is not None and event.site != site:
+        raise DeliveryRefused(401, f"signature check failed: signed with the secret of {site}, not of {event.site}")
+    return data, event
