@@ -142,3 +142,21 @@ async def test_per_site_secrets_and_the_unsigned_opt_in(tmp_path: Path, settings
         body = env.issue_created(issue)
         assert (await env.send_jira(body, "s-4", secret=None))[0] == 202
         assert (await env.send_jira(body, "s-5", secret="wrong"))[0] == 401  # a signature present is still checked
+
+
+async def test_one_comment_announced_twice_plans_one_job(tmp_path: Path, settings: Settings) -> None:
+    """Jira Server announces a comment as `jira:issue_updated` too: the comment id, not the delivery, dedupes."""
+    mapping = [{"project": "TEST", "github": "octo/app", "commands": {"allow": ["alice"]}}]
+    async with JiraEnv(tmp_path, settings, mapping) as env:
+        issue = env.jira.add_issue("TEST", "crash", "it crashes")
+        created = env.comment_created(issue, "/reproduce", "alice")
+        updated = env.jira.webhook(
+            jira_webhook("webhook-issue_updated_with_comment"), issue, comment=created["comment"]
+        )
+        assert (await env.send_jira(created, "first"))[0] == 202
+        assert (await env.send_jira(updated, "second"))[0] == 202
+        # Our own status comments never read as commands, even when they quote one.
+        ours = env.comment_created(issue, "{anchor:reprobot-status-fix}\n/reproduce", "reprobot")
+        assert (await env.send_jira(ours, "third"))[0] == 200
+        jobs = await asyncio.to_thread(env.jobs)
+        assert [j.kind for j in jobs] == ["jira.reproduce"]
