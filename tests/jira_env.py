@@ -38,11 +38,14 @@ class JiraEnv(GitHubEnv):
         *,
         secrets: dict[str | None, str] | None = None,
         allow_unsigned: bool = False,
+        credentials: dict[str, str] | None = None,
     ) -> None:
         super().__init__(tmp_path, settings)
         #: Webhook secrets by site ("self" stands for this double's site); one secret for every site by default.
         self.secrets = secrets if secrets is not None else {None: JIRA_SECRET}
         self.allow_unsigned = allow_unsigned
+        #: REPROBOT_GIT_CREDENTIAL_<NAME> values for mapping entries on a plain git URL.
+        self.credentials = credentials or {}
         self.jira = JiraDouble(require_shared(FIXTURES / "jira" / "rest"), token=JIRA_TOKEN)
         self.mapping = mapping if mapping is not None else []
 
@@ -61,6 +64,7 @@ class JiraEnv(GitHubEnv):
             self.base_settings,
             jira_webhook_secrets=tuple((self.jira.site if k == "self" else k, v) for k, v in self.secrets.items()),
             jira_allow_unsigned=self.allow_unsigned,
+            git_credentials=self.credentials,
             jira_mapping=path,
             jira_token=JIRA_TOKEN,
             jira_retry_base=0.05,

@@ -125,3 +125,36 @@ async def test_unmapped_project_gets_nothing_and_loses_nothing(tmp_path: Path, s
 
         [(event, body)] = await asyncio.to_thread(stored)
         assert event == "jira:issue_created" and "OPS-1" in body  # the delivery and its body are kept
+
+
+async def test_a_plain_git_repo_gets_the_fix_as_a_pushed_branch(tmp_path: Path, settings: Settings) -> None:
+    import shutil
+    import subprocess
+
+    from tests.conftest import make_git_repo
+
+    src = require_shared(QUIXBUGS) / "gcd"
+    files = {p.relative_to(src / "repo").as_posix(): p.read_text() for p in (src / "repo").rglob("*") if p.is_file()}
+    work = make_git_repo(tmp_path / "gcd-src", files)
+    bare = tmp_path / "gcd.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True, capture_output=True)
+    shutil.rmtree(work)
+    mapping = [
+        {"project": "SHOP", "git": f"file://{bare}", "credential": "GCD", "transitions": {"pr_opened": "In Review"}}
+    ]
+    async with JiraEnv(tmp_path / "env", settings, mapping, credentials={"GCD": "deploy:git-secret-123"}) as env:
+        title, _, body = (src / "issue.md").read_text().partition("\n")
+        issue = env.jira.add_issue("SHOP", title.lstrip("# ").strip(), body.strip(), labels=["reprobot-fix"])
+        assert (await env.send_jira(env.issue_created(issue), "git-1"))[0] == 202
+        await env.drain()
+        jobs = await asyncio.to_thread(env.jobs)
+        assert [(j.status, (j.result or {}).get("status")) for j in jobs] == [("done", "fixed")], [
+            j.last_error for j in jobs
+        ]
+        shown = subprocess.run(
+            ["git", "show", "reprobot/issue-shop-1:gcd.py"], cwd=bare, capture_output=True, text=True, check=True
+        ).stdout
+        assert "gcd(b, a % b)" in shown
+        [comment] = _bot_comments(issue)
+        assert "prepared branch" in comment and "reprobot/issue-shop-1" in comment and "git-secret-123" not in comment
+        assert issue.remote_links == [] and issue.status == "In Review"
