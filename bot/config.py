@@ -149,7 +149,7 @@ class Settings:
     jira_retry_base: float = 1.0
     #: REPROBOT_GIT_CREDENTIAL_<NAME>: the credential (`token` or `user:token`) a mapping entry names with
     #: `credential: NAME`, for pushing to a plain git URL over HTTPS.
-    git_credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+    git_credentials: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
     def store_path(self) -> Path:
@@ -170,8 +170,12 @@ class Settings:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
         values += [self.jira_token, self.jira_api_token, *(s for _, s in self.jira_webhook_secrets)]
-        values += [v for c in self.git_credentials.values() for v in (c, c.rpartition(":")[2])]
+        values += [v for _, c in self.git_credentials for v in (c, c.rpartition(":")[2])]
         return [v for v in values if v]
+
+    def git_credential(self, name: str) -> str | None:
+        """The REPROBOT_GIT_CREDENTIAL_<name> value, if set."""
+        return dict(self.git_credentials).get(name)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -321,7 +325,7 @@ def _jira_settings(get: Callable[[str], str | None], env: Mapping[str, str]) -> 
         except ValueError:
             raise SettingsError(f"REPROBOT_JIRA_RETRY_BASE={v!r}: expected a number") from None
     prefix = "REPROBOT_GIT_CREDENTIAL_"
-    out["git_credentials"] = {k[len(prefix) :]: v for k, v in env.items() if k.startswith(prefix) and v}
+    out["git_credentials"] = tuple(sorted((k[len(prefix) :], v) for k, v in env.items() if k.startswith(prefix) and v))
     return out
 
 

@@ -64,7 +64,7 @@ class JiraEnv(GitHubEnv):
             self.base_settings,
             jira_webhook_secrets=tuple((self.jira.site if k == "self" else k, v) for k, v in self.secrets.items()),
             jira_allow_unsigned=self.allow_unsigned,
-            git_credentials=self.credentials,
+            git_credentials=tuple(self.credentials.items()),
             jira_mapping=path,
             jira_token=JIRA_TOKEN,
             jira_retry_base=0.05,

@@ -122,7 +122,8 @@ def test_jira_settings_from_the_environment(tmp_path: Path) -> None:
     }
     s = Settings.from_env(env)
     assert s.jira_webhook_secrets == (("https://a.example/jira", "s1=="), ("http://b.example", "s2"))
-    assert s.git_credentials == {"PAY": "deploy:pay-token"} and s.jira_mapping == tmp_path / "m.yml"
+    assert s.git_credential("PAY") == "deploy:pay-token" and s.jira_mapping == tmp_path / "m.yml"
+    assert s.git_credential("OTHER") is None and hash(s)  # settings stay hashable
     for secret in ("s1==", "s2", "api-token", "pay-token", "deploy:pay-token"):
         assert secret in s.secret_values() and secret not in repr(s)
     assert Settings.from_env({"REPROBOT_JIRA_WEBHOOK_SECRET": "one=secret"}).jira_webhook_secrets == (

@@ -299,7 +299,7 @@ async def _code_forge(
     assert entry.git is not None
     credential = None
     if entry.credential is not None:
-        credential = settings.git_credentials.get(entry.credential)
+        credential = settings.git_credential(entry.credential)
         if credential is None:
             raise PermanentJobError(
                 f"the mapping names credential {entry.credential!r}: set REPROBOT_GIT_CREDENTIAL_{entry.credential}"
