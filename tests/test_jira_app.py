@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,14 @@ from tests.jira_env import JiraEnv
 
 REPO = "octo/gcd"
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """One trajectory: these tests follow the Jira side of a job, not the search (test_github_app covers M > 1)."""
+    return replace(settings, trajectories=1)
+
+
 MAPPING = [
     {
         "project": "SHOP",
