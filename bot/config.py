@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from bot.jira_mapping import normalize_site
 from sandboxes.quota import MIN_QUOTA_BYTES, parse_size
 
 
@@ -151,6 +152,25 @@ class Settings:
     llm_max_cost_day: float | None = None
     #: REPROBOT_LLM_TIMEOUT: seconds before one model call counts as timed out (then retried).
     llm_timeout: float = 120.0
+    # -- Jira (issue 15) -----------------------------------------------------------------------------------
+    #: REPROBOT_JIRA_WEBHOOK_SECRET: the secret Jira webhooks sign bodies with (X-Hub-Signature: sha256=...).
+    #: One secret, or one per site as space- or comma-separated `https://site.example=secret` pairs.
+    jira_webhook_secrets: tuple[tuple[str | None, str], ...] = field(default=(), repr=False)
+    #: REPROBOT_JIRA_ALLOW_UNSIGNED: 1 accepts unsigned Jira deliveries (only for a Jira that cannot sign;
+    #: `reprobot doctor` warns about it). A delivery that carries a signature is still checked.
+    jira_allow_unsigned: bool = False
+    #: REPROBOT_JIRA_MAPPING: path of the YAML file mapping (Jira site, project, component) to a repo and policy.
+    jira_mapping: Path | None = None
+    #: REPROBOT_JIRA_TOKEN: a personal access token (Jira Server / Data Center, sent as a bearer token).
+    jira_token: str | None = field(default=None, repr=False)
+    #: REPROBOT_JIRA_EMAIL / REPROBOT_JIRA_API_TOKEN: Jira Cloud basic auth (account email + API token).
+    jira_email: str | None = None
+    jira_api_token: str | None = field(default=None, repr=False)
+    #: REPROBOT_JIRA_RETRY_BASE: seconds of the first retry backoff for Jira calls (doubles per attempt).
+    jira_retry_base: float = 1.0
+    #: REPROBOT_GIT_CREDENTIAL_<NAME>: the credential (`token` or `user:token`) a mapping entry names with
+    #: `credential: NAME`, for pushing to a plain git URL over HTTPS.
+    git_credentials: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     # --- Mojira poller (issue 15): `reprobot mojira poll` and the worker's periodic poll -------------------
     #: REPROBOT_MOJIRA_API_URL: base of Mojira's public read-only API (the search is POST <base>/jql-search-post).
@@ -224,7 +244,13 @@ class Settings:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
         values.append(self.runner_registration_token)
+        values += [self.jira_token, self.jira_api_token, *(s for _, s in self.jira_webhook_secrets)]
+        values += [v for _, c in self.git_credentials for v in (c, c.rpartition(":")[2])]
         return [v for v in values if v]
+
+    def git_credential(self, name: str) -> str | None:
+        """The REPROBOT_GIT_CREDENTIAL_<name> value, if set."""
+        return dict(self.git_credentials).get(name)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -326,6 +352,7 @@ class Settings:
             except OSError as exc:
                 raise SettingsError(f"REPROBOT_GITHUB_PRIVATE_KEY_PATH={v!r}: {exc.strerror}") from None
         kwargs.update(_mojira_settings(get))
+        kwargs |= _jira_settings(get, env)
         settings = cls(**kwargs)  # type: ignore[arg-type]
         if settings.trajectories < 1:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
@@ -347,6 +374,8 @@ class Settings:
             raise SettingsError("REPROBOT_WEBHOOK_INFLIGHT_BYTES must be at least REPROBOT_WEBHOOK_MAX_BYTES (>= 1)")
         if not 0 < settings.permission_timeout <= 5:
             raise SettingsError("REPROBOT_PERMISSION_TIMEOUT must be more than 0 and at most 5 seconds")
+        if not settings.jira_retry_base >= 0:
+            raise SettingsError("REPROBOT_JIRA_RETRY_BASE must be 0 or more seconds")
         if settings.delivery_body_days < 0:
             raise SettingsError("REPROBOT_DELIVERY_BODY_DAYS must be 0 (keep forever) or more")
         _check_runner_settings(settings)
@@ -394,3 +423,53 @@ def _mojira_settings(get: Callable[[str], str | None]) -> dict[str, object]:
             )
         kwargs["mojira_sink"] = v
     return kwargs
+
+
+def _jira_settings(get: Callable[[str], str | None], env: Mapping[str, str]) -> dict[str, object]:
+    """The Jira settings (issue 15): webhook secrets per site, unsigned opt-in, mapping, auth, git credentials."""
+    out: dict[str, object] = {}
+    if (v := get("JIRA_WEBHOOK_SECRET")) is not None:
+        out["jira_webhook_secrets"] = parse_site_secrets(v)
+    if (v := get("JIRA_ALLOW_UNSIGNED")) is not None:
+        if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no"):
+            raise SettingsError(f"REPROBOT_JIRA_ALLOW_UNSIGNED must be 1/0, true/false or yes/no, not {v!r}")
+        out["jira_allow_unsigned"] = v.strip().lower() in ("1", "true", "yes")
+    if (v := get("JIRA_MAPPING")) is not None:
+        out["jira_mapping"] = Path(v).expanduser()
+    for name, attr in (
+        ("JIRA_TOKEN", "jira_token"),
+        ("JIRA_EMAIL", "jira_email"),
+        ("JIRA_API_TOKEN", "jira_api_token"),
+    ):
+        if (v := get(name)) is not None:
+            out[attr] = v
+    if (get("JIRA_EMAIL") is None) != (get("JIRA_API_TOKEN") is None):
+        raise SettingsError("REPROBOT_JIRA_EMAIL and REPROBOT_JIRA_API_TOKEN go together (Jira Cloud basic auth)")
+    if (v := get("JIRA_RETRY_BASE")) is not None:
+        try:
+            out["jira_retry_base"] = float(v)
+        except ValueError:
+            raise SettingsError(f"REPROBOT_JIRA_RETRY_BASE={v!r}: expected a number") from None
+    prefix = "REPROBOT_GIT_CREDENTIAL_"
+    out["git_credentials"] = tuple(sorted((k[len(prefix) :], v) for k, v in env.items() if k.startswith(prefix) and v))
+    return out
+
+
+def parse_site_secrets(value: str) -> tuple[tuple[str | None, str], ...]:
+    """`secret`, or `https://a.example=s1 https://b.example=s2`: (site or None, secret) pairs, sites normalized."""
+    items = [item for item in value.replace(",", " ").split() if item]
+    if len(items) == 1 and not items[0].startswith(("http://", "https://")):
+        return ((None, items[0]),)
+    pairs: list[tuple[str | None, str]] = []
+    for item in items:
+        # A secret may itself contain "=" (base64): split at the first "=" after the URL's host instead.
+        scheme, _, rest = item.partition("://")
+        host_path, sep, secret = rest.partition("=")
+        site = f"{scheme}://{host_path}"
+        if not sep or not secret or scheme not in ("http", "https") or not host_path:
+            raise SettingsError(
+                "REPROBOT_JIRA_WEBHOOK_SECRET: expected one secret, or `https://site=secret` pairs "
+                f"separated by spaces or commas; cannot read item {len(pairs) + 1}"
+            )
+        pairs.append((normalize_site(site), secret))
+    return tuple(pairs)

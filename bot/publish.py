@@ -43,8 +43,11 @@ __all__ = ["JobDeps", "PermanentJobError", "Publication", "Recorder", "publish_o
 
 log = logging.getLogger(__name__)
 
-#: Jobs that run the pipeline (the ones `/reprobot cancel` stops).
-_PIPELINE_KINDS = ("github.fix", "github.reproduce", "github.issue", "reproduce.app")
+#: Jobs that run the pipeline (the ones `/reprobot cancel` stops), by the action after the source prefix
+#: (`github.fix`, `jira.fix`, `reproduce.app`).
+_PIPELINE_ACTIONS = ("fix", "reproduce", "issue", "app")  # app: `reproduce.app`, a runner's job
+#: Payload keys that belong to one command, not to the issue's address on its forge.
+_COMMAND_KEYS = ("comment_id", "options", "command", "permission_unverified", "actor", "association", "text", "mode")
 
 
 @dataclass
@@ -149,7 +152,7 @@ async def publish_outcome(
         )
         await rec.record("pr", change.ref)
         summary = f"opened pull request #{change.number}" if change.number else f"prepared branch {change.url}"
-        body = render_final_status(ref, summary, change.url) + render_notes(outcome.notes)
+        body = render_final_status(ref, summary, change.url, evidence=brt) + render_notes(outcome.notes)
         await rec.status(forge, pub.kind, body)
         return result | {"pr": change.number, "branch": pushed}
     if outcome.status == "suggested" and brt is not None:
@@ -173,13 +176,12 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
         raise PermanentJobError(f"job {job.id} has no issue")
     rec = Recorder(deps.store, job.issue_id, job.id)
     comment_id = job.payload.get("comment_id")
-    if job.kind == "github.reply":
+    action = job.kind.partition(".")[2]
+    if action == "reply":
         return await _reply(job, forge, deps)
     if job.kind.endswith(".app_result"):
         return await _publish_app_result(job, forge, rec, deps)
-    command_mode: Mode | None = (
-        "fix" if job.kind == "github.fix" else "reproduce" if job.kind == "github.reproduce" else None
-    )
+    command_mode: Mode | None = "fix" if action == "fix" else "reproduce" if action == "reproduce" else None
     try:
         policy = await load_policy(forge.fetch_file, forge.repo_name)
         await asyncio.to_thread(deps.store.deliveries.remember_policy, forge.repo_name, policy)
@@ -189,7 +191,7 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
         if comment_id:
             await forge.react(comment_id, "confused")
         return {"status": "policy_error", "key": exc.key, "problem": exc.problem}
-    if job.kind == "github.issue":
+    if action == "issue":
         mode = _mode_for_issue_event(job.payload, policy)
         if mode is None:
             return {"status": "nothing_to_do"}
@@ -271,6 +273,10 @@ async def _publish_app_result(job: Job, forge: Forge, rec: Recorder, deps: JobDe
 
 
 def _mode_for_issue_event(payload: dict[str, Any], policy: dict[str, Any]) -> Mode | None:
+    if payload.get("mode") in ("fix", "reproduce"):
+        # The intake decided already (a Jira mapping's trigger label or `on_create`).
+        mode: Mode = "fix" if payload["mode"] == "fix" else "reproduce"
+        return mode
     triggers = policy["triggers"]
     if payload.get("trigger") == "opened":
         on_open = triggers["on_open"]
@@ -296,16 +302,19 @@ async def _queue_polite_reply(job: Job, forge: Forge, deps: JobDeps, policy: dic
     """A command the webhook could not check in time turned out not allowed: queue the one polite reply."""
     if not job.payload.get("permission_unverified") or not policy["triggers"]["commands"]["reply_to_others"]:
         return
-    payload: dict[str, Any] = {k: job.payload[k] for k in ("installation_id", "repo", "number") if k in job.payload}
+    # The issue's address on its forge (installation/repo/number, or site/project/key) without the command.
+    payload: dict[str, Any] = {k: v for k, v in job.payload.items() if k not in _COMMAND_KEYS}
     payload |= {"text": polite_text(str(job.payload.get("actor", ""))), "polite": True}
-    key = polite_key(job.payload.get("repo", forge.repo_name), job.payload.get("number"))
+    key = polite_key(job.payload.get("repo", job.payload.get("site", forge.repo_name)), forge.ref.lstrip("#"))
     queue = Queue(deps.store)
-    await asyncio.to_thread(queue.enqueue, "github.reply", job.issue_id, payload, concurrency_key=None, dedupe_key=key)
+    kind = f"{job.kind.partition('.')[0]}.reply"
+    await asyncio.to_thread(queue.enqueue, kind, job.issue_id, payload, concurrency_key=None, dedupe_key=key)
 
 
 def _cancel_pipeline_jobs(store: Store, issue_id: int | None) -> int:
     queue = Queue(store)
-    return sum(1 for j in store.jobs.list_jobs(issue_id=issue_id) if j.kind in _PIPELINE_KINDS and queue.cancel(j.id))
+    jobs = store.jobs.list_jobs(issue_id=issue_id)
+    return sum(1 for j in jobs if j.kind.partition(".")[2] in _PIPELINE_ACTIONS and queue.cancel(j.id))
 
 
 async def _reply(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]:

@@ -311,12 +311,28 @@ def render_policy_error(issue_ref: str, source: str, key: str, problem: str) -> 
     )
 
 
-def render_final_status(issue_ref: str, summary: str, url: str = "", reasons: Sequence[str] = ()) -> str:
-    """The progress comment's last state: what came of the job, with a link when there is one."""
+def render_final_status(
+    issue_ref: str, summary: str, url: str = "", reasons: Sequence[str] = (), evidence: BrtEvidence | None = None
+) -> str:
+    """The progress comment's last state: what came of the job, with a link when there is one.
+
+    With `evidence` (a fix was proposed), the issue itself shows why: the BRT fails before the fix and passes after
+    it, with its output on the current code (a tracker's readers may never open the pull request).
+    """
     lines = [MARKER.format(kind="progress", ref=issue_ref), f"reprobot finished: **{summary}**", ""]
     if url:
         lines += [url, ""]
     lines += [f"- {r}" for r in reasons]
+    if evidence is not None:
+        after = "passes after it" if evidence.passes_after else "was not confirmed to pass after it"
+        lines += [
+            *([""] if reasons else []),
+            f"Evidence: the test `{evidence.path}` fails before the fix and {after}.",
+            "",
+            "**Output on the current code:**",
+            "",
+            _fence(clip_output(evidence.before_output, 1500)),
+        ]
     return "\n".join(lines) + "\n"
 
 

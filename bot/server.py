@@ -14,11 +14,15 @@ from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
 from bot.config import Settings
+from bot.jira_mapping import JiraMapping, load_mapping
 from bot.runner_api import add_runner_routes
-from bot.store import DeliveryRecord, DeliveryRejected, Store, forbid_store_calls_on_loop
+from bot.store import DeliveryRecord, DeliveryRejected, PlannedJob, Store, forbid_store_calls_on_loop
 from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
 from handlers.github_payload import PayloadError, validate_payload
+from handlers.jira import JiraIntake
+from handlers.jira import router as jira_router
+from handlers.jira_payload import JIRA_DELIVERY_PREFIX, DeliveryRefused, precheck_delivery, read_delivery
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +32,7 @@ PERMISSION: web.AppKey[Any] = web.AppKey("permission", object)
 COMMITS: web.AppKey[Any] = web.AppKey("commits", object)
 BUDGET: web.AppKey[Any] = web.AppKey("budget", object)
 SUPERVISOR: web.AppKey[Any] = web.AppKey("supervisor", object)
+JIRA_MAPPING: web.AppKey[JiraMapping] = web.AppKey("jira_mapping", JiraMapping)
 
 
 class GroupCommit:
@@ -227,30 +232,65 @@ async def webhook(request: web.Request) -> web.Response:
         return event
     if event.event == "ping":
         return _reply(200, "pong", zen=event.data.get("zen"))
-    store = request.app[STORE]
-    intake = Intake(store, permission=request.app[PERMISSION], permission_timeout=settings.permission_timeout)
+    intake = Intake(
+        request.app[STORE], permission=request.app[PERMISSION], permission_timeout=settings.permission_timeout
+    )
+    intake.jira_mapping = request.app[JIRA_MAPPING]
     try:
         await router.dispatch(event, None, intake=intake)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a shape validate_payload does not know
         log.warning("delivery %s: %s payload lacks a field: %r", event.delivery_id, event.event, exc)
         return _reply(400, f"payload of {event.event} lacks a field or has a bad one: {exc!r}"[:500])
-    planned = intake.planned
+    return await _commit(request, (event.delivery_id, "github", event.event, intake.plan(), body))
+
+
+async def _commit(
+    request: web.Request, delivery: DeliveryRecord, nothing: str = "accepted; nothing to do"
+) -> web.Response:
+    """Write the delivery with its plan to the inbox, then answer: 202 queued, 200 nothing or a redelivery."""
+    delivery_id, _source, event_name, plan, _body = delivery
     try:
-        accepted = await request.app[COMMITS].accept((event.delivery_id, "github", event.event, intake.plan(), body))
+        accepted = await request.app[COMMITS].accept(delivery)
     except DeliveryRejected as exc:
         return _reply(400, str(exc)[:500])
     if not accepted:
         # Handlers only plan, so running them again for a redelivery changed nothing. The read goes to a
         # thread: an in-process worker may hold the store's connection while it waits for a write lock.
-        seen = await asyncio.to_thread(store.deliveries.get_delivery, event.delivery_id)
+        seen = await asyncio.to_thread(request.app[STORE].deliveries.get_delivery, delivery_id)
         if seen is not None and seen.planned and seen.promoted_at is None:
             return _reply(200, "redelivery: already acknowledged; its jobs wait for a worker", job_id=None)
         return _reply(200, "redelivery: already handled", job_id=seen.job_id if seen else None)
-    if not planned:
-        return _reply(200, "accepted; nothing to do")
-    kinds = [job.kind for job in planned]
-    log.info("delivery %s: %s queued %s", event.delivery_id, event.event, kinds)
+    kinds = [job.kind for job in plan if isinstance(job, PlannedJob)]
+    if not kinds:
+        return _reply(200, nothing)
+    log.info("delivery %s: %s queued %s", delivery_id, event_name, kinds)
     return _reply(202, "queued", jobs=kinds)
+
+
+# -- Jira (issue 15) ---------------------------------------------------------------------------------------------
+@_off_loop_store
+async def jira_webhook(request: web.Request) -> web.Response:
+    """POST /webhooks/jira: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
+    settings = request.app[SETTINGS]
+    secrets, unsigned = settings.jira_webhook_secrets, settings.jira_allow_unsigned
+    try:
+        identifier = precheck_delivery(request.headers, secrets, unsigned)  # refused before a byte is read
+        body = await _read_body(request, settings)
+        if isinstance(body, web.Response):
+            return body
+        data, jira = read_delivery(request.headers, body, secrets, unsigned)
+    except DeliveryRefused as exc:
+        log.warning("jira delivery %s: refused: %s", request.headers.get("x-atlassian-webhook-identifier"), exc)
+        return _reply(exc.status, str(exc)[:500])
+    delivery_id = JIRA_DELIVERY_PREFIX + identifier  # never meets a GitHub delivery id in the inbox
+    intake = JiraIntake(request.app[JIRA_MAPPING], delivery_id)
+    if jira is not None:
+        await jira_router.dispatch(
+            Event(data, event=jira.event, delivery_id=delivery_id), None, intake=intake, jira=jira
+        )
+    nothing = f"accepted; nothing to do ({intake.skipped})" if intake.skipped else "accepted; nothing to do"
+    event_name = str(data.get("webhookEvent", ""))
+    return await _commit(request, (delivery_id, "jira", event_name, intake.plan(), body), nothing)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -336,8 +376,11 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     app[SETTINGS] = settings
     app[PERMISSION] = _permission_lookup(settings)
     app[BUDGET] = BodyBudget(settings.webhook_inflight_bytes)
+    # Read once at start: a bad mapping file stops the server with the key it names, not the first delivery.
+    app[JIRA_MAPPING] = load_mapping(settings.jira_mapping)
     app.cleanup_ctx.append(lifecycle)
     app.router.add_post("/webhooks/github", webhook)
+    app.router.add_post("/webhooks/jira", jira_webhook)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_runner_routes(app, settings, lambda a: a[STORE])

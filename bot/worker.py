@@ -17,8 +17,9 @@ import aiohttp
 from gidgethub import BadRequest
 
 from bot.config import Settings
-from bot.forges.base import PermanentJobError
+from bot.forges.base import Forge, PermanentJobError
 from bot.forges.github import forge_for_job
+from bot.forges.jira import jira_forge_for_job
 from bot.github_client import InstallationTokens
 from bot.mojira.poller import poll_periodically
 from bot.publish import JobDeps, run_forge_job
@@ -44,9 +45,16 @@ class WorkerDeps:
 
 async def _run_on_its_forge(job: Job, deps: WorkerDeps) -> dict[str, Any]:
     """Make the job's forge from its payload, then run it through the forge-neutral publish module."""
-    if not job.kind.startswith("github."):
+    forge: Forge
+    if job.kind.startswith("jira."):
+        jira = await jira_forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
+        if job.kind == "jira.merged":  # no pipeline: only the mapping's `pr_merged` transition
+            return await jira.after_merge()
+        forge = jira
+    elif job.kind.startswith("github."):
+        forge = await forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
+    else:
         raise PermanentJobError(f"unknown job kind {job.kind!r}")
-    forge = await forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
     return await run_forge_job(job, forge, JobDeps(deps.settings, deps.store))
 
 

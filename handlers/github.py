@@ -11,10 +11,12 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.jira_mapping import JiraMapping
 from bot.permissions import association_allows, permission_allows, polite_key, polite_text
 from bot.policy import defaults
 from bot.store import PlannedAction, PlannedJob, Store
 from handlers.commands import CommandError, clean_text, parse_command
+from handlers.jira import merged_transition_job
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,8 @@ class Intake:
     permission_timeout: float = 1.5
     planned: list[PlannedJob] = field(default_factory=list)
     actions: list[PlannedAction] = field(default_factory=list)
+    #: The Jira mapping (issue 15): a merged reprobot PR of a Jira issue moves that issue on.
+    jira_mapping: JiraMapping | None = None
 
     def plan(self) -> list[PlannedJob | PlannedAction]:
         """Everything the delivery asks for, to be committed with it."""
@@ -189,6 +193,11 @@ async def on_pr_closed(event: Event, gh: object, *, intake: Intake, **_: Any) ->
         "closed_at": pr.get("closed_at"),
     }
     intake.actions.append(PlannedAction("pr_outcome", args))
+    if args["merged"] and intake.jira_mapping is not None:
+        ref = str(pr["head"]["ref"])
+        job = merged_transition_job(intake.jira_mapping, repo, ref, args["pr_number"], event.delivery_id)
+        if job is not None:
+            intake.planned.append(job)
 
 
 #: Every concern, composed in one place.

@@ -134,3 +134,37 @@ def test_malformed_nodes_never_raise() -> None:
     assert adf_to_markdown({"type": "doc", "content": [None, 3, {"type": "paragraph", "content": "x"}]}) == ""
     assert adf_to_markdown({"type": "paragraph", "content": [_t("lone")]}) == "lone"
     assert adf_to_markdown([_p(_t("a")), _p(_t("b"))]) == "a\n\nb"
+
+
+def test_markdown_becomes_jira_wiki_markup_and_code_is_left_alone() -> None:
+    from bot.jira_wiki import markdown_to_jira
+
+    text = (
+        "<!-- reprobot:progress:SHOP-1 -->\n"
+        "reprobot finished: **opened pull request #3** ([the PR](https://x.test/3)), see `a {b}`\n"
+        "## Steps\n- one\n  - nested\n1. first\n"
+        "```python\nprint('**kept**', [x](y))\n```\n"
+        "| k | v |\n|---|---|\n| a | b |\n"
+        "> quoted\n"
+        "<details><summary>What reprobot did</summary>\n\nstep\n</details>\n"
+        "~~~\nunterminated"
+    )
+    assert markdown_to_jira(text).split("\n") == [
+        "reprobot finished: *opened pull request #3* ([the PR|https://x.test/3]), see {{a \\{b\\}}}",
+        "h2. Steps",
+        "* one",
+        "** nested",
+        "# first",
+        "{code:python}",
+        "print('**kept**', [x](y))",
+        "{code}",
+        "||k||v||",
+        "| a | b |",
+        "bq. quoted",
+        "*What reprobot did*",
+        "",
+        "step",
+        "{noformat}",
+        "unterminated",
+        "{noformat}",
+    ]

@@ -304,5 +304,27 @@ def doctor(settings: Settings) -> int:
         if rust
         else "not found (Rust repos cannot be tested)",
     }
+    report["warnings"] = doctor_warnings(settings)
     print(json.dumps(report, indent=2))
+    for warning in report["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK if report["sandbox_python_exists"] else EXIT_ENVIRONMENT
+
+
+def doctor_warnings(settings: Settings) -> list[str]:
+    """Settings that work but weaken the deployment, each with what to do about it."""
+    warnings: list[str] = []
+    # -- Jira (issue 15)
+    if settings.jira_allow_unsigned:
+        warnings.append(
+            "REPROBOT_JIRA_ALLOW_UNSIGNED=1: anyone who can reach /webhooks/jira can make reprobot act; "
+            "create the Jira webhook with a secret and set REPROBOT_JIRA_WEBHOOK_SECRET instead"
+        )
+    if settings.jira_mapping is not None:
+        from bot.jira_mapping import MappingError, load_mapping
+
+        try:
+            load_mapping(settings.jira_mapping)
+        except MappingError as exc:
+            warnings.append(f"REPROBOT_JIRA_MAPPING: {exc}")
+    return warnings

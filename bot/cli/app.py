@@ -54,10 +54,11 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.github_webhook_secret:
         log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every delivery will be refused (401)")
     from bot.github_client import GitHubConfigError
+    from bot.jira_mapping import MappingError
 
     try:
         app = make_app(settings, workers=args.workers)
-    except GitHubConfigError as exc:
+    except (GitHubConfigError, MappingError) as exc:  # a bad Jira mapping names its key (issue 15)
         log.error("reprobot serve: %s", exc)
         return 2
     web.run_app(app, host=args.host, port=args.port, print=None)

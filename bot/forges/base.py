@@ -99,3 +99,41 @@ class Forge(Protocol):
     def rerun_command(self, branch: str | None, brt_path: str) -> str:
         """How a maintainer reruns the BRT, from the pushed branch when there is one."""
         ...
+
+
+class CodeForge(Protocol):
+    """The code side of a forge whose issues live elsewhere (a Jira issue's mapped repository).
+
+    GitHubForge and GitRemoteForge provide it; the Jira forge delegates clone, push and the change request to it.
+    """
+
+    @property
+    def repo_name(self) -> str:
+        """The repository as the policy loader names it."""
+        ...
+
+    async def fetch_file(self, repo: str, path: str) -> str | None:
+        """A file's text on the default branch; None when it does not exist."""
+        ...
+
+    async def default_branch(self) -> str:
+        """The branch a fix is based on."""
+        ...
+
+    async def clone(self, dest: Path, branch: str) -> Path:
+        """A checkout of `branch` in `dest`."""
+        ...
+
+    async def push_branch(self, workspace: Path, *, branch: str, base_commit: str, diff: str, message: str) -> str:
+        """Commit `diff` on `branch` from base_commit and push it; returns the commit."""
+        ...
+
+    async def open_or_update_change_request(
+        self, *, branch: str, base: str, title: str, body: str, draft: bool, labels: list[str]
+    ) -> ChangeRequest:
+        """Open the change request for `branch`, or update the open one."""
+        ...
+
+    def rerun_command(self, branch: str | None, brt_path: str) -> str:
+        """How a maintainer reruns the BRT."""
+        ...
