@@ -129,3 +129,22 @@ def test_case_files_are_valid() -> None:
     for toml in WEBAPPS.glob("*/case.toml"):
         meta = tomllib.loads(toml.read_text())
         assert meta["start"] in ("static", "server") and meta["oracle"] and meta["steps"]
+
+
+async def test_model_proposed_action_is_checked_against_the_screen_and_fed_back() -> None:
+    from sandboxes.runners.propose import propose_action
+
+    screen = [Element("button", "Home", locator="#tab-home"), Element("button", "Settings", locator="#tab-settings")]
+    seen: list[list[dict[str, str]]] = []
+    replies = iter(['{"action": "click", "element": 7}', 'ok: {"action": "click", "element": 1}'])
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        seen.append(list(messages))
+        return next(replies)
+
+    proposed = await propose_action(complete, Step("click", "gear menu"), screen)
+    assert proposed is not None
+    action, element = proposed
+    assert element == screen[1] and action["locator"] == "#tab-settings" and action["via"] == "model"
+    assert "element must be a number from 0 to 1" in seen[1][-1]["content"]
+    assert await propose_action(lambda m: "no idea", Step("click", "x"), screen) is None

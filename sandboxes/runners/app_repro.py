@@ -17,6 +17,7 @@ from typing import Any
 
 from sandboxes.runners.driver import Driver, DriverError, Element
 from sandboxes.runners.oracle import OracleSpec, Verdict, judge_signals, judge_text, oracle_spec
+from sandboxes.runners.propose import propose_action
 from sandboxes.runners.s2r import Complete, Step, extract_steps, split_report
 from sandboxes.runners.textmatch import similarity
 from sandboxes.runners.utg import UTG, explore
@@ -149,7 +150,9 @@ def _action_for(step: Step, element: Element | None) -> dict[str, object]:
     return action
 
 
-async def _play(run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int) -> list[str]:
+async def _play(
+    run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int, complete: Complete | None = None
+) -> list[str]:
     """Play the steps; returns the reasons for steps that could not be played."""
     reasons: list[str] = []
     driver = run.driver
@@ -173,12 +176,28 @@ async def _play(run: _Run, steps: list[Step], utg: UTG, deadline: float, explore
             continue
         if element is None:
             element = await _find_by_utg(run, step, utg, deadline, explore_depth)
+        if element is None and complete is not None and run.verdict is None:
+            proposed = await propose_action(complete, step, await driver.observe())
+            if proposed is not None:
+                run.note(f"step {i}: the model proposed {json.dumps(proposed[0])}")
+                await _do_step(run, reasons, i, proposed[0], proposed[1])
+                continue
         if element is None:
-            reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
-            run.note(reasons[-1])
+            if run.verdict is None:
+                reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
+                run.note(reasons[-1])
             continue
-        await run.do(_action_for(step, element), element)
+        await _do_step(run, reasons, i, _action_for(step, element), element)
     return reasons
+
+
+async def _do_step(run: _Run, reasons: list[str], i: int, action: dict[str, object], element: Element | None) -> None:
+    """One step's action; an element that cannot be acted on (covered, detached) costs the step, not the run."""
+    try:
+        await run.do(action, element)
+    except DriverError as exc:
+        reasons.append(f"step {i} ({action['action']} {action.get('target')!r}): {exc}")
+        run.note(reasons[-1])
 
 
 async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: int) -> Element | None:
@@ -279,7 +298,8 @@ async def reproduce_app(
         try:
             utg = UTG.load(cache_dir, await drv.app_version())
             await run.begin()
-            result.reasons = await _play(run, steps, utg, deadline, explore_depth)
+            complete = _complete_from(model)
+            result.reasons = await _play(run, steps, utg, deadline, explore_depth, complete)
             if cache_dir is not None:
                 utg.save(cache_dir)
         finally:

@@ -125,8 +125,12 @@ async def explore(
         for i, element in enumerate(candidates):
             if time.monotonic() > deadline:
                 return None
-            if i or path:
-                await reset(path)
+            try:
+                if i or path:
+                    await reset(path)
+            except DriverError as exc:
+                log.info("explore: cannot return to the branch's screen: %s", exc)
+                continue
             action = click_action(element)
             try:
                 await driver.act(action, element)
