@@ -148,3 +148,42 @@ async def test_model_proposed_action_is_checked_against_the_screen_and_fed_back(
     assert element == screen[1] and action["locator"] == "#tab-settings" and action["via"] == "model"
     assert "element must be a number from 0 to 1" in seen[1][-1]["content"]
     assert await propose_action(lambda m: "no idea", Step("click", "x"), screen) is None
+
+
+def test_utg_shortest_known_path_and_cache_roundtrip(tmp_path: Path) -> None:
+    from sandboxes.runners.app_repro import match_element
+    from sandboxes.runners.utg import UTG, click_action
+
+    home = [Element("button", "Home", locator="#h"), Element("button", "Settings", locator="#s")]
+    settings = [*home, Element("checkbox", "", label="Dark mode", locator="#dark")]
+    deep = [Element("button", "Back", locator="#b"), Element("button", "Advanced", locator="#adv")]
+    utg = UTG("v1")
+    a, b, c = utg.add_state(home), utg.add_state(settings), utg.add_state(deep)
+    utg.add_edge(a, click_action(home[1]), b)
+    utg.add_edge(b, click_action(settings[2]), c)
+    utg.add_edge(a, click_action(home[1]), b)  # recorded once
+
+    def goal(elements: list[Element]) -> Element | None:
+        return match_element(Step("click", "dark mode"), elements)
+
+    assert [x["locator"] for x in utg.path(a, goal) or []] == ["#s"]
+    assert utg.path(c, goal) is None
+    utg.save(tmp_path)
+    again = UTG.load(tmp_path, "v1")
+    assert again.edges == utg.edges and again.path(a, goal) == utg.path(a, goal)
+    assert UTG.load(tmp_path, "v2").states == {}, "another app version starts empty"
+    (tmp_path / "utg-v3.json").write_text("{broken")
+    assert UTG.load(tmp_path, "v3").states == {}
+
+
+def test_matching_prefers_fields_for_typing_and_ignores_weak_matches() -> None:
+    from sandboxes.runners.app_repro import match_element
+
+    screen = [
+        Element("button", "Search", locator="#go"),
+        Element("textbox", "", label="Search products", locator="#q", editable=True),
+        Element("link", "Help", locator="#help"),
+    ]
+    assert match_element(Step("input", "search", "lamp"), screen).locator == "#q"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Search"), screen).locator == "#go"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Checkout"), screen) is None
