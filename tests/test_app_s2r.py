@@ -46,6 +46,14 @@ def test_every_sample_report_extracts_its_ground_truth_steps(case) -> None:
             "1. Scroll down\n2. Go back\n3. Rotate the device\n4. Reload the page",
             [("scroll", "", "down"), ("back", "", ""), ("resize", "", "landscape"), ("restart", "", "")],
         ),
+        # Terse: an inline "STR:" and ">" between steps; verbs that name their button ("add", "save").
+        ("STR: add to cart > checkout", [("click", "add to cart", ""), ("click", "checkout", "")]),
+        ("Enable dark mode in settings, save. Error in console.", [("click", "dark mode", ""), ("click", "save", "")]),
+        # What the user saw after the step is not the step's target.
+        (
+            'After typing Lamp into the search field and pressing the Search button I get "No results".',
+            [("input", "search", "Lamp"), ("click", "Search", "")],
+        ),
         # "set X to Y" names the field first.
         ("Set the zoom level to 150 and press Apply", [("input", "zoom level", "150"), ("click", "Apply", "")]),
     ],
