@@ -72,7 +72,8 @@ _HEADING = re.compile(
     r"^\s*(?:#+\s*)?(?:\*\*)?\s*(?P<name>[A-Za-z][A-Za-z /-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$"
 )
 _INLINE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<name>expected|actual|steps|str|repro)[a-z ]{0,20}?(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<rest>\S.*)$",
+    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<name>expected|actual|steps|str|repro)[a-z ]{0,20}?(?:\*\*)?"
+    r"\s*:\s*(?:\*\*)?\s*(?P<rest>\S.*)$",
     re.I,
 )
 
