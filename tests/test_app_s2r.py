@@ -195,3 +195,11 @@ def test_matching_prefers_fields_for_typing_and_ignores_weak_matches() -> None:
     assert match_element(Step("input", "search", "lamp"), screen).locator == "#q"  # type: ignore[union-attr]
     assert match_element(Step("click", "Search"), screen).locator == "#go"  # type: ignore[union-attr]
     assert match_element(Step("click", "Checkout"), screen) is None
+
+
+def test_a_name_made_of_widget_words_still_matches() -> None:
+    from sandboxes.runners.textmatch import similarity
+
+    assert similarity("menu", "Menu") == 1.0
+    assert similarity("the Save button", "Save") >= 0.9
+    assert similarity("menu", "Save") == 0.0

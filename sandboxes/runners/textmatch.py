@@ -23,8 +23,12 @@ def words(text: str) -> list[str]:
 
 
 def core_words(text: str) -> list[str]:
-    """The words that identify a target: no articles, prepositions or widget-kind words."""
-    return [w for w in words(text) if w not in _STOP and w not in WIDGET_WORDS]
+    """The words that identify a target: no articles, prepositions or widget-kind words.
+
+    A name made of widget words only ("Menu", "Search box") keeps them: then they are the name.
+    """
+    content = [w for w in words(text) if w not in _STOP]
+    return [w for w in content if w not in WIDGET_WORDS] or content
 
 
 def similarity(a: str, b: str) -> float:
