@@ -203,3 +203,20 @@ def test_a_name_made_of_widget_words_still_matches() -> None:
     assert similarity("menu", "Menu") == 1.0
     assert similarity("the Save button", "Save") >= 0.9
     assert similarity("menu", "Save") == 0.0
+
+
+def test_field_value_pairs_and_subject_sentences() -> None:
+    steps = extract_rules("login 500s for users with quotes. user: o'brien pass: hunter2, press sign in.")
+    assert [(s.action, s.target, s.input) for s in steps] == [
+        ("input", "user", "o'brien"),
+        ("input", "pass", "hunter2"),
+        ("click", "sign in", ""),
+    ]
+    assert extract_rules("The export is broken. Export fails for me.") == []
+
+
+def test_abbreviations_match_but_short_prefixes_do_not() -> None:
+    from sandboxes.runners.textmatch import similarity
+
+    assert similarity("pass", "Password") == 1.0 and similarity("user", "Username") == 1.0
+    assert similarity("add", "Address") < 0.5

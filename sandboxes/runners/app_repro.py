@@ -145,7 +145,11 @@ class _Run:
 
 
 def _action_for(step: Step, element: Element | None) -> dict[str, object]:
-    action: dict[str, object] = {"action": step.action, "target": step.target, "input": step.input}
+    kind = step.action
+    if kind == "input" and element is not None and not element.editable:
+        # "put the lamp in the cart" names a button, not a field: what the user did was press it.
+        kind = "click"
+    action: dict[str, object] = {"action": kind, "target": step.target, "input": step.input}
     if element is not None:
         action["locator"] = element.locator
         action["role"] = element.role

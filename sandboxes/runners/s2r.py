@@ -476,6 +476,29 @@ def _base_verb(phrase: str) -> str:
 _NAV_HEADS = frozenset(f for v in ("open", "go", "navigate", "visit") for f in (v, past_tense(v), gerund(v)))
 
 
+#: After a verb-looking word, these make it the sentence's subject: "login is broken", "export fails".
+_SUBJECT = re.compile(
+    r"^(?:is|are|was|were|does|doesn't|did|didn't|has|had|fails?|failed|breaks?|broke|crashes|hangs|"
+    r"throws|returns|gives|shows|not|never|no longer|button (?:is|does)|page (?:is|does)|\d+s)\b",
+    re.I,
+)
+#: Form fields a report gives as `field: value` ("user: o'brien pass: hunter2", "email = a@b.c").
+_FIELDS = (
+    "username|user name|user|login|e-mail|email|password|passwd|pass|pw|pin|name|first name|last name|phone|"
+    "zip|postcode|code|amount|quantity|qty|query|search|coupon|promo code"
+)
+_FIELD_VALUE = re.compile(rf"(?<![\w-])(?P<field>{_FIELDS})\s*[:=]\s*(?P<value>`[^`]+`|\"[^\"]+\"|[^\s,;]+)", re.I)
+
+
+def _field_values(clause: str) -> list[Step]:
+    """`field: value` pairs of a clause as input steps, in order."""
+    steps = []
+    for m in _FIELD_VALUE.finditer(clause):
+        value = m.group("value").strip('`"')
+        steps.append(Step("input", m.group("field").lower(), value))
+    return steps
+
+
 def extract_rules(report_text: str) -> list[Step]:
     """The offline extractor: rules, with the example base for verbs the rules do not know."""
     report = split_report(report_text)
@@ -484,7 +507,13 @@ def extract_rules(report_text: str) -> list[Step]:
         clause = _LEAD.sub("", clause).strip()
         if not clause or _START.match(clause):
             continue
+        pairs = _field_values(clause)
+        if pairs:
+            steps += pairs
+            continue
         found = _match_verb(clause)
+        if found and _SUBJECT.match(found[1]):
+            found = None  # "checkout is broken": the word is what the sentence is about, not an order
         action, rest = (_VERBS[found[0]], found[1]) if found else (None, "")
         if action is None:
             by_example = _action_by_example(clause)

@@ -37,6 +37,8 @@ def similarity(a: str, b: str) -> float:
     if not wa or not wb:
         return 0.0
     sa, sb = set(wa), set(wb)
+    # A word and its abbreviation are the same word: "pass" / "password", "user" / "username".
+    sa = {next((b for b in sb if min(len(w), len(b)) >= 4 and (b.startswith(w) or w.startswith(b))), w) for w in sa}
     overlap = len(sa & sb) / len(sa | sb)
     contained = 0.9 if sa <= sb or sb <= sa else 0.0
     chars = SequenceMatcher(None, "".join(wa), "".join(wb)).ratio()
