@@ -220,3 +220,23 @@ def test_abbreviations_match_but_short_prefixes_do_not() -> None:
 
     assert similarity("pass", "Password") == 1.0 and similarity("user", "Username") == 1.0
     assert similarity("add", "Address") < 0.5
+
+
+def test_a_bad_action_log_is_a_clear_error(tmp_path: Path) -> None:
+    from sandboxes.runners.app_repro import load_actions
+
+    bad = tmp_path / "actions.json"
+    bad.write_text('{"actions": [{"target": "Save"}]}')
+    with pytest.raises(ValueError, match="must be a list of objects with an `action`"):
+        load_actions(bad)
+    with pytest.raises(ValueError, match="cannot read the action log"):
+        load_actions(tmp_path / "missing.json")
+    bad.write_text('[{"action": "click", "target": "Save"}]')  # a bare list of actions is accepted
+    assert load_actions(bad)[0] == [{"action": "click", "target": "Save"}]
+
+
+async def test_the_web_driver_opens_http_only(tmp_path: Path) -> None:
+    from sandboxes.runners.app_repro import reproduce_app
+
+    res = await reproduce_app("1. Click Save", "file:///etc/passwd", out_dir=tmp_path)
+    assert res.status == "error" and "http(s) URLs only" in res.reasons[0]

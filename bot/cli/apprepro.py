@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.cli.types import float_range
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
@@ -27,7 +28,9 @@ def add_parser_args(rep: argparse.ArgumentParser) -> None:
     """The app flags of `reprobot reproduce`."""
     rep.add_argument("--app-url", help="reproduce on a running app instead of a repo (http://…, android://package)")
     rep.add_argument("--driver", choices=["web", "android"], default="web", help="UI driver for --app-url (web)")
-    rep.add_argument("--budget", type=float, default=300.0, help="wall seconds for an app reproduction (300)")
+    rep.add_argument(
+        "--budget", type=float_range(1, 7200), default=300.0, help="wall seconds for an app reproduction (1-7200, 300)"
+    )
 
 
 def add_replay_parser(sub: Any) -> None:

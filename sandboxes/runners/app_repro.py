@@ -7,6 +7,7 @@ action log, a screenshot per step and the log. `replay_actions` re-runs such a l
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shlex
@@ -302,12 +303,12 @@ async def reproduce_app(
     try:
         await drv.start()
         try:
-            utg = UTG.load(cache_dir, await drv.app_version())
+            utg = await asyncio.to_thread(UTG.load, cache_dir, await drv.app_version())
             await run.begin()
             complete = _complete_from(model)
             result.reasons = await _play(run, steps, utg, deadline, explore_depth, complete)
             if cache_dir is not None:
-                utg.save(cache_dir)
+                await asyncio.to_thread(utg.save, cache_dir)
         finally:
             await drv.close()
     except DriverError as exc:

@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from sandboxes.runners.driver import DriverError, Element, Signal
 
@@ -134,7 +135,9 @@ class WebDriver:
         await self.close()
 
     async def start(self) -> None:
-        """Launch chromium and open the app."""
+        """Launch chromium and open the app (http or https only: a file:// URL would show the runner's files)."""
+        if urlsplit(self.app_url).scheme not in ("http", "https"):
+            raise DriverError(f"the web driver opens http(s) URLs only, not {self.app_url!r}")
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import async_playwright
 
