@@ -82,6 +82,7 @@ def test_text_oracle_needs_the_actual_text_and_not_the_expected() -> None:
     bare = OracleSpec(actual=("Error",))
     assert judge_text("Error log | Error", "Error log", bare, 2) is None
     assert judge_text("Boom: Error", "Boom", bare, 2) is not None
+    assert judge_text("Boom: Error", "Boom", bare, 2, typed=frozenset({"error"})) is None, "our own typing"
 
 
 def test_signals_fire_in_order_and_only_the_kinds_asked_for() -> None:

@@ -133,7 +133,8 @@ class _Run:
         await self.shot(f"step-{n:02d}")
         self.verdict = judge_signals(self.driver.drain_signals(), self.spec, n)
         if self.verdict is None:
-            self.verdict = judge_text(await self.driver.visible_text(), self.initial_text, self.spec, n)
+            typed = frozenset(str(a.get("input") or "").lower() for a in self.actions if a.get("action") == "input")
+            self.verdict = judge_text(await self.driver.visible_text(), self.initial_text, self.spec, n, typed)
         if self.verdict is not None:
             self.note(f"oracle fired after action {n}: {self.verdict.kind}: {self.verdict.message}")
 
