@@ -105,10 +105,12 @@ class _Run:
         self.verdict: Verdict | None = None
 
     def note(self, line: str) -> None:
+        """Add a line to the run's log (log.txt) and the logger."""
         log.info("%s", line)
         self.lines.append(line)
 
     async def begin(self) -> None:
+        """Judge the first screen: its text is the baseline, its errors and wrong text already count."""
         self.initial_text = await self.driver.visible_text()
         await self.shot("start")
         self.verdict = judge_signals(self.driver.drain_signals(), self.spec, 0)
@@ -116,6 +118,7 @@ class _Run:
             self.verdict = judge_text(self.initial_text, self.initial_text, self.spec, 0)
 
     async def shot(self, name: str) -> None:
+        """A screenshot named `name`.png; a failed one is logged, never fatal."""
         path = self.out_dir / f"{name}.png"
         try:
             await self.driver.screenshot(path)

@@ -427,6 +427,7 @@ class _Index:
         self.bm25 = BM25Okapi([words(t) or ["_"] for t in texts])
 
     def top(self, query: str, k: int) -> list[tuple[int, float]]:
+        """(index, score) of the `k` best texts with a positive score."""
         scores = self.bm25.get_scores(words(query) or ["_"])
         ranked = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
         return [(i, float(scores[i])) for i in ranked if scores[i] > 0]
