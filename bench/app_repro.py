@@ -1,8 +1,10 @@
-"""The app reproduction agent on the six sample web apps: S2R extraction accuracy, reproduction rate, time.
+"""The app reproduction agent on the sample web apps: S2R extraction accuracy, reproduction rate, time.
 
 Each case runs three times on one chromium: the buggy app (reproduce), the action log (replay) and the fixed app
 (reproduce, must not fire). Time is reported per reproduction and as ratios side by side: reports that skip a
-step (the UTG explores) against reports that do not.
+step (the UTG explores) against reports that do not. Then each buggy app is reproduced again from a second report
+worded differently (bench/data/webapp_alt_reports.json: terse, key: value credentials, arrows, subject-first
+sentences), which the rules were not written against first.
 """
 
 from __future__ import annotations
@@ -36,6 +38,34 @@ def main() -> None:
             f"{statistics.median(utg):.2f} (x{ratio:.1f})"
         )
     print(json.dumps(doc["summary"]))
+    alt = asyncio.run(_alternative_wordings())
+    print(f"second wording: reproduced {alt['reproduced']}/{alt['cases']}, steps {alt['found']}/{alt['total']}")
+
+
+async def _alternative_wordings() -> dict[str, int]:
+    """Reproduce each buggy app from its second report; count reproductions and ground-truth steps found."""
+    from sandboxes.runners.app_repro import reproduce_app
+    from sandboxes.runners.web import WebDriver, shared_browser
+    from sandboxes.runners.webcases import extraction_score, load_web_cases, serve_app
+
+    reports = json.loads((Path(__file__).parent / "data" / "webapp_alt_reports.json").read_text())
+    counts = {"cases": 0, "reproduced": 0, "found": 0, "total": 0}
+    async with shared_browser() as browser:
+        with tempfile.TemporaryDirectory(prefix="app-repro-alt-") as tmp:
+            for case in load_web_cases(WEBAPPS):
+                if case.name not in reports:
+                    continue
+                async with serve_app(case) as url:
+                    res = await reproduce_app(
+                        reports[case.name], url, out_dir=Path(tmp) / case.name, driver=WebDriver(url, browser=browser)
+                    )
+                found, total = extraction_score(res.steps, case.truth_steps)
+                fired = res.oracle["fired"] if res.oracle else None
+                counts["cases"] += 1
+                counts["reproduced"] += int(res.status == "reproduced" and fired == case.oracle_kind)
+                counts["found"] += found
+                counts["total"] += total
+    return counts
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from rich.progress import Progress
 
 from bot.config import Settings
 from bot.eval_report import write_plot, write_report
+from bot.jobtypes import EXIT_ENVIRONMENT
 from bot.oracle import OracleScorer
 from bot.pipeline import JobOutcome, run_job
 from bot.queue import Queue
@@ -388,7 +389,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
             web = await run_web_eval(args.bench, args.out / "web", only)
         except DriverError as exc:
             print(f"reprobot eval: {exc}", flush=True)
-            return 7  # EXIT_ENVIRONMENT: the machine lacks the browser
+            return EXIT_ENVIRONMENT  # the machine lacks the browser
         (args.out / "web" / "results.json").write_text(json.dumps(web, indent=2) + "\n")
         (args.out / "web" / "report.md").write_text(render_web_report(web))
         print(render_web_report(web))

@@ -162,3 +162,22 @@ async def test_eval_command_reports_the_headline_figures(tmp_path: Path) -> None
     assert "S2R extraction accuracy: 100.0%" in proc.stdout and "reproduction rate: 100.0%" in proc.stdout
     results = json.loads((tmp_path / "out" / "web" / "results.json").read_text())
     assert results["cases"][0]["fixed_status"] == "not_reproduced"
+
+
+async def test_a_model_proposes_the_step_no_element_matches(browser: Any, tmp_path: Path) -> None:
+    """Exploration off: the step "the gear icon" names nothing on screen; the model picks the Settings tab."""
+    case = next(c for c in CASES if c.name == "settings")
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        if "Elements:" not in messages[-1]["content"]:
+            return "not JSON"  # the S2R request: the rules extract instead
+        line = next(ln for ln in messages[-1]["content"].splitlines() if "'Settings'" in ln)
+        return json.dumps({"action": "click", "element": int(line.split(":")[0])})
+
+    report = "1. Click the gear icon\n2. Turn on Dark mode\n3. Press Save"
+    async with serve_app(case) as url:
+        res = await reproduce_app(
+            report, url, out_dir=tmp_path, driver=WebDriver(url, browser=browser), model=complete, explore_depth=0
+        )
+    assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "console_error"
+    assert res.actions[0]["via"] == "model" and res.actions[0]["locator"] == "#tab-settings"

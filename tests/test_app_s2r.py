@@ -46,6 +46,14 @@ def test_every_sample_report_extracts_its_ground_truth_steps(case) -> None:
             "1. Scroll down\n2. Go back\n3. Rotate the device\n4. Reload the page",
             [("scroll", "", "down"), ("back", "", ""), ("resize", "", "landscape"), ("restart", "", "")],
         ),
+        # Terse: an inline "STR:" and ">" between steps; verbs that name their button ("add", "save").
+        ("STR: add to cart > checkout", [("click", "add to cart", ""), ("click", "checkout", "")]),
+        ("Enable dark mode in settings, save. Error in console.", [("click", "dark mode", ""), ("click", "save", "")]),
+        # What the user saw after the step is not the step's target.
+        (
+            'After typing Lamp into the search field and pressing the Search button I get "No results".',
+            [("input", "search", "Lamp"), ("click", "Search", "")],
+        ),
         # "set X to Y" names the field first.
         ("Set the zoom level to 150 and press Apply", [("input", "zoom level", "150"), ("click", "Apply", "")]),
     ],
@@ -74,6 +82,7 @@ def test_text_oracle_needs_the_actual_text_and_not_the_expected() -> None:
     bare = OracleSpec(actual=("Error",))
     assert judge_text("Error log | Error", "Error log", bare, 2) is None
     assert judge_text("Boom: Error", "Boom", bare, 2) is not None
+    assert judge_text("Boom: Error", "Boom", bare, 2, typed=frozenset({"error"})) is None, "our own typing"
 
 
 def test_signals_fire_in_order_and_only_the_kinds_asked_for() -> None:
@@ -129,3 +138,106 @@ def test_case_files_are_valid() -> None:
     for toml in WEBAPPS.glob("*/case.toml"):
         meta = tomllib.loads(toml.read_text())
         assert meta["start"] in ("static", "server") and meta["oracle"] and meta["steps"]
+
+
+async def test_model_proposed_action_is_checked_against_the_screen_and_fed_back() -> None:
+    from sandboxes.runners.propose import propose_action
+
+    screen = [Element("button", "Home", locator="#tab-home"), Element("button", "Settings", locator="#tab-settings")]
+    seen: list[list[dict[str, str]]] = []
+    replies = iter(['{"action": "click", "element": 7}', 'ok: {"action": "click", "element": 1}'])
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        seen.append(list(messages))
+        return next(replies)
+
+    proposed = await propose_action(complete, Step("click", "gear menu"), screen)
+    assert proposed is not None
+    action, element = proposed
+    assert element == screen[1] and action["locator"] == "#tab-settings" and action["via"] == "model"
+    assert "element must be a number from 0 to 1" in seen[1][-1]["content"]
+    assert await propose_action(lambda m: "no idea", Step("click", "x"), screen) is None
+
+
+def test_utg_shortest_known_path_and_cache_roundtrip(tmp_path: Path) -> None:
+    from sandboxes.runners.app_repro import match_element
+    from sandboxes.runners.utg import UTG, click_action
+
+    home = [Element("button", "Home", locator="#h"), Element("button", "Settings", locator="#s")]
+    settings = [*home, Element("checkbox", "", label="Dark mode", locator="#dark")]
+    deep = [Element("button", "Back", locator="#b"), Element("button", "Advanced", locator="#adv")]
+    utg = UTG("v1")
+    a, b, c = utg.add_state(home), utg.add_state(settings), utg.add_state(deep)
+    utg.add_edge(a, click_action(home[1]), b)
+    utg.add_edge(b, click_action(settings[2]), c)
+    utg.add_edge(a, click_action(home[1]), b)  # recorded once
+
+    def goal(elements: list[Element]) -> Element | None:
+        return match_element(Step("click", "dark mode"), elements)
+
+    assert [x["locator"] for x in utg.path(a, goal) or []] == ["#s"]
+    assert utg.path(c, goal) is None
+    utg.save(tmp_path)
+    again = UTG.load(tmp_path, "v1")
+    assert again.edges == utg.edges and again.path(a, goal) == utg.path(a, goal)
+    assert UTG.load(tmp_path, "v2").states == {}, "another app version starts empty"
+    (tmp_path / "utg-v3.json").write_text("{broken")
+    assert UTG.load(tmp_path, "v3").states == {}
+
+
+def test_matching_prefers_fields_for_typing_and_ignores_weak_matches() -> None:
+    from sandboxes.runners.app_repro import match_element
+
+    screen = [
+        Element("button", "Search", locator="#go"),
+        Element("textbox", "", label="Search products", locator="#q", editable=True),
+        Element("link", "Help", locator="#help"),
+    ]
+    assert match_element(Step("input", "search", "lamp"), screen).locator == "#q"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Search"), screen).locator == "#go"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Checkout"), screen) is None
+
+
+def test_a_name_made_of_widget_words_still_matches() -> None:
+    from sandboxes.runners.textmatch import similarity
+
+    assert similarity("menu", "Menu") == 1.0
+    assert similarity("the Save button", "Save") >= 0.9
+    assert similarity("menu", "Save") == 0.0
+
+
+def test_field_value_pairs_and_subject_sentences() -> None:
+    steps = extract_rules("login 500s for users with quotes. user: o'brien pass: hunter2, press sign in.")
+    assert [(s.action, s.target, s.input) for s in steps] == [
+        ("input", "user", "o'brien"),
+        ("input", "pass", "hunter2"),
+        ("click", "sign in", ""),
+    ]
+    assert extract_rules("The export is broken. Export fails for me.") == []
+
+
+def test_abbreviations_match_but_short_prefixes_do_not() -> None:
+    from sandboxes.runners.textmatch import similarity
+
+    assert similarity("pass", "Password") == 1.0 and similarity("user", "Username") == 1.0
+    assert similarity("add", "Address") < 0.5
+
+
+def test_a_bad_action_log_is_a_clear_error(tmp_path: Path) -> None:
+    from sandboxes.runners.app_repro import load_actions
+
+    bad = tmp_path / "actions.json"
+    bad.write_text('{"actions": [{"target": "Save"}]}')
+    with pytest.raises(ValueError, match="must be a list of objects with an `action`"):
+        load_actions(bad)
+    with pytest.raises(ValueError, match="cannot read the action log"):
+        load_actions(tmp_path / "missing.json")
+    bad.write_text('[{"action": "click", "target": "Save"}]')  # a bare list of actions is accepted
+    assert load_actions(bad)[0] == [{"action": "click", "target": "Save"}]
+
+
+async def test_the_web_driver_opens_http_only(tmp_path: Path) -> None:
+    from sandboxes.runners.app_repro import reproduce_app
+
+    res = await reproduce_app("1. Click Save", "file:///etc/passwd", out_dir=tmp_path)
+    assert res.status == "error" and "http(s) URLs only" in res.reasons[0]

@@ -13,21 +13,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.cli.types import float_range
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
-from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+from bot.jobtypes import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
 from bot.llm import LLMError, client_from_settings, ledger_from_settings
 from sandboxes.runners.app_repro import AppReproResult, replay_actions, reproduce_app
 
 #: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (the README's exit codes).
-_EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": 3, "error": EXIT_ERROR}
+_EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": EXIT_ABSTAINED, "error": EXIT_ERROR}
 
 
 def add_parser_args(rep: argparse.ArgumentParser) -> None:
     """The app flags of `reprobot reproduce`."""
     rep.add_argument("--app-url", help="reproduce on a running app instead of a repo (http://…, android://package)")
     rep.add_argument("--driver", choices=["web", "android"], default="web", help="UI driver for --app-url (web)")
-    rep.add_argument("--budget", type=float, default=300.0, help="wall seconds for an app reproduction (300)")
+    rep.add_argument(
+        "--budget", type=float_range(1, 7200), default=300.0, help="wall seconds for an app reproduction (1-7200, 300)"
+    )
 
 
 def add_replay_parser(sub: Any) -> None:

@@ -7,6 +7,7 @@ action log, a screenshot per step and the log. `replay_actions` re-runs such a l
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shlex
@@ -17,6 +18,7 @@ from typing import Any
 
 from sandboxes.runners.driver import Driver, DriverError, Element
 from sandboxes.runners.oracle import OracleSpec, Verdict, judge_signals, judge_text, oracle_spec
+from sandboxes.runners.propose import propose_action
 from sandboxes.runners.s2r import Complete, Step, extract_steps, split_report
 from sandboxes.runners.textmatch import similarity
 from sandboxes.runners.utg import UTG, explore
@@ -103,15 +105,20 @@ class _Run:
         self.verdict: Verdict | None = None
 
     def note(self, line: str) -> None:
+        """Add a line to the run's log (log.txt) and the logger."""
         log.info("%s", line)
         self.lines.append(line)
 
     async def begin(self) -> None:
+        """Judge the first screen: its text is the baseline, its errors and wrong text already count."""
         self.initial_text = await self.driver.visible_text()
         await self.shot("start")
         self.verdict = judge_signals(self.driver.drain_signals(), self.spec, 0)
+        if self.verdict is None:  # a bug the first screen already shows ("the home page says NaN")
+            self.verdict = judge_text(self.initial_text, self.initial_text, self.spec, 0)
 
     async def shot(self, name: str) -> None:
+        """A screenshot named `name`.png; a failed one is logged, never fatal."""
         path = self.out_dir / f"{name}.png"
         try:
             await self.driver.screenshot(path)
@@ -129,7 +136,8 @@ class _Run:
         await self.shot(f"step-{n:02d}")
         self.verdict = judge_signals(self.driver.drain_signals(), self.spec, n)
         if self.verdict is None:
-            self.verdict = judge_text(await self.driver.visible_text(), self.initial_text, self.spec, n)
+            typed = frozenset(str(a.get("input") or "").lower() for a in self.actions if a.get("action") == "input")
+            self.verdict = judge_text(await self.driver.visible_text(), self.initial_text, self.spec, n, typed)
         if self.verdict is not None:
             self.note(f"oracle fired after action {n}: {self.verdict.kind}: {self.verdict.message}")
 
@@ -142,14 +150,20 @@ class _Run:
 
 
 def _action_for(step: Step, element: Element | None) -> dict[str, object]:
-    action: dict[str, object] = {"action": step.action, "target": step.target, "input": step.input}
+    kind = step.action
+    if kind == "input" and element is not None and not element.editable:
+        # "put the lamp in the cart" names a button, not a field: what the user did was press it.
+        kind = "click"
+    action: dict[str, object] = {"action": kind, "target": step.target, "input": step.input}
     if element is not None:
         action["locator"] = element.locator
         action["role"] = element.role
     return action
 
 
-async def _play(run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int) -> list[str]:
+async def _play(
+    run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int, complete: Complete | None = None
+) -> list[str]:
     """Play the steps; returns the reasons for steps that could not be played."""
     reasons: list[str] = []
     driver = run.driver
@@ -173,12 +187,28 @@ async def _play(run: _Run, steps: list[Step], utg: UTG, deadline: float, explore
             continue
         if element is None:
             element = await _find_by_utg(run, step, utg, deadline, explore_depth)
+        if element is None and complete is not None and run.verdict is None:
+            proposed = await propose_action(complete, step, await driver.observe())
+            if proposed is not None:
+                run.note(f"step {i}: the model proposed {json.dumps(proposed[0])}")
+                await _do_step(run, reasons, i, proposed[0], proposed[1])
+                continue
         if element is None:
-            reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
-            run.note(reasons[-1])
+            if run.verdict is None:
+                reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
+                run.note(reasons[-1])
             continue
-        await run.do(_action_for(step, element), element)
+        await _do_step(run, reasons, i, _action_for(step, element), element)
     return reasons
+
+
+async def _do_step(run: _Run, reasons: list[str], i: int, action: dict[str, object], element: Element | None) -> None:
+    """One step's action; an element that cannot be acted on (covered, detached) costs the step, not the run."""
+    try:
+        await run.do(action, element)
+    except DriverError as exc:
+        reasons.append(f"step {i} ({action['action']} {action.get('target')!r}): {exc}")
+        run.note(reasons[-1])
 
 
 async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: int) -> Element | None:
@@ -277,11 +307,12 @@ async def reproduce_app(
     try:
         await drv.start()
         try:
-            utg = UTG.load(cache_dir, await drv.app_version())
+            utg = await asyncio.to_thread(UTG.load, cache_dir, await drv.app_version())
             await run.begin()
-            result.reasons = await _play(run, steps, utg, deadline, explore_depth)
+            complete = _complete_from(model)
+            result.reasons = await _play(run, steps, utg, deadline, explore_depth, complete)
             if cache_dir is not None:
-                utg.save(cache_dir)
+                await asyncio.to_thread(utg.save, cache_dir)
         finally:
             await drv.close()
     except DriverError as exc:

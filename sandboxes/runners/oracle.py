@@ -86,14 +86,17 @@ def judge_signals(signals: list[Signal], spec: OracleSpec, step: int) -> Verdict
     return None
 
 
-def judge_text(text: str, initial_text: str, spec: OracleSpec, step: int) -> Verdict | None:
+def judge_text(
+    text: str, initial_text: str, spec: OracleSpec, step: int, typed: frozenset[str] = frozenset()
+) -> Verdict | None:
     """The report's actual text is shown and its expected text is not.
 
     With no expected text, the actual text must be new since the first screen, so a word the app always shows
-    (a heading, a label) does not count as the bug.
+    (a heading, a label) does not count as the bug. Text the agent typed itself (`typed`, lower case) is no
+    evidence of what the app does.
     """
     for snippet in spec.actual:
-        if not _shown(snippet, text):
+        if snippet.lower() in typed or not _shown(snippet, text):
             continue
         if spec.expected and any(_shown(e, text) for e in spec.expected):
             continue

@@ -72,7 +72,8 @@ _HEADING = re.compile(
     r"^\s*(?:#+\s*)?(?:\*\*)?\s*(?P<name>[A-Za-z][A-Za-z /-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$"
 )
 _INLINE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<name>expected|actual|steps)[a-z ]{0,20}?(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<rest>\S.*)$",
+    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?P<name>expected|actual|steps|str|repro)[a-z ]{0,20}?(?:\*\*)?"
+    r"\s*:\s*(?:\*\*)?\s*(?P<rest>\S.*)$",
     re.I,
 )
 
@@ -153,7 +154,7 @@ def _prose_outcome(text: str) -> tuple[str, str]:
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s*\d+\s*[:.)-]?)\s+", re.I)
 _THEN = re.compile(
     r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after that|afterwards|next|finally)\b[,\s]*"
-    r"|;\s*|[.!?]\s+|\s*(?:->|=>|→|—|--)\s*",
+    r"|;\s*|[.!?]\s+|\s*(?:->|=>|→|—|--)\s*|\s+>\s+",
     re.I,
 )
 #: A quoted name: "x", “x”, `x`, ‘x’ or 'x' (an apostrophe inside a word, as in o'brien, is no quote).
@@ -212,11 +213,11 @@ def _and_verb_pattern() -> re.Pattern[str]:
         head = phrase.split()[0].lower()
         heads |= {head, past_tense(head)}
     alternatives = "|".join(sorted((re.escape(h) for h in heads), key=len, reverse=True))
-    return re.compile(r",?\s+and\s+(?=(?:" + alternatives + r")\b)", re.I)
+    return re.compile(r",?\s+and\s+(?=(?:" + alternatives + r")\b)|,\s+(?=(?:" + alternatives + r")\b)", re.I)
 
 
 def _and_verb_split(text: str) -> list[str]:
-    """ "click X and type Y" is two steps; "salt and pepper" is not (no verb after the `and`)."""
+    """ "click X and type Y" or "click X, save" is two steps; "salt and pepper" is not (no verb after it)."""
     return _and_verb_pattern().split(text)
 
 
@@ -241,6 +242,41 @@ _VERBS: dict[str, str] = {
     **dict.fromkeys(["rotate", "resize", "shrink", "make the window"], "resize"),
     **dict.fromkeys(["restart", "reload", "refresh", "relaunch", "reopen", "close and reopen"], "restart"),
 }
+#: Verbs that are also the name of the button that does them: "save" is a click on Save, "delete the note" on
+#: Delete. (Not "search": "search for X" types X.)
+_BUTTON_VERBS = (
+    "save",
+    "submit",
+    "confirm",
+    "cancel",
+    "delete",
+    "remove",
+    "add",
+    "send",
+    "apply",
+    "update",
+    "upload",
+    "download",
+    "export",
+    "import",
+    "share",
+    "sign in",
+    "log in",
+    "login",
+    "log out",
+    "logout",
+    "sign out",
+    "sign up",
+    "register",
+    "continue",
+    "retry",
+    "undo",
+    "edit",
+    "print",
+    "checkout",
+    "check out",
+)
+_VERBS.update({v: "click" for v in _BUTTON_VERBS if v not in _VERBS})
 _IRREGULAR = {"go": "went", "choose": "chose", "write": "wrote", "hit": "hit", "put": "put", "set": "set"}
 
 
@@ -286,7 +322,9 @@ _START = re.compile(
 _TRAILING = re.compile(
     r"\s+(?:on|in|at|from|of|inside|within|under|near)\s+(?:the\s+)?(?:top|bottom|left|right|header|footer|"
     r"sidebar|toolbar|page|screen|menu|nav\w*|corner|form|dialog|list|main \w+|home \w+|\w+ (?:page|screen|bar|"
-    r"menu|section))\b.*$",
+    r"menu|section))\b.*$"
+    # Where the element is, as the clause's last words: "dark mode in settings", "Save under Account".
+    r"|\s+(?:in|on|under|inside|within)\s+(?:the\s+)?\w+(?:\s+(?:page|screen|tab|menu|section|dialog|panel))?$",
     re.I,
 )
 
@@ -345,7 +383,7 @@ def _input_parts(rest: str) -> tuple[str, str]:
 
 #: Where the step's own words end: what follows is what happened ("..., and it says X", "... although ...").
 _TAIL = re.compile(
-    r"\s*,\s*|\s+(?:and|but|although|though|because|which|so|while|without|with no|leaving|gives?|shows?|says|"
+    r"\s*,\s*|\s+(?:i|we|it|and|but|although|though|because|which|so|while|without|with no|leaving|gives?|shows?|says|"
     r"throws?|returns?|crashes|fails|causes?|results? in|leads? to)\s+",
     re.I,
 )
@@ -389,6 +427,7 @@ class _Index:
         self.bm25 = BM25Okapi([words(t) or ["_"] for t in texts])
 
     def top(self, query: str, k: int) -> list[tuple[int, float]]:
+        """(index, score) of the `k` best texts with a positive score."""
         scores = self.bm25.get_scores(words(query) or ["_"])
         ranked = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
         return [(i, float(scores[i])) for i in ranked if scores[i] > 0]
@@ -425,7 +464,40 @@ def _action_by_example(clause: str) -> tuple[str, str] | None:
     return None
 
 
+def _base_verb(phrase: str) -> str:
+    """The base form of a verb phrase from the table ("saved" -> "save", "logging in" -> "log in")."""
+    head, _, tail = phrase.partition(" ")
+    for verb in _BUTTON_VERBS:
+        vh, _, vt = verb.partition(" ")
+        if vt == tail and head in (vh, past_tense(vh), gerund(vh)):
+            return verb
+    return phrase
+
+
 _NAV_HEADS = frozenset(f for v in ("open", "go", "navigate", "visit") for f in (v, past_tense(v), gerund(v)))
+
+
+#: After a verb-looking word, these make it the sentence's subject: "login is broken", "export fails".
+_SUBJECT = re.compile(
+    r"^(?:is|are|was|were|does|doesn't|did|didn't|has|had|fails?|failed|breaks?|broke|crashes|hangs|"
+    r"throws|returns|gives|shows|not|never|no longer|button (?:is|does)|page (?:is|does)|\d+s)\b",
+    re.I,
+)
+#: Form fields a report gives as `field: value` ("user: o'brien pass: hunter2", "email = a@b.c").
+_FIELDS = (
+    "username|user name|user|login|e-mail|email|password|passwd|pass|pw|pin|name|first name|last name|phone|"
+    "zip|postcode|code|amount|quantity|qty|query|search|coupon|promo code"
+)
+_FIELD_VALUE = re.compile(rf"(?<![\w-])(?P<field>{_FIELDS})\s*[:=]\s*(?P<value>`[^`]+`|\"[^\"]+\"|[^\s,;]+)", re.I)
+
+
+def _field_values(clause: str) -> list[Step]:
+    """`field: value` pairs of a clause as input steps, in order."""
+    steps = []
+    for m in _FIELD_VALUE.finditer(clause):
+        value = m.group("value").strip('`"')
+        steps.append(Step("input", m.group("field").lower(), value))
+    return steps
 
 
 def extract_rules(report_text: str) -> list[Step]:
@@ -436,7 +508,13 @@ def extract_rules(report_text: str) -> list[Step]:
         clause = _LEAD.sub("", clause).strip()
         if not clause or _START.match(clause):
             continue
+        pairs = _field_values(clause)
+        if pairs:
+            steps += pairs
+            continue
         found = _match_verb(clause)
+        if found and _SUBJECT.match(found[1]):
+            found = None  # "checkout is broken": the word is what the sentence is about, not an order
         action, rest = (_VERBS[found[0]], found[1]) if found else (None, "")
         if action is None:
             by_example = _action_by_example(clause)
@@ -446,6 +524,11 @@ def extract_rules(report_text: str) -> list[Step]:
         if found and found[0] in ("go to", "navigate to", "switch to", "open") and re.match(r"^back\b", rest, re.I):
             action = "back"
         step = _step_from(action, rest, found[0] if found else "")
+        if found and _base_verb(found[0]) in _BUTTON_VERBS and (step is None or not _quoted(rest)):
+            # The verb names the button; what follows (when short) may name it further: "add to cart".
+            words_after = _clean_target(_TAIL.split(rest, maxsplit=1)[0]).split()
+            tail = " ".join(words_after) if len(words_after) <= 2 else ""
+            step = Step("click", f"{_base_verb(found[0])} {tail}".strip())
         if step is not None and found and found[0].split()[0] in _NAV_HEADS:
             step = Step(step.action, step.target, step.input, opens=True)
         if step is not None:

@@ -23,8 +23,12 @@ def words(text: str) -> list[str]:
 
 
 def core_words(text: str) -> list[str]:
-    """The words that identify a target: no articles, prepositions or widget-kind words."""
-    return [w for w in words(text) if w not in _STOP and w not in WIDGET_WORDS]
+    """The words that identify a target: no articles, prepositions or widget-kind words.
+
+    A name made of widget words only ("Menu", "Search box") keeps them: then they are the name.
+    """
+    content = [w for w in words(text) if w not in _STOP]
+    return [w for w in content if w not in WIDGET_WORDS] or content
 
 
 def similarity(a: str, b: str) -> float:
@@ -33,6 +37,8 @@ def similarity(a: str, b: str) -> float:
     if not wa or not wb:
         return 0.0
     sa, sb = set(wa), set(wb)
+    # A word and its abbreviation are the same word: "pass" / "password", "user" / "username".
+    sa = {next((b for b in sb if min(len(w), len(b)) >= 4 and (b.startswith(w) or w.startswith(b))), w) for w in sa}
     overlap = len(sa & sb) / len(sa | sb)
     contained = 0.9 if sa <= sb or sb <= sa else 0.0
     chars = SequenceMatcher(None, "".join(wa), "".join(wb)).ratio()

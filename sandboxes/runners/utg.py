@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -106,12 +107,19 @@ async def explore(
     max_depth: int = 2,
     max_branch: int = 12,
     deadline: float,
+    order: str = "bfs",
+    seed: int = 0,
 ) -> list[dict[str, object]] | None:
     """Breadth-first exploration from the current screen until a screen where `goal` matches.
+
+    `order="random"` tries each screen's elements in a seeded random order instead of document order (a page
+    whose first elements are many look-alike links reaches its other controls sooner); the seed keeps runs
+    repeatable.
 
     `reset(path)` restarts the app, replays the steps so far and then `path`; exploration happens between resets,
     so every branch starts from the same screen. Returns the click path, or None when the budget runs out.
     """
+    rng = random.Random(seed)
     start = await driver.observe()
     root = utg.add_state(start)
     queue: deque[tuple[list[dict[str, object]], list[Element]]] = deque([([], start)])
@@ -121,12 +129,19 @@ async def explore(
         if len(path) >= max_depth:
             continue
         src = state_hash(elements)
-        candidates = [e for e in elements if e.role in CLICKABLE and not e.editable][:max_branch]
+        candidates = [e for e in elements if e.role in CLICKABLE and not e.editable]
+        if order == "random":
+            rng.shuffle(candidates)
+        candidates = candidates[:max_branch]
         for i, element in enumerate(candidates):
             if time.monotonic() > deadline:
                 return None
-            if i or path:
-                await reset(path)
+            try:
+                if i or path:
+                    await reset(path)
+            except DriverError as exc:
+                log.info("explore: cannot return to the branch's screen: %s", exc)
+                continue
             action = click_action(element)
             try:
                 await driver.act(action, element)

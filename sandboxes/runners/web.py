@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from sandboxes.runners.driver import DriverError, Element, Signal
 
@@ -74,6 +75,17 @@ _OBSERVE_JS = r"""
 
 #: The longest wait for the requests an action started.
 SETTLE_SECONDS = 3.0
+#: Resolves once the DOM has not changed for 150 ms (at most 1.5 s: an animated page never stops).
+_QUIET_JS = """
+() => new Promise((resolve) => {
+  let timer = null;
+  const obs = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, 150); });
+  function done() { obs.disconnect(); resolve(true); }
+  obs.observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+  timer = setTimeout(done, 150);
+  setTimeout(done, 1500);
+})
+"""
 _RESOURCE_FAILURE = re.compile(r"^Failed to load resource\b")
 #: Named viewport sizes a step may ask for.
 _SIZES = {"narrow": (375, 740), "landscape": (1024, 600), "portrait": (600, 1024), "wide": (1280, 800)}
@@ -134,7 +146,9 @@ class WebDriver:
         await self.close()
 
     async def start(self) -> None:
-        """Launch chromium and open the app."""
+        """Launch chromium and open the app (http or https only: a file:// URL would show the runner's files)."""
+        if urlsplit(self.app_url).scheme not in ("http", "https"):
+            raise DriverError(f"the web driver opens http(s) URLs only, not {self.app_url!r}")
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import async_playwright
 
@@ -204,12 +218,20 @@ class WebDriver:
     async def _settle(self) -> None:
         """Let the page finish what the last action started (requests, timers that render)."""
         # Requests the action started are awaited (up to SETTLE_SECONDS: a page that polls never goes quiet),
-        # then one more short pause lets their handlers render; what the page shows then is what we judge.
+        # then the DOM must stay unchanged for a moment, so what their handlers render is on screen when we judge.
+        from playwright.async_api import Error as PlaywrightError
+
         end = time.monotonic() + SETTLE_SECONDS
         await asyncio.sleep(0.05)
         while self._pending and time.monotonic() < end:
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.05)
+        try:
+            await self._page.wait_for_load_state("load")
+            await self._page.evaluate(_QUIET_JS)
+        except PlaywrightError:
+            # A navigation replaced the document while we watched it: wait for the new one instead.
+            with contextlib.suppress(PlaywrightError):
+                await self._page.wait_for_load_state("load")
 
     async def observe(self) -> list[Element]:
         """The visible interactive elements."""
