@@ -130,6 +130,18 @@ class Settings:
     llm_max_cost_day: float | None = None
     #: REPROBOT_LLM_TIMEOUT: seconds before one model call counts as timed out (then retried).
     llm_timeout: float = 120.0
+    # -- operations (issue 17): the dashboard's login and the workers' own /metrics ------------------------
+    #: REPROBOT_DASHBOARD_TOKEN: a deployment token that opens the read-only dashboard (for local use); unset:
+    #: only GitHub login (below) opens it.
+    dashboard_token: str | None = field(default=None, repr=False)
+    #: REPROBOT_GITHUB_CLIENT_ID / REPROBOT_GITHUB_CLIENT_SECRET: the GitHub App's OAuth client, for dashboard
+    #: login; only admins of a repository of one of the App's installations get in.
+    github_client_id: str | None = None
+    github_client_secret: str | None = field(default=None, repr=False)
+    #: REPROBOT_GITHUB_WEB_URL: GitHub's web origin, where the OAuth authorize and token endpoints live.
+    github_web_url: str = "https://github.com"
+    #: REPROBOT_METRICS_PORT: port on which `reprobot worker` serves its own /metrics (0: none); see bot/metrics.py.
+    metrics_port: int = 0
 
     @property
     def store_path(self) -> Path:
@@ -149,6 +161,7 @@ class Settings:
     def secret_values(self) -> list[str]:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
+        values += [self.dashboard_token, self.github_client_secret]
         return [v for v in values if v]
 
     @classmethod
@@ -212,6 +225,7 @@ class Settings:
             ("WORKERS", "workers", int),
             ("MAX_RUNNING_JOBS", "max_running_jobs", int),
             ("DELIVERY_BODY_DAYS", "delivery_body_days", float),
+            ("METRICS_PORT", "metrics_port", int),
         ):
             if (v := get(name)) is not None:
                 try:
@@ -229,6 +243,10 @@ class Settings:
             ("LLM_BASE_URL", "llm_base_url"),
             ("LLM_API_KEY", "llm_api_key"),
             ("LLM_MODEL", "llm_model"),
+            ("DASHBOARD_TOKEN", "dashboard_token"),
+            ("GITHUB_CLIENT_ID", "github_client_id"),
+            ("GITHUB_CLIENT_SECRET", "github_client_secret"),
+            ("GITHUB_WEB_URL", "github_web_url"),
         ):
             if (v := get(name)) is not None:
                 kwargs[attr] = v

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
 from typing import Any
@@ -13,7 +14,9 @@ from aiohttp import web
 from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
+from bot import metrics
 from bot.config import Settings
+from bot.dashboard import setup_dashboard
 from bot.store import DeliveryRecord, DeliveryRejected, Store, forbid_store_calls_on_loop
 from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
@@ -205,6 +208,23 @@ def _off_loop_store(handler: Handler) -> Handler:
     return marked
 
 
+def _counted(source: str, handler: Handler) -> Handler:
+    """Count the handler's answers by event and status, and time each acknowledgement (bot.metrics)."""
+
+    @wraps(handler)
+    async def counted(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        response = await handler(request)
+        # The event name comes from the sender: only a known shape becomes a label, so no one can grow the series.
+        event = request.headers.get("x-github-event", "")
+        event = event if event.replace("_", "").isalpha() and len(event) <= 40 else "other"
+        metrics.DELIVERIES.labels(source, event or "none", str(response.status)).inc()
+        metrics.ACK_SECONDS.labels(source).observe(time.perf_counter() - started)
+        return response
+
+    return counted
+
+
 @_off_loop_store
 async def webhook(request: web.Request) -> web.Response:
     """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
@@ -250,6 +270,16 @@ async def webhook(request: web.Request) -> web.Response:
     kinds = [job.kind for job in planned]
     log.info("delivery %s: %s queued %s", event.delivery_id, event.event, kinds)
     return _reply(202, "queued", jobs=kinds)
+
+
+@_off_loop_store
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    """GET /metrics: this host's counters (every process in multiprocess mode) plus the store's gauges."""
+    store = request.app[STORE]
+    now = time.time()
+    stats, runners = await asyncio.to_thread(lambda: (store.views.queue_stats(now=now), store.views.runners(now=now)))
+    body, content_type = metrics.exposition(metrics.StoreSnapshot(stats, runners))
+    return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -336,7 +366,9 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     app[PERMISSION] = _permission_lookup(settings)
     app[BUDGET] = BodyBudget(settings.webhook_inflight_bytes)
     app.cleanup_ctx.append(lifecycle)
-    app.router.add_post("/webhooks/github", webhook)
+    app.router.add_post("/webhooks/github", _counted("github", webhook))
+    app.router.add_get("/metrics", metrics_endpoint)
+    setup_dashboard(app, settings, STORE)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app

@@ -16,6 +16,7 @@ from bot.store.environments import Environments
 from bot.store.jobs import Jobs
 from bot.store.publications import Publications
 from bot.store.runs import Runs
+from bot.store.views import Views
 from bot.store.wal import WalCheckpointer
 
 
@@ -37,6 +38,8 @@ class Store:
         self.runs = Runs(conn)
         self.publications = Publications(conn)
         self.environments = Environments(conn)
+        # Read-only views for the dashboard and /metrics (issue 17).
+        self.views = Views(conn)
 
     @classmethod
     def open(cls, path: Path, *, clock: Callable[[], float] = time.time) -> Self:
