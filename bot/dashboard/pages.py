@@ -236,14 +236,18 @@ def _links(issue: Any, result: dict[str, Any], publications: list[Any]) -> list[
     if issue is not None and issue.url:
         links.append((f"issue {issue.repo}#{issue.number_or_key}", issue.url))
     base = f"https://github.com/{issue.repo}" if issue is not None and issue.forge == "github" else ""
-    if base and result.get("pr"):
-        links.append((f"pull request #{result['pr']}", f"{base}/pull/{int(result['pr'])}"))
+    prs = {str(result["pr"])} if str(result.get("pr") or "").isdigit() else set()
     for pub in publications:
         ref = str(pub.forge_ref)
-        if ref.startswith("http"):
+        if ref.startswith(("http://", "https://")):
             links.append((pub.kind, ref))
-        elif base and pub.kind in ("fix", "reproduce", "policy") and ref.isdigit() and issue is not None:
-            links.append((f"{pub.kind} comment", f"{base}/issues/{issue.number_or_key}#issuecomment-{ref}"))
+        elif pub.kind == "pr" and ref.isdigit():
+            prs.add(ref)
+        elif base and pub.kind.startswith("status-") and ref.isdigit() and issue is not None:
+            what = pub.kind.removeprefix("status-")
+            links.append((f"{what} status comment", f"{base}/issues/{issue.number_or_key}#issuecomment-{ref}"))
+    if base:
+        links += [(f"pull request #{n}", f"{base}/pull/{n}") for n in sorted(prs, key=int)]
     return links
 
 

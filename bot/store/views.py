@@ -102,7 +102,8 @@ class Views:
 
     def list_deliveries(self, *, limit: int = 100) -> list[Delivery]:
         """The latest webhook deliveries (without their bodies), newest first."""
-        sql = """SELECT id, delivery_id, source, event, received_at, job_id, planned, promoted_at, promote_error
+        sql = """SELECT id, delivery_id, source, event, received_at, job_id, NULL AS payload, planned, promoted_at,
+                promote_error
             FROM deliveries ORDER BY id DESC LIMIT ?"""
         return self._conn.all(Delivery, sql, (limit,))
 
