@@ -4,8 +4,8 @@ the jobs list with filters, a job page, deliveries and runners; unauthenticated 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import shutil
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -54,9 +54,11 @@ def seed(store: Store, data_dir: Path) -> dict[str, int]:
     store.runs.add_step(traj, "edit", {"name": "edit_file", "thought": "off by one in f", "path": "m.py"})
     store.runs.finish_trajectory(traj, "fixed", seconds=12.5, tokens=1234, cost=0.0123)
     (data_dir / "trajectories").mkdir(parents=True, exist_ok=True)
-    (data_dir / "trajectories" / "t-abc.json").write_text(
-        '{"messages": [{"role": "system", "content": "You repair bugs."}, {"role": "assistant", "content": "Let me run the tests."}]}'
-    )
+    messages = [
+        {"role": "system", "content": "You repair bugs."},
+        {"role": "assistant", "content": "Let me run the tests."},
+    ]
+    (data_dir / "trajectories" / "t-abc.json").write_text(json.dumps({"messages": messages}))
     patch = store.runs.add_patch(job_id, traj, DIFF, fix_hash="h1", has_test=True, fix_lines=1, total_lines=8)
     store.runs.add_review(patch, "brt", True, "fails before, passes after")
     store.runs.add_review(patch, "smell", False, "touches a denied path")
@@ -253,7 +255,3 @@ async def test_github_login_admins_only_and_only_their_repos(site: dict[str, Any
     resp = await page.goto(f"{base}/dashboard/auth/github/callback?code=x&state=forged")
     assert resp.status == 401 and double.oauth.exchanges == exchanges
     await context.close()
-
-
-def test_screenshots_dir_is_outside_the_repo() -> None:
-    assert not SHOTS.resolve().is_relative_to(Path(__file__).resolve().parents[1]) or shutil.which("git") is None
