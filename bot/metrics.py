@@ -24,6 +24,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -140,3 +141,8 @@ def exposition(snapshot: StoreSnapshot | None = None) -> tuple[bytes, str]:
         parts.append(snapshot)
     registry.register(_Joined(parts))  # type: ignore[arg-type]
     return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def serve_worker_metrics(port: int, addr: str = "0.0.0.0") -> None:
+    """Serve this host's counters on `port` from a daemon thread (`reprobot worker` with REPROBOT_METRICS_PORT)."""
+    start_http_server(port, addr=addr, registry=process_registry())

@@ -190,6 +190,10 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> None
     stop = asyncio.Event()
     # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if settings.metrics_port:
+        # Per-process endpoint for workers on other hosts (pods): see bot/metrics.py.
+        metrics.serve_worker_metrics(settings.metrics_port)
+        log.info("worker metrics on :%d/metrics", settings.metrics_port)
     try:
         await Worker(settings, store, concurrency=concurrency).run(stop)
     finally:
