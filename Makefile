@@ -36,7 +36,7 @@ wheelhouse: $(WHEELHOUSE)/.stamp
 # package index (tests/test_deploy.py builds the image from them); `make image` builds it on the local base.
 IMAGE_WHEELS := .reprobot/image-wheels
 $(IMAGE_WHEELS)/.stamp: $(STAMP)
-	$(BIN)/python -m pip wheel -q --disable-pip-version-check --wheel-dir $(IMAGE_WHEELS) .
+	$(BIN)/python -m pip wheel -q --disable-pip-version-check --wheel-dir $(IMAGE_WHEELS) . 'setuptools>=77' wheel
 	rm -f $(IMAGE_WHEELS)/reprobot-*.whl
 	touch $@
 
@@ -44,7 +44,6 @@ image-wheels: $(IMAGE_WHEELS)/.stamp
 
 image: image-wheels
 	rm -f deploy/wheels/*.whl && cp $(IMAGE_WHEELS)/*.whl deploy/wheels/
-	$(BIN)/python -m pip wheel -q --disable-pip-version-check --no-deps --wheel-dir deploy/wheels .
 	docker build -f deploy/Dockerfile -t reprobot/app:latest \
 		--build-arg BASE_IMAGE="$$($(BIN)/python -c 'from sandboxes.baseimage import image_tag; print(image_tag())')" .
 
