@@ -27,6 +27,26 @@ def _names(variable: str, value: str, known: tuple[str, ...]) -> tuple[str, ...]
     return names
 
 
+def _check_runner_settings(settings: Settings) -> None:
+    """The runner settings' ranges (see the fields' comments)."""
+    for name, value in (
+        ("RUNNER_LEASE", settings.runner_lease),
+        ("RUNNER_HEARTBEAT", settings.runner_heartbeat),
+        ("RUNNER_CLAIM_POLL", settings.runner_claim_poll),
+        ("RUNNER_STALE", settings.runner_stale),
+    ):
+        if not value > 0:
+            raise SettingsError(f"REPROBOT_{name} must be a positive number of seconds")
+    if not 0 < settings.runner_claim_wait <= 50:
+        raise SettingsError("REPROBOT_RUNNER_CLAIM_WAIT must be more than 0 and at most 50 seconds")
+    if settings.runner_cancel_grace < 0:
+        raise SettingsError("REPROBOT_RUNNER_CANCEL_GRACE must be 0 or more seconds")
+    if settings.runner_max_attempts < 1:
+        raise SettingsError("REPROBOT_RUNNER_MAX_ATTEMPTS must be at least 1")
+    if settings.runner_artifact_max_bytes < 1 or settings.runner_log_max_bytes < 1:
+        raise SettingsError("REPROBOT_RUNNER_ARTIFACT_MAX_BYTES and REPROBOT_RUNNER_LOG_MAX_BYTES must be positive")
+
+
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "reprobot"
 
@@ -143,6 +163,32 @@ class Settings:
     #: REPROBOT_METRICS_PORT: port on which `reprobot worker` serves its own /metrics (0: none); see bot/metrics.py.
     metrics_port: int = 0
 
+    # -- self-hosted runners (bot/runner_api.py; the README's "Runner protocol") ---------------------------
+    #: REPROBOT_RUNNER_REGISTRATION_TOKEN: the secret a runner exchanges for its own token at `register`, and
+    #: the admin credential of `GET /api/runners`. Unset: runner registration is refused.
+    runner_registration_token: str | None = field(default=None, repr=False)
+    #: REPROBOT_RUNNER_LEASE: seconds a runner's claim holds a job; renewed every third of it.
+    runner_lease: float = 60.0
+    #: REPROBOT_RUNNER_HEARTBEAT: seconds between two heartbeats of an idle runner (sent in the answers).
+    runner_heartbeat: float = 30.0
+    #: REPROBOT_RUNNER_CLAIM_WAIT: longest a claim's long poll waits for a job (at most 50 s).
+    runner_claim_wait: float = 50.0
+    #: REPROBOT_RUNNER_CLAIM_POLL: seconds between two looks at the queue while a long poll waits.
+    runner_claim_poll: float = 1.0
+    #: REPROBOT_RUNNER_CANCEL_GRACE: seconds a cancelled job gets after SIGTERM before SIGKILL (told to runners).
+    runner_cancel_grace: float = 10.0
+    #: REPROBOT_RUNNER_STALE: runners not heard from for this many seconds are pruned from the list.
+    runner_stale: float = 3600.0
+    #: REPROBOT_RUNNER_MAX_ATTEMPTS: claims a runner job gets (a lapsed lease counts) before it is dead.
+    runner_max_attempts: int = 3
+    #: REPROBOT_RUNNER_ARTIFACT_MAX_BYTES: largest artifact a runner may upload (screenshot, action log).
+    runner_artifact_max_bytes: int = 10 * 1024 * 1024
+    #: REPROBOT_RUNNER_LOG_MAX_BYTES: most log bytes kept per job; later chunks are refused (413).
+    runner_log_max_bytes: int = 1024 * 1024
+    #: REPROBOT_PUBLIC_URL: the bot's address as readers see it, for artifact links in comments
+    #: (unset: the links are relative paths on the bot's server).
+    public_url: str | None = None
+
     @property
     def store_path(self) -> Path:
         """The SQLite file of this deployment."""
@@ -162,6 +208,7 @@ class Settings:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
         values += [self.dashboard_token, self.github_client_secret]
+        values.append(self.runner_registration_token)
         return [v for v in values if v]
 
     @classmethod
@@ -226,6 +273,15 @@ class Settings:
             ("MAX_RUNNING_JOBS", "max_running_jobs", int),
             ("DELIVERY_BODY_DAYS", "delivery_body_days", float),
             ("METRICS_PORT", "metrics_port", int),
+            ("RUNNER_LEASE", "runner_lease", float),
+            ("RUNNER_HEARTBEAT", "runner_heartbeat", float),
+            ("RUNNER_CLAIM_WAIT", "runner_claim_wait", float),
+            ("RUNNER_CLAIM_POLL", "runner_claim_poll", float),
+            ("RUNNER_CANCEL_GRACE", "runner_cancel_grace", float),
+            ("RUNNER_STALE", "runner_stale", float),
+            ("RUNNER_MAX_ATTEMPTS", "runner_max_attempts", int),
+            ("RUNNER_ARTIFACT_MAX_BYTES", "runner_artifact_max_bytes", int),
+            ("RUNNER_LOG_MAX_BYTES", "runner_log_max_bytes", int),
         ):
             if (v := get(name)) is not None:
                 try:
@@ -247,6 +303,8 @@ class Settings:
             ("GITHUB_CLIENT_ID", "github_client_id"),
             ("GITHUB_CLIENT_SECRET", "github_client_secret"),
             ("GITHUB_WEB_URL", "github_web_url"),
+            ("RUNNER_REGISTRATION_TOKEN", "runner_registration_token"),
+            ("PUBLIC_URL", "public_url"),
         ):
             if (v := get(name)) is not None:
                 kwargs[attr] = v
@@ -280,6 +338,7 @@ class Settings:
             raise SettingsError("REPROBOT_PERMISSION_TIMEOUT must be more than 0 and at most 5 seconds")
         if settings.delivery_body_days < 0:
             raise SettingsError("REPROBOT_DELIVERY_BODY_DAYS must be 0 (keep forever) or more")
+        _check_runner_settings(settings)
         return settings
 
     @classmethod

@@ -87,7 +87,10 @@ def load_cases(bench: Path, only: set[str] | None = None) -> list[BenchCase]:
         name = toml.parent.name
         if only and name not in only:
             continue
-        cases.append(BenchCase(name, toml.parent, tomllib.loads(toml.read_text())))
+        meta = tomllib.loads(toml.read_text())
+        if "start" in meta:
+            continue  # a web case (an app to start): `run_web_eval` runs those
+        cases.append(BenchCase(name, toml.parent, meta))
     return cases
 
 
@@ -376,6 +379,21 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"reprobot eval: agent {args.agent!r} is not available in this build", flush=True)
         return 2
     only = {c.strip() for c in args.cases.split(",") if c.strip()} or None
+    # Web cases (issue 16): an app to start, issue.md and the oracle kind; scored by the app reproduction agent.
+    from sandboxes.runners.driver import DriverError
+    from sandboxes.runners.webcases import load_web_cases, render_web_report, run_web_eval
+
+    if load_web_cases(args.bench, only):
+        try:
+            web = await run_web_eval(args.bench, args.out / "web", only)
+        except DriverError as exc:
+            print(f"reprobot eval: {exc}", flush=True)
+            return 7  # EXIT_ENVIRONMENT: the machine lacks the browser
+        (args.out / "web" / "results.json").write_text(json.dumps(web, indent=2) + "\n")
+        (args.out / "web" / "report.md").write_text(render_web_report(web))
+        print(render_web_report(web))
+        if not load_cases(args.bench, only):
+            return 0
     document = await run_eval(
         args.bench,
         settings,

@@ -88,6 +88,13 @@ KEYS: dict[str, Key] = {
         "list",
         "globs a patch may not touch: both paths of a rename count, and so do symlinks into them",
     ),
+    "reproduce.runner.labels": Key(
+        [],
+        "list",
+        "reproductions go to a self-hosted runner that has all these labels, e.g. [web] (empty: the bot's sandbox)",
+    ),
+    "reproduce.runner.app_url": Key(None, "str?", "the app a runner reproduces on (an address the runner reaches)"),
+    "reproduce.runner.driver": Key("web", "str", "the runner's driver", ("web", "android")),
     "budget.max_cost_usd": Key(1.0, "float", "model spend cap per job (tightens REPROBOT_LLM_MAX_COST)", minimum=0),
     "budget.max_minutes": Key(
         30,

@@ -18,11 +18,13 @@ from bot.config import Settings
 from bot.forges.base import Forge, PermanentJobError
 from bot.permissions import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
 from bot.pipeline import JobOutcome, Mode, run_job
-from bot.policy import PolicyError, load_policy
+from bot.policy import POLICY_PATH, PolicyError, load_policy
 from bot.queue import Queue
 from bot.report import (
     ReproductionContext,
+    artifact_url,
     render_abstention,
+    render_app_reproduction,
     render_final_status,
     render_notes,
     render_policy_error,
@@ -42,7 +44,7 @@ __all__ = ["JobDeps", "PermanentJobError", "Publication", "Recorder", "publish_o
 log = logging.getLogger(__name__)
 
 #: Jobs that run the pipeline (the ones `/reprobot cancel` stops).
-_PIPELINE_KINDS = ("github.fix", "github.reproduce", "github.issue")
+_PIPELINE_KINDS = ("github.fix", "github.reproduce", "github.issue", "reproduce.app")
 
 
 @dataclass
@@ -173,6 +175,8 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
     comment_id = job.payload.get("comment_id")
     if job.kind == "github.reply":
         return await _reply(job, forge, deps)
+    if job.kind.endswith(".app_result"):
+        return await _publish_app_result(job, forge, rec, deps)
     command_mode: Mode | None = (
         "fix" if job.kind == "github.fix" else "reproduce" if job.kind == "github.reproduce" else None
     )
@@ -197,10 +201,73 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
         await forge.react(comment_id, "eyes")
     else:
         raise PermanentJobError(f"unknown job kind {job.kind!r}")
+    if mode == "reproduce" and policy["reproduce"]["runner"]["labels"]:
+        return await _queue_for_runner(job, forge, rec, deps, policy["reproduce"]["runner"])
     result = await _run_and_publish(job, forge, rec, deps, policy, mode)
     if comment_id:
         await forge.react(comment_id, "rocket" if result["status"] in ("fixed", "reproduced") else "confused")
     return result
+
+
+_FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
+
+
+async def _queue_for_runner(
+    job: Job, forge: Forge, rec: Recorder, deps: JobDeps, runner: dict[str, Any]
+) -> dict[str, Any]:
+    """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
+
+    The runner sees only the task (report, app address); its finish queues the `<forge>.app_result` job that
+    publishes on this issue with the payload's `_FORGE_FIELDS` (bot/runner_api.py)."""
+    labels = sorted(runner["labels"])
+    if not runner["app_url"]:
+        body = render_policy_error(
+            forge.ref, POLICY_PATH, "reproduce.runner.app_url", "a runner target needs the app's URL"
+        )
+        await rec.status(forge, "reproduce", body)
+        return {"status": "policy_error", "key": "reproduce.runner.app_url"}
+    issue = await forge.get_issue()
+    text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
+    task = {"issue_text": text, "app_url": runner["app_url"], "driver": runner["driver"], "issue_ref": forge.ref}
+    publish = {k: job.payload[k] for k in _FORGE_FIELDS if k in job.payload}
+    publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
+    runner_job = await asyncio.to_thread(
+        Queue(deps.store).enqueue,
+        "reproduce.app",
+        job.issue_id,
+        {"task": task, "publish": publish},
+        concurrency_key=None,
+        max_attempts=deps.settings.runner_max_attempts,
+        # A retried forge job finds the runner job it queued instead of queueing another.
+        dedupe_key=f"runner-for-job:{job.id}",
+        labels=labels,
+    )
+    stage = f"waiting for a runner with labels {', '.join(labels)} (job {runner_job})"
+    await rec.status(forge, "reproduce", render_progress(forge.ref, stage, []))
+    return {"status": "queued_for_runner", "runner_job": runner_job, "labels": labels}
+
+
+async def _publish_app_result(job: Job, forge: Forge, rec: Recorder, deps: JobDeps) -> dict[str, Any]:
+    """Post the reproduction comment of a finished runner job (edited in place: one comment per issue)."""
+    try:
+        runner_job_id = int(job.payload["runner_job"])
+    except (KeyError, TypeError, ValueError):
+        raise PermanentJobError(f"job {job.id} names no runner job") from None
+    runner_job = await asyncio.to_thread(deps.store.jobs.get_job, runner_job_id)
+    if runner_job is None:
+        raise PermanentJobError(f"runner job {runner_job_id} does not exist")
+    if runner_job.status == "done" and isinstance(runner_job.result, dict):
+        result: dict[str, Any] = runner_job.result
+    else:
+        reason = runner_job.last_error or f"the runner job ended {runner_job.status}"
+        result = {"status": "error", "reasons": [reason.splitlines()[0][:300]]}
+    artifacts = await asyncio.to_thread(deps.store.runners.artifacts, runner_job_id)
+    urls = {a.name: artifact_url(deps.settings.public_url, a.sha256, a.name) for a in artifacts}
+    await rec.status(forge, "reproduce", render_app_reproduction(result, urls))
+    comment_id = job.payload.get("comment_id")
+    if comment_id:
+        await forge.react(comment_id, "rocket" if result.get("status") == "reproduced" else "confused")
+    return {"status": str(result.get("status")), "runner_job": runner_job_id}
 
 
 def _mode_for_issue_event(payload: dict[str, Any], policy: dict[str, Any]) -> Mode | None:

@@ -17,6 +17,7 @@ from gidgethub.sansio import Event
 from bot import metrics
 from bot.config import Settings
 from bot.dashboard import setup_dashboard
+from bot.runner_api import add_runner_routes
 from bot.store import DeliveryRecord, DeliveryRejected, Store, forbid_store_calls_on_loop
 from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
@@ -371,4 +372,5 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     setup_dashboard(app, settings, STORE)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    add_runner_routes(app, settings, lambda a: a[STORE])
     return app

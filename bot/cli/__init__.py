@@ -76,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def job_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--repo", required=True, type=absolute_path, help="a git repository on disk")
+    def job_args(p: argparse.ArgumentParser, repo_required: bool = True) -> None:
+        p.add_argument("--repo", required=repo_required, type=absolute_path, help="a git repository on disk")
         p.add_argument("--issue", required=True, type=absolute_path, help="markdown file: '# title', then the body")
         p.add_argument("--sandbox", choices=["bwrap", "docker", "none"], help="sandbox backend (default bwrap)")
         p.add_argument("--allow-dirty", action="store_true", help="work from HEAD even if the tree is dirty")
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--no-branch", action="store_true", help="do not create the branch, only write files")
 
     rep = sub.add_parser("reproduce", help="reproduce a bug report: a failing test and how to run it")
-    job_args(rep)
+    job_args(rep, repo_required=False)  # --repo, or --app-url for the app reproduction agent
     rep.add_argument(
         "--agent",
         choices=["classic", "llm", "auto"],
@@ -141,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli.env import add_parsers
 
     add_parsers(sub)
+    from bot.cli import runner as runner_cli
+
+    runner_cli.add_parser(sub)
+    # App reproduction (issue 16): `reproduce --app-url` and `replay`.
+    from bot.cli.apprepro import add_parser_args, add_replay_parser
+
+    add_parser_args(rep)
+    add_replay_parser(sub)
     return parser
 
 
@@ -235,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     """Run one parsed command."""
+    if args.command == "replay" or (args.command == "reproduce" and (args.app_url or args.repo is None)):
+        from bot.cli.apprepro import run_apprepro_command
+
+        return asyncio.run(run_apprepro_command(args, settings))
     if args.command in ("fix", "reproduce"):
         from bot.cli.job import run_job_command
 
@@ -253,6 +265,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli.env import run_env_command
 
         return run_env_command(args, settings)
+    if args.command == "runner":
+        from bot.cli.runner import run_runner_command
+
+        return run_runner_command(args)
     if args.command == "sandbox":
         from bot.cli.env import run_sandbox_command
 

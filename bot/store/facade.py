@@ -15,6 +15,7 @@ from bot.store.deliveries import Deliveries
 from bot.store.environments import Environments
 from bot.store.jobs import Jobs
 from bot.store.publications import Publications
+from bot.store.runners import Runners
 from bot.store.runs import Runs
 from bot.store.views import Views
 from bot.store.wal import WalCheckpointer
@@ -25,9 +26,10 @@ class Store:
 
     Each concern is its own object over one shared connection: `deliveries` (the webhook inbox),
     `jobs` (the queue), `runs` (trajectories, patches, reviews, selections), `publications` (issues,
-    publications, installations, PR outcomes) and `environments`. Thread-safe. Separate processes may open the
-    same file: every write is a BEGIN IMMEDIATE transaction. Every call may wait for the write lock, so async
-    code reaches the store through `asyncio.to_thread` (see StoreConnection.loop_guard).
+    publications, installations, PR outcomes), `environments` and `runners` (self-hosted runners).
+    Thread-safe. Separate processes may open the same file: every write is a BEGIN IMMEDIATE transaction.
+    Every call may wait for the write lock, so async code reaches the store through `asyncio.to_thread`
+    (see StoreConnection.loop_guard).
     """
 
     def __init__(self, conn: StoreConnection) -> None:
@@ -40,6 +42,7 @@ class Store:
         self.environments = Environments(conn)
         # Read-only views for the dashboard and /metrics (issue 17).
         self.views = Views(conn)
+        self.runners = Runners(conn)
 
     @classmethod
     def open(cls, path: Path, *, clock: Callable[[], float] = time.time) -> Self:

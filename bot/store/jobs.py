@@ -29,8 +29,12 @@ class Jobs:
         dedupe_key: str | None,
         now: float,
         run_after: float,
+        labels: list[str] | None = None,
     ) -> tuple[int, bool]:
-        """Insert a queued job, or find the job already holding `dedupe_key`; returns (id, created)."""
+        """Insert a queued job, or find the job already holding `dedupe_key`; returns (id, created).
+
+        `labels`: the job is for a self-hosted runner that has all of them (never for a worker).
+        """
         with self._conn.write() as db:
             if dedupe_key is not None:
                 rows = list(db.query("SELECT id FROM jobs WHERE dedupe_key = ?", (dedupe_key,)))
@@ -39,6 +43,7 @@ class Jobs:
             row = {"kind": kind, "issue_id": issue_id, "payload": dumps(dict(payload)), "status": "queued"}
             row |= {"max_attempts": max_attempts, "run_after": iso(run_after), "dedupe_key": dedupe_key}
             row |= {"concurrency_key": concurrency_key, "created_at": iso(now), "updated_at": iso(now)}
+            row |= {"labels": None if labels is None else dumps(sorted(set(labels)))}
             return cast(int, db.table("jobs").insert(row).last_pk), True
 
     def claim_job(self, worker_id: str, *, now: float, lease_seconds: float) -> Job | None:
@@ -64,6 +69,7 @@ class Jobs:
                     """SELECT j.id FROM jobs j
                     WHERE ((j.status = 'queued' AND j.run_after <= :now)
                            OR (j.status = 'running' AND j.lease_expires_at <= :now))
+                      AND j.labels IS NULL
                       AND (j.concurrency_key IS NULL OR NOT EXISTS (
                            SELECT 1 FROM jobs r WHERE r.concurrency_key = j.concurrency_key
                              AND r.status = 'running' AND r.id != j.id))

@@ -69,7 +69,7 @@ class Delivery(_Row):
 class Job(_Row):
     """A queued unit of work; see bot.queue for the state machine."""
 
-    JSON_FIELDS = ("payload", "result")
+    JSON_FIELDS = ("payload", "result", "labels")
 
     id: int
     kind: str
@@ -87,6 +87,8 @@ class Job(_Row):
     dedupe_key: str | None
     created_at: str
     updated_at: str
+    #: The labels a runner needs to take this job; None: a worker's job.
+    labels: list[str] | None = None
 
     @property
     def terminal(self) -> bool:

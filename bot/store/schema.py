@@ -215,6 +215,43 @@ _V5_INBOX = (
 )
 
 
+_V6_RUNNERS = (
+    # Self-hosted runners (bot/runner_api.py). A job with labels waits for a runner that has them all; the
+    # worker never claims it. NULL: a worker's job.
+    "ALTER TABLE jobs ADD COLUMN labels TEXT",
+    "CREATE INDEX jobs_for_runners ON jobs (status, run_after) WHERE labels IS NOT NULL",
+    # Only the SHA-256 of a runner's token is kept: a leaked database does not let anyone act as a runner.
+    """CREATE TABLE runners (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        labels TEXT NOT NULL DEFAULT '[]',
+        version TEXT NOT NULL DEFAULT '',
+        ephemeral INTEGER NOT NULL DEFAULT 0,
+        jobs_taken INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        last_seen_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE job_logs (
+        job_id INTEGER NOT NULL REFERENCES jobs(id),
+        seq INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (job_id, attempt, seq)
+    )""",
+    # Artifacts are content-addressed files under the data dir; a job names each of its own.
+    """CREATE TABLE job_artifacts (
+        job_id INTEGER NOT NULL REFERENCES jobs(id),
+        name TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (job_id, name)
+    )""",
+)
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -231,6 +268,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _run(_V3_EVENTS),  # 3: the body of each webhook delivery
     _run(_V4_POLICIES),  # 4: last loaded policy per repo
     _run(_V5_INBOX),  # 5: planned jobs on the delivery, promoted into jobs by the worker; bodies apart
+    _run(_V6_RUNNERS),  # 6: runner jobs' labels, runners, their logs and artifacts
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,111 @@
+"""`reprobot reproduce --app-url` and `reprobot replay`: the app reproduction agent in local mode.
+
+No server and no runner: the agent drives the app at the URL on this machine's chromium (or an attached Android
+device) and prints the result; the action log, screenshots and log land in the output folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from bot.forges.local import ForgeError, read_issue_file
+from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+from bot.llm import LLMError, client_from_settings, ledger_from_settings
+from sandboxes.runners.app_repro import AppReproResult, replay_actions, reproduce_app
+
+#: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (the README's exit codes).
+_EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": 3, "error": EXIT_ERROR}
+
+
+def add_parser_args(rep: argparse.ArgumentParser) -> None:
+    """The app flags of `reprobot reproduce`."""
+    rep.add_argument("--app-url", help="reproduce on a running app instead of a repo (http://…, android://package)")
+    rep.add_argument("--driver", choices=["web", "android"], default="web", help="UI driver for --app-url (web)")
+    rep.add_argument("--budget", type=float, default=300.0, help="wall seconds for an app reproduction (300)")
+
+
+def add_replay_parser(sub: Any) -> None:
+    """`reprobot replay --app-url URL --actions FILE [--json]`."""
+    p = sub.add_parser("replay", help="re-run a JSON action log of an app reproduction")
+    p.add_argument("--app-url", required=True)
+    p.add_argument("--actions", required=True, type=Path, help="actions.json written by reproduce --app-url")
+    p.add_argument("--driver", choices=["web", "android"], default="web")
+    p.add_argument("--out", type=Path, help="folder for screenshots and the log")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+
+
+def _model(settings: Settings) -> Any:
+    """The model's complete(messages) callable when one is configured, else None (the rules extract)."""
+    if not settings.llm_configured:
+        return None
+    client = client_from_settings(settings, ledger_from_settings(settings))
+
+    async def complete(messages: list[dict[str, str]]) -> str:
+        try:
+            return (await client.complete(list(messages), purpose="s2r")).content
+        except LLMError as exc:
+            print(f"reprobot: the model failed ({exc}); the rules extract the steps", file=sys.stderr)
+            return ""
+
+    return complete
+
+
+def _print(args: argparse.Namespace, result: AppReproResult, out: Path) -> int:
+    doc = result.to_json()
+    doc["out_dir"] = str(out)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(f"status: {result.status}")
+        for i, step in enumerate(result.steps, 1):
+            print(f"  step {i}: {step['action']} {step['target']!r} {step['input']!r}".rstrip())
+        if result.oracle:
+            print(f"oracle: {result.oracle['fired']}: {result.oracle['message']}")
+        for reason in result.reasons:
+            print(f"  - {reason}")
+        print(f"replay: {result.replay}")
+        print(f"output: {out}")
+    return _EXIT.get(result.status, EXIT_ERROR)
+
+
+def _out_dir(args: argparse.Namespace, settings: Settings, kind: str) -> Path:
+    out: Path | None = getattr(args, "out", None)
+    return out or settings.data_dir / "app-runs" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+async def run_apprepro_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`reproduce --app-url` or `replay`."""
+    if args.command == "replay":
+        out = _out_dir(args, settings, "replay")
+        result = await replay_actions(args.actions, args.app_url, out_dir=out, driver=args.driver)
+        return _print(args, result, out)
+    if not args.app_url:
+        message = "reprobot reproduce: error: one of --repo or --app-url is required"
+        if args.json:
+            print(json.dumps({"status": "error", "reasons": [message], "exit_code": EXIT_USAGE}))
+        print(message, file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        issue = read_issue_file(args.issue)
+    except ForgeError as exc:
+        if args.json:
+            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": exc.code}))
+        print(f"reprobot: {exc}", file=sys.stderr)
+        return exc.code
+    out = _out_dir(args, settings, "reproduce")
+    result = await reproduce_app(
+        issue.text,
+        args.app_url,
+        out_dir=out,
+        driver=args.driver,
+        model=_model(settings),
+        budget_seconds=args.budget,
+        cache_dir=settings.cache_dir / "utg",
+    )
+    return _print(args, result, out)

@@ -1,0 +1,195 @@
+"""Self-hosted runners: their rows and hashed tokens, the label-matched claim, log chunks and artifact records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from bot.store.base import StoreConnection
+from bot.store.rows import Job, _Row
+from bot.store.sql import dumps, iso
+
+#: Runner jobs a claim may take: queued and due, or running under a lapsed lease; oldest first.
+_RUNNABLE = """SELECT id, labels FROM jobs
+    WHERE labels IS NOT NULL
+      AND ((status = 'queued' AND run_after <= :now) OR (status = 'running' AND lease_expires_at <= :now))
+    ORDER BY id"""
+
+
+def token_hash(token: str) -> str:
+    """The stored form of a runner token: its SHA-256 (the token itself is shown once, at registration)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def runner_owner(runner_id: int) -> str:
+    """The `lease_owner` of a job a runner holds; workers' ids never start with "runner:"."""
+    return f"runner:{runner_id}"
+
+
+@dataclass(frozen=True)
+class Runner(_Row):
+    """One registered runner: labels it offers, its version, when it was last heard from."""
+
+    JSON_FIELDS = ("labels",)
+    BOOL_FIELDS = ("ephemeral",)
+
+    id: int
+    name: str
+    labels: list[str]
+    version: str
+    ephemeral: bool
+    jobs_taken: int
+    created_at: str
+    last_seen_at: str
+
+
+@dataclass(frozen=True)
+class JobArtifact(_Row):
+    """A file a runner uploaded for a job, stored once under its SHA-256."""
+
+    job_id: int
+    name: str
+    sha256: str
+    size: int
+    created_at: str
+
+
+class Runners:
+    """Runner rows, the runners' claim on labelled jobs, their log chunks and artifacts (`store.runners`)."""
+
+    def __init__(self, conn: StoreConnection) -> None:
+        """Use the store's shared connection."""
+        self._conn = conn
+
+    # -- registration -----------------------------------------------------------------------------------
+
+    def add_runner(self, name: str, token: str, labels: Sequence[str], version: str, *, ephemeral: bool) -> int:
+        """Register a runner under the hash of `token`; returns its id."""
+        now = self._conn.now()
+        row: dict[str, Any] = {"name": name, "token_hash": token_hash(token), "labels": dumps(sorted(set(labels)))}
+        row |= {"version": version, "ephemeral": int(ephemeral), "created_at": now, "last_seen_at": now}
+        return self._conn.insert("runners", row)
+
+    def runner_for_token(self, token: str) -> Runner | None:
+        """The runner holding `token`, or None (unknown or removed)."""
+        sql = "SELECT * FROM runners WHERE token_hash = ?"
+        return self._conn.one(Runner, sql, (token_hash(token),))
+
+    def get_runner(self, runner_id: int) -> Runner | None:
+        """The runner with this id, if it is still registered."""
+        return self._conn.one(Runner, "SELECT * FROM runners WHERE id = ?", (runner_id,))
+
+    def touch(self, runner_id: int) -> None:
+        """Record that the runner was heard from now."""
+        with self._conn.write() as db:
+            db.execute("UPDATE runners SET last_seen_at = ? WHERE id = ?", (self._conn.now(), runner_id))
+
+    def remove_runner(self, runner_id: int) -> bool:
+        """Forget a runner (its token stops working); False if it was already gone."""
+        with self._conn.write() as db:
+            return db.execute("DELETE FROM runners WHERE id = ?", (runner_id,)).rowcount == 1
+
+    def list_runners(self) -> list[Runner]:
+        """Every registered runner, most recently seen first."""
+        return self._conn.all(Runner, "SELECT * FROM runners ORDER BY last_seen_at DESC, id")
+
+    def prune_stale(self, older_than: float) -> list[int]:
+        """Remove runners not heard from since `older_than` (epoch seconds) and holding no live lease."""
+        with self._conn.write() as db:
+            rows = list(
+                db.query(
+                    """SELECT r.id FROM runners r WHERE r.last_seen_at < :cutoff AND NOT EXISTS (
+                        SELECT 1 FROM jobs j WHERE j.status = 'running' AND j.lease_owner = 'runner:' || r.id
+                          AND j.lease_expires_at > :cutoff)""",
+                    {"cutoff": iso(older_than)},
+                )
+            )
+            ids = [int(r["id"]) for r in rows]
+            for runner_id in ids:
+                db.execute("DELETE FROM runners WHERE id = ?", (runner_id,))
+            return ids
+
+    # -- the claim ----------------------------------------------------------------------------------------
+
+    def claim_for_runner(self, runner: Runner, *, now: float, lease_seconds: float) -> Job | None:
+        """Atomically lease the oldest runnable job whose labels the runner all has, or return None.
+
+        Runnable as in the worker's claim: queued and due, or running with a lapsed lease (its runner died),
+        which counts as another attempt; a lapsed job with no attempts left is dead-lettered instead.
+        """
+        params = {"now": iso(now), "until": iso(now + lease_seconds), "owner": runner_owner(runner.id)}
+        offered = set(runner.labels)
+        # Idle runners poll every second or so: look without the write lock first, so that waiting runners
+        # do not take turns at the lock the webhook path needs.
+        if not any(set(json.loads(r["labels"])) <= offered for r in self._conn.rows(_RUNNABLE, params)):
+            return None
+        with self._conn.write() as db:
+            db.execute(
+                """UPDATE jobs SET status = 'dead', lease_expires_at = NULL, updated_at = :now,
+                    last_error = 'lease of ' || lease_owner || ' lapsed on attempt ' || attempts || ' of '
+                        || max_attempts || ' (runner lost)' || COALESCE('; previous error: ' || last_error, '')
+                WHERE labels IS NOT NULL AND status = 'running' AND lease_expires_at <= :now
+                  AND attempts >= max_attempts""",
+                params,
+            )
+            rows = db.query(_RUNNABLE, params)
+            # Label sets are small JSON lists; the subset test is plain Python inside the same transaction.
+            chosen = next((int(r["id"]) for r in rows if set(json.loads(r["labels"])) <= offered), None)
+            if chosen is None:  # another runner took it in between
+                return None
+            db.execute(
+                """UPDATE jobs SET
+                    last_error = CASE WHEN status = 'running'
+                        THEN 'lease of ' || lease_owner || ' lapsed on attempt ' || attempts
+                        ELSE last_error END,
+                    status = 'running', attempts = attempts + 1, lease_owner = :owner,
+                    lease_expires_at = :until, updated_at = :now
+                WHERE id = :id""",
+                params | {"id": chosen},
+            )
+            db.execute(
+                "UPDATE runners SET jobs_taken = jobs_taken + 1, last_seen_at = :now WHERE id = :id",
+                params | {"id": runner.id},
+            )
+            row = next(iter(db.query("SELECT * FROM jobs WHERE id = ?", (chosen,))))
+            return Job.from_row(row)
+
+    # -- logs and artifacts -------------------------------------------------------------------------------
+
+    def add_log_chunk(self, job_id: int, attempt: int, seq: int, text: str, *, max_bytes: int) -> bool:
+        """Store chunk `seq` of an attempt's log once (a resent chunk is ignored); False past `max_bytes`."""
+        with self._conn.write() as db:
+            sql = "SELECT COALESCE(SUM(LENGTH(CAST(text AS BLOB))), 0) AS n FROM job_logs WHERE job_id = ?"
+            used = next(iter(db.query(sql, (job_id,))))["n"]
+            if int(used) + len(text.encode()) > max_bytes:
+                return False
+            db.execute(
+                "INSERT OR IGNORE INTO job_logs (job_id, seq, attempt, text, created_at) VALUES (?, ?, ?, ?, ?)",
+                (job_id, seq, attempt, text, self._conn.now()),
+            )
+            return True
+
+    def job_log(self, job_id: int, attempt: int | None = None) -> str:
+        """The job's log (one attempt's, or every attempt's in order), chunks joined by sequence number."""
+        sql = """SELECT text FROM job_logs WHERE job_id = :job AND (:attempt IS NULL OR attempt = :attempt)
+            ORDER BY attempt, seq"""
+        return "".join(str(r["text"]) for r in self._conn.rows(sql, {"job": job_id, "attempt": attempt}))
+
+    def add_artifact(self, job_id: int, name: str, sha256: str, size: int) -> None:
+        """Record (or replace) the job's artifact `name`, whose bytes are stored under `sha256`."""
+        row: dict[str, Any] = {"job_id": job_id, "name": name, "sha256": sha256, "size": size}
+        with self._conn.write() as db:
+            db.table("job_artifacts").insert(row | {"created_at": self._conn.now()}, replace=True)
+
+    def artifacts(self, job_id: int) -> list[JobArtifact]:
+        """The job's artifacts, by name."""
+        sql = "SELECT * FROM job_artifacts WHERE job_id = ? ORDER BY name"
+        return self._conn.all(JobArtifact, sql, (job_id,))
+
+    def artifact_known(self, sha256: str) -> bool:
+        """True when some job recorded an artifact with this content hash."""
+        rows = self._conn.rows("SELECT 1 AS x FROM job_artifacts WHERE sha256 = ? LIMIT 1", (sha256,))
+        return bool(cast(list[Any], rows))

@@ -1,0 +1,41 @@
+"""Text similarity for matching a step's target to an element, and a step to a ground-truth step."""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+
+_WORD = re.compile(r"[a-z0-9]+")
+#: Words that name the kind of widget, not which one: "the Save button" and "Save" are the same target.
+WIDGET_WORDS = frozenset(
+    [
+        *("button", "btn", "link", "tab", "icon", "menu", "item", "field", "box", "input", "checkbox", "check"),
+        *("radio", "option", "dropdown", "list", "entry", "textbox", "text", "area", "page", "screen", "dialog"),
+        *("popup", "toggle", "switch"),
+    ]
+)
+_STOP = frozenset(["the", "a", "an", "on", "in", "into", "at", "of", "to", "for", "my", "your", "this", "that", "its"])
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens."""
+    return _WORD.findall(text.lower())
+
+
+def core_words(text: str) -> list[str]:
+    """The words that identify a target: no articles, prepositions or widget-kind words."""
+    return [w for w in words(text) if w not in _STOP and w not in WIDGET_WORDS]
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two names are, 0..1: word overlap, with a character ratio for near-misses ("Log in" / "Login")."""
+    wa, wb = core_words(a), core_words(b)
+    if not wa or not wb:
+        return 0.0
+    sa, sb = set(wa), set(wb)
+    overlap = len(sa & sb) / len(sa | sb)
+    contained = 0.9 if sa <= sb or sb <= sa else 0.0
+    chars = SequenceMatcher(None, "".join(wa), "".join(wb)).ratio()
+    return max(
+        overlap, contained * min(1.0, len(sa & sb) / max(1, min(len(sa), len(sb)))), chars if chars > 0.85 else 0
+    )

@@ -1,0 +1,103 @@
+"""Runner pieces without processes: the label-matched claim, settings, the comment renderer, the child's env."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bot.config import Settings, SettingsError
+from bot.queue import Queue
+from bot.report import render_app_reproduction
+from bot.runner.agent import scrubbed_env
+from bot.store import Store
+from bot.store.runners import runner_owner, token_hash
+
+
+def test_claim_matches_label_subsets_and_workers_never_take_runner_jobs() -> None:
+    now = [1000.0]
+    store = Store.memory(clock=lambda: now[0])
+    queue = Queue(store, clock=lambda: now[0])
+    needs_ab = queue.enqueue("k", None, {}, concurrency_key=None, labels=["a", "b"])
+    needs_a = queue.enqueue("k", None, {}, concurrency_key=None, labels=["a"])
+    worker_job = queue.enqueue("k", None, {}, concurrency_key=None)
+    only_a = store.runners.get_runner(store.runners.add_runner("r1", "t1", ["a"], "1", ephemeral=False))
+    both = store.runners.get_runner(store.runners.add_runner("r2", "t2", ["b", "a", "c"], "1", ephemeral=False))
+    assert only_a is not None and both is not None
+
+    first = store.runners.claim_for_runner(only_a, now=now[0], lease_seconds=10)
+    assert first is not None and first.id == needs_a and first.lease_owner == runner_owner(only_a.id)
+    assert store.runners.claim_for_runner(only_a, now=now[0], lease_seconds=10) is None
+    second = store.runners.claim_for_runner(both, now=now[0], lease_seconds=10)
+    assert second is not None and second.id == needs_ab
+    claimed = queue.claim("worker")
+    assert claimed is not None and claimed.id == worker_job  # the worker only ever sees the unlabelled job
+    assert queue.claim("worker") is None
+
+    queue.heartbeat(needs_a, runner_owner(only_a.id), 30)  # r1 renews its lease
+    now[0] += 11  # r2 died: its lease lapses and r1 cannot take it (no label b), but another runner can
+    assert store.runners.claim_for_runner(only_a, now=now[0], lease_seconds=10) is None
+    again = store.runners.claim_for_runner(both, now=now[0], lease_seconds=10)
+    assert again is not None and again.id == needs_ab and again.attempts == 2
+    assert store.runners.get_runner(both.id).jobs_taken == 2  # type: ignore[union-attr]
+
+
+def test_tokens_are_stored_hashed_and_stale_runners_pruned() -> None:
+    now = [1000.0]
+    store = Store.memory(clock=lambda: now[0])
+    rid = store.runners.add_runner("r", "rbr_secret", ["web"], "1", ephemeral=False)
+    row = next(iter(store.db.query("SELECT * FROM runners")))
+    assert row["token_hash"] == token_hash("rbr_secret") and "rbr_secret" not in str(row)
+    assert store.runners.runner_for_token("rbr_secret").id == rid  # type: ignore[union-attr]
+    assert store.runners.runner_for_token("rbr_other") is None
+    now[0] += 100
+    fresh = store.runners.add_runner("fresh", "rbr_fresh", ["web"], "1", ephemeral=False)
+    assert store.runners.prune_stale(now[0] - 50) == [rid]
+    assert [r.id for r in store.runners.list_runners()] == [fresh]
+
+
+def test_runner_settings_are_read_and_checked() -> None:
+    env = {
+        "REPROBOT_RUNNER_LEASE": "5",
+        "REPROBOT_RUNNER_REGISTRATION_TOKEN": "reg",
+        "REPROBOT_PUBLIC_URL": "https://b",
+    }
+    settings = Settings.from_env(env)
+    assert settings.runner_lease == 5 and settings.public_url == "https://b"
+    assert "reg" in settings.secret_values() and "reg" not in repr(settings)
+    with pytest.raises(SettingsError, match="REPROBOT_RUNNER_CLAIM_WAIT"):
+        Settings.from_env({"REPROBOT_RUNNER_CLAIM_WAIT": "51"})
+    with pytest.raises(SettingsError, match="REPROBOT_RUNNER_LEASE"):
+        Settings.from_env({"REPROBOT_RUNNER_LEASE": "0"})
+
+
+def test_the_job_child_gets_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPROBOT_GITHUB_PRIVATE_KEY", "key")
+    monkeypatch.setenv("REPROBOT_RUNNER_TOKEN", "reg")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws")
+    env = scrubbed_env({"REPROBOT_RUNNER_OUT": "/o"})
+    assert env["PATH"] == os.environ["PATH"] and env["REPROBOT_RUNNER_OUT"] == "/o"
+    assert not {"REPROBOT_GITHUB_PRIVATE_KEY", "REPROBOT_RUNNER_TOKEN", "AWS_SECRET_ACCESS_KEY"} & set(env)
+
+
+def test_reproduction_comment_neutralizes_report_text_and_orders_screenshots() -> None:
+    result = {
+        "status": "reproduced",
+        "steps": [{"action": "click", "target": "Buy ```now``` @admin [x](http://evil)", "input": None}],
+        "actions": [{"action": "click"}],
+        "oracle": {"kind": "console_error", "evidence": "Uncaught TypeError\n```\nbreakout"},
+        "screenshots": ["/w/out/step-2.png", "/w/out/step-1.png"],
+        "replay": "reprobot replay --app-url http://a --actions actions.json --json",
+        "seconds": 1.5,
+        "reasons": [],
+    }
+    urls = {"step-1.png": "/artifacts/1/step-1.png", "step-2.png": "/artifacts/2/step-2.png", "actions.json": "/a"}
+    body = render_app_reproduction(result, urls)
+    assert "`Buy '''now''' @admin [x](http://evil)`" in body  # inline code: no mention, no link, no fence
+    assert body.index("step-2.png") < body.index("step-1.png")  # the agent's order
+    assert "````" in body  # the evidence's own fence cannot close the block
+    assert "[actions.json](/a)" in body and "1.5 s" in body
+
+    failed = render_app_reproduction({"status": "error", "reasons": ["lease of runner:3 lapsed"]}, {})
+    assert "failed" in failed and "lease of runner:3 lapsed" in failed
+    assert "No oracle fired" in render_app_reproduction({"status": "not_reproduced"}, {})
