@@ -78,6 +78,7 @@ def seed(store: Store, data_dir: Path) -> dict[str, int]:
     store.publications.upsert_publication(issue.id, "pr", "12", job_id=job_id)
     store.publications.upsert_installation(1, "octo", ["octo/app", "octo/other"])
     store.deliveries.record_delivery("d-0001", "github", "issues", job_id)
+    store.runners.add_runner("pixel-7", "runner-token", ["android", "api-34"], "0.1.0", ephemeral=False)
     return {"job": job_id, "other": other_id}
 
 
@@ -217,7 +218,10 @@ async def test_token_login_jobs_job_deliveries_runners(site: dict[str, Any], bro
     await shot(page, "deliveries")
     await page.click("nav >> text=Runners")
     await page.wait_for_url(f"{base}/dashboard/runners")
-    assert await page.locator("#runners").count() == 1
+    runner = page.locator("#runners tr.runner")
+    assert await runner.count() == 1
+    text = await runner.inner_text()
+    assert "pixel-7" in text and "android, api-34" in text and "online" in text
     await shot(page, "runners")
     await page.click("text=Log out")
     await page.wait_for_url(f"{base}/dashboard/login")
