@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.config import Settings
@@ -119,3 +120,34 @@ def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:
     assert got[("reprobot_jobs_finished_total", (("kind", "github.issue"), ("outcome", "fixed")))] == 2
     assert got[("reprobot_llm_tokens_total", (("direction", "prompt"), ("purpose", "trajectory")))] == 200
     assert abs(got[("reprobot_llm_cost_usd_total", (("purpose", "trajectory"),))] - 0.02) < 1e-9
+
+
+async def test_sandbox_executions_and_timeouts_are_counted(tmp_path: Path) -> None:
+    from prometheus_client import REGISTRY
+
+    from sandboxes.base import SandboxSpec
+    from sandboxes.factory import available_backends, make_sandbox
+
+    problem = available_backends()["bwrap"]
+    if problem is not None:
+        pytest.skip(f"bwrap unavailable: {problem}")
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = {
+        "ok": sample("reprobot_sandbox_executions_total", backend="bwrap", result="ok"),
+        "failed": sample("reprobot_sandbox_executions_total", backend="bwrap", result="failed"),
+        "timeout": sample("reprobot_sandbox_executions_total", backend="bwrap", result="timeout"),
+        "timeouts": sample("reprobot_sandbox_timeouts_total", backend="bwrap"),
+    }
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with make_sandbox("bwrap", SandboxSpec(workspace=workspace)) as sb:
+        assert (await sb.run(["true"])).exit_code == 0
+        assert (await sb.run(["false"])).exit_code != 0
+        assert (await sb.run(["sleep", "30"], timeout=0.5)).timed_out
+    assert sample("reprobot_sandbox_executions_total", backend="bwrap", result="ok") == before["ok"] + 1
+    assert sample("reprobot_sandbox_executions_total", backend="bwrap", result="failed") == before["failed"] + 1
+    assert sample("reprobot_sandbox_executions_total", backend="bwrap", result="timeout") == before["timeout"] + 1
+    assert sample("reprobot_sandbox_timeouts_total", backend="bwrap") == before["timeouts"] + 1
