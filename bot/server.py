@@ -216,10 +216,11 @@ def _counted(source: str, handler: Handler) -> Handler:
     async def counted(request: web.Request) -> web.Response:
         started = time.perf_counter()
         response = await handler(request)
-        # The event name comes from the sender: only a known shape becomes a label, so no one can grow the series.
-        event = request.headers.get("x-github-event", "")
+        # The event name is a label only once the signature was checked (a 2xx): unsigned senders could
+        # otherwise grow the series without bound.
+        event = request.headers.get("x-github-event", "") if response.status < 300 else "unverified"
         event = event if event.replace("_", "").isalpha() and len(event) <= 40 else "other"
-        metrics.DELIVERIES.labels(source, event or "none", str(response.status)).inc()
+        metrics.DELIVERIES.labels(source, event, str(response.status)).inc()
         metrics.ACK_SECONDS.labels(source).observe(time.perf_counter() - started)
         return response
 

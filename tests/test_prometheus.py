@@ -151,3 +151,15 @@ async def test_sandbox_executions_and_timeouts_are_counted(tmp_path: Path) -> No
     assert sample("reprobot_sandbox_executions_total", backend="bwrap", result="failed") == before["failed"] + 1
     assert sample("reprobot_sandbox_executions_total", backend="bwrap", result="timeout") == before["timeout"] + 1
     assert sample("reprobot_sandbox_timeouts_total", backend="bwrap") == before["timeouts"] + 1
+
+
+async def test_unsigned_deliveries_do_not_name_series(tmp_path: Path, settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, settings) as env:
+        headers = {"X-GitHub-Event": "madeupevent", "X-GitHub-Delivery": "d-x", "X-Hub-Signature-256": "sha256=00"}
+        async with aiohttp.ClientSession() as http:
+            for _ in range(2):
+                async with http.post(env.hook_url, data=b"{}", headers=headers) as resp:
+                    assert resp.status == 401
+        samples = await scrape(env.url)
+        assert not any(dict(labels).get("event") == "madeupevent" for _, labels in samples)
+        assert value(samples, "reprobot_deliveries_total", source="github", event="unverified", status="401") >= 2
