@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint bench bench-data soak venv wheelhouse clean system-packages
+.PHONY: demo test lint bench bench-data soak venv wheelhouse clean system-packages image-wheels image
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,21 @@ $(WHEELHOUSE)/.stamp: $(STAMP) Makefile
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
+# The deploy image (issue 17): wheels of reprobot's dependencies, built on the host, so `docker build` needs no
+# package index (tests/test_deploy.py builds the image from them); `make image` builds it on the local base.
+IMAGE_WHEELS := .reprobot/image-wheels
+$(IMAGE_WHEELS)/.stamp: $(STAMP)
+	$(BIN)/python -m pip wheel -q --disable-pip-version-check --wheel-dir $(IMAGE_WHEELS) . 'setuptools>=77' wheel
+	rm -f $(IMAGE_WHEELS)/reprobot-*.whl
+	touch $@
+
+image-wheels: $(IMAGE_WHEELS)/.stamp
+
+image: image-wheels
+	rm -f deploy/wheels/*.whl && cp $(IMAGE_WHEELS)/*.whl deploy/wheels/
+	docker build -f deploy/Dockerfile -t reprobot/app:latest \
+		--build-arg BASE_IMAGE="$$($(BIN)/python -c 'from sandboxes.baseimage import image_tag; print(image_tag())')" .
+
 # A fresh machine first gets the system packages the bot needs (installed when root, else the one command to
 # run is printed), before the virtualenv, which needs python3-venv.
 system-packages:
@@ -47,7 +62,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint wheelhouse
+test: lint wheelhouse image-wheels
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The soak suite, long (tests/test_soak.py; make test runs its short form). Bounded: pytest's timeout is set from it.

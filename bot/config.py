@@ -171,6 +171,18 @@ class Settings:
     #: REPROBOT_GIT_CREDENTIAL_<NAME>: the credential (`token` or `user:token`) a mapping entry names with
     #: `credential: NAME`, for pushing to a plain git URL over HTTPS.
     git_credentials: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # -- operations (issue 17): the dashboard's login and the workers' own /metrics ------------------------
+    #: REPROBOT_DASHBOARD_TOKEN: a deployment token that opens the read-only dashboard (for local use); unset:
+    #: only GitHub login (below) opens it.
+    dashboard_token: str | None = field(default=None, repr=False)
+    #: REPROBOT_GITHUB_CLIENT_ID / REPROBOT_GITHUB_CLIENT_SECRET: the GitHub App's OAuth client, for dashboard
+    #: login; only admins of a repository of one of the App's installations get in.
+    github_client_id: str | None = None
+    github_client_secret: str | None = field(default=None, repr=False)
+    #: REPROBOT_GITHUB_WEB_URL: GitHub's web origin, where the OAuth authorize and token endpoints live.
+    github_web_url: str = "https://github.com"
+    #: REPROBOT_METRICS_PORT: port on which `reprobot worker` serves its own /metrics (0: none); see bot/metrics.py.
+    metrics_port: int = 0
 
     # --- Mojira poller (issue 15): `reprobot mojira poll` and the worker's periodic poll -------------------
     #: REPROBOT_MOJIRA_API_URL: base of Mojira's public read-only API (the search is POST <base>/jql-search-post).
@@ -243,6 +255,7 @@ class Settings:
     def secret_values(self) -> list[str]:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
+        values += [self.dashboard_token, self.github_client_secret]
         values.append(self.runner_registration_token)
         values += [self.jira_token, self.jira_api_token, *(s for _, s in self.jira_webhook_secrets)]
         values += [v for _, c in self.git_credentials for v in (c, c.rpartition(":")[2])]
@@ -313,6 +326,7 @@ class Settings:
             ("WORKERS", "workers", int),
             ("MAX_RUNNING_JOBS", "max_running_jobs", int),
             ("DELIVERY_BODY_DAYS", "delivery_body_days", float),
+            ("METRICS_PORT", "metrics_port", int),
             ("RUNNER_LEASE", "runner_lease", float),
             ("RUNNER_HEARTBEAT", "runner_heartbeat", float),
             ("RUNNER_CLAIM_WAIT", "runner_claim_wait", float),
@@ -339,6 +353,10 @@ class Settings:
             ("LLM_BASE_URL", "llm_base_url"),
             ("LLM_API_KEY", "llm_api_key"),
             ("LLM_MODEL", "llm_model"),
+            ("DASHBOARD_TOKEN", "dashboard_token"),
+            ("GITHUB_CLIENT_ID", "github_client_id"),
+            ("GITHUB_CLIENT_SECRET", "github_client_secret"),
+            ("GITHUB_WEB_URL", "github_web_url"),
             ("RUNNER_REGISTRATION_TOKEN", "runner_registration_token"),
             ("PUBLIC_URL", "public_url"),
         ):

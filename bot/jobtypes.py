@@ -1,9 +1,10 @@
 """The job's types at the bottom of the core: request, outcome, per-job context, selection result, exit codes.
 
 Everything above (the pipeline stages, the request builder, the CLI, the forges' jobs) imports these; this module
-imports nothing from `bot` but the pure renderers' inputs (bot.report) and the triage decision (bot.abstention),
-which import nothing from `bot` themselves. The deployment's settings, the store and the model ledger are seen
-through the small protocols below, so the stages never need the modules that build them.
+imports nothing from `bot` but the pure renderers' inputs (bot.report), the triage decision (bot.abstention)
+and the counters (bot.metrics), which import nothing from `bot` themselves. The deployment's settings, the store
+and the model ledger are seen through the small protocols below, so the stages never need the modules that build
+them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from bot import metrics
 from bot.abstention import AbstentionDecision
 from bot.report import PrContext, ReviewLine, SuggestionContext
 from patch_selectors.assessment import Assessment
@@ -221,6 +223,27 @@ class JobOutcome:
     #: The request builder's notes (a knob clamped to a deployment cap), shown with the result.
     notes: list[str] = field(default_factory=list)
 
+    def record(self) -> dict[str, Any]:
+        """What the dashboard's job page shows beside the store's rows: triage, environment, selection, cost.
+
+        `trajectories` maps each store row (`db_id`) to the agent's id, which names its saved conversation
+        (`DATA_DIR/trajectories/<id>.json`, written by LLM trajectories).
+        """
+        a = self.abstention
+        return {
+            "abstention": None
+            if a is None
+            else {"act": a.act, "score": a.score, "threshold": a.threshold, "reasons": list(a.reasons)},
+            "environment": self.environment,
+            "baseline": self.baseline,
+            "selector": self.selector,
+            "selection_explanation": self.selection_explanation,
+            "cost": self.cost,
+            "llm_usage": self.llm_usage,
+            "seconds": round(self.seconds, 3),
+            "trajectories": [{"id": t.id, "db_id": t.db_id, "agent": t.agent} for t in self.generated],
+        }
+
     def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
         """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
         assert self.brt is not None, "only a fixed job has a PR"
@@ -350,6 +373,7 @@ class JobContext:
 
     async def save_trajectory(self, traj: Trajectory) -> None:
         """Record how the trajectory ended; called from `finally`."""
+        metrics.TRAJECTORY_SECONDS.labels(traj.agent, traj.status or "unknown").observe(max(traj.seconds, 0.0))
         if traj.db_id is not None:
             usage = traj.usage
             await asyncio.to_thread(

@@ -13,6 +13,7 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, RetryCallState
 
+from bot import metrics
 from bot.config import Settings
 from bot.retry import retry_policy
 from sandboxes.agents.chat import LLMError, ModelReply, ToolCall
@@ -115,6 +116,7 @@ class Ledger:
     def record(self, rec: CallRecord) -> None:
         """Add one call."""
         self.calls.append(rec)
+        metrics.observe_llm_call(rec.purpose, rec.prompt_tokens, rec.completion_tokens, rec.cost)
 
     def usage(self, trajectory: str | None = None) -> Usage:
         """Totals for one trajectory, or the whole job when trajectory is None."""

@@ -302,6 +302,6 @@ async def _run_and_publish(
         )
         result = await publish_outcome(forge, rec, outcome, pub, src)
         result.pop("refused", None)
-        return result
+        return result | {"record": outcome.record()}
     finally:
         await asyncio.to_thread(shutil.rmtree, workdir, True)

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import socket
+import time
 import traceback
 import uuid
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import aiohttp
 from gidgethub import BadRequest
 
+from bot import metrics
 from bot.config import Settings
 from bot.forges.base import Forge, PermanentJobError
 from bot.forges.github import forge_for_job
@@ -160,6 +162,8 @@ class Worker:
 
     async def _run_one(self, job: Job, deps: WorkerDeps) -> None:
         log.info("job %s (%s, attempt %s) started by %s", job.id, job.kind, job.attempts, self.worker_id)
+        started = time.monotonic()
+        outcome = "lease_lost"
         work = asyncio.create_task(_run_on_its_forge(job, deps))
         beat = asyncio.create_task(self._heartbeat(job, work))
         try:
@@ -169,26 +173,31 @@ class Worker:
                 return  # lease lost: another worker owns the job now, and publishes for it
             raise
         except (PermanentJobError, BadRequest) as exc:  # bad payload or a final 4xx: retrying cannot help
-            await self._fail(job, f"{type(exc).__name__}: {exc}", retryable=False)
+            outcome = await self._fail(job, f"{type(exc).__name__}: {exc}", retryable=False)
         except Exception as exc:  # the worker never dies on one bad job: record it and move on
-            await self._fail(
+            outcome = await self._fail(
                 job, "".join(traceback.format_exception_only(exc)).strip() + "\n" + traceback.format_exc(-3)
             )
         else:
             try:
                 await asyncio.to_thread(self.queue.finish, job.id, self.worker_id, result)
+                outcome = str(result.get("status") or "done")
                 log.info("job %s finished: %s", job.id, result.get("status"))
             except LeaseLost:
                 log.warning("job %s: finished after its lease was lost; result dropped", job.id)
         finally:
             beat.cancel()
+            metrics.observe_job(job.kind, outcome, time.monotonic() - started)
 
-    async def _fail(self, job: Job, error: str, retryable: bool = True) -> None:
+    async def _fail(self, job: Job, error: str, retryable: bool = True) -> str:
+        """Record the failure; returns the outcome for the metrics: retry, failed, dead or lease_lost."""
         try:
             after = await asyncio.to_thread(self.queue.fail, job.id, self.worker_id, error[-4000:], retryable=retryable)
             log.warning("job %s failed (%s): %s", job.id, after.status, error.splitlines()[0] if error else "")
         except LeaseLost:
             log.warning("job %s failed after its lease was lost", job.id)
+            return "lease_lost"
+        return "retry" if after.status == "queued" else str(after.status)
 
 
 async def run_worker(settings: Settings, concurrency: int | None = None) -> None:
@@ -198,6 +207,10 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> None
     stop = asyncio.Event()
     # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if settings.metrics_port:
+        # Per-process endpoint for workers on other hosts (pods): see bot/metrics.py.
+        metrics.serve_worker_metrics(settings.metrics_port)
+        log.info("worker metrics on :%d/metrics", settings.metrics_port)
     try:
         await Worker(settings, store, concurrency=concurrency).run(stop)
     finally:

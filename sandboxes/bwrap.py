@@ -142,6 +142,8 @@ class BwrapSandbox(ProcessSandbox):
     namespace mapping SANDBOX_UID inside to the bot's uid, and RLIMIT_NPROC does the process limit.
     """
 
+    metrics_backend = "bwrap"
+
     pids_overhead = 2  # bwrap and its pid-1 reaper live in the cgroup too
 
     def __init__(self, spec: SandboxSpec, *, bwrap: str | None = None) -> None:

@@ -26,6 +26,7 @@ from sandboxes.bwrap import SANDBOX_GID, SANDBOX_UID
 from sandboxes.dockerexec import cgroup_file, pump, raw_socket, read_counter
 from sandboxes.hostfs import WorkspaceGrant
 from sandboxes.hostsandbox import merged_env
+from sandboxes.metrics import count_execution
 from sandboxes.process import CappedBuffer, owner_alive, process_started
 from sandboxes.quota import WorkspaceQuota, workspace_quota
 
@@ -396,7 +397,7 @@ class DockerSandbox:
         stdout, out_cut = out.text()
         stderr, err_cut = err.text()
         oom = code == 128 + 9 and not timed_out and self._oom_kills() > oom_before
-        return ExecResult(
+        result = ExecResult(
             exit_code=code,
             stdout=stdout,
             stderr=stderr,
@@ -406,6 +407,7 @@ class DockerSandbox:
             stdout_truncated=out_cut,
             stderr_truncated=err_cut,
         )
+        return count_execution("docker", result)
 
     # ------------------------------------------------------------------ files
 

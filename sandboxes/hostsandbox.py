@@ -13,6 +13,7 @@ from typing import Self
 from sandboxes import hostfs
 from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, resolve_in_workspace
 from sandboxes.cgroups import SandboxCgroup
+from sandboxes.metrics import count_execution
 from sandboxes.process import Launch, Running, make_preexec, run_capped
 
 #: How long close() waits for killed commands to be reaped.
@@ -35,6 +36,8 @@ class ProcessSandbox:
     The cgroup (pids, memory) belongs to the sandbox: commands running at the same time share it.
     """
 
+    #: The backend's label on the sandbox metrics (sandboxes/metrics.py).
+    metrics_backend = "process"
     #: Extra processes the backend itself uses inside the pids cgroup (bwrap and its pid-1 monitor).
     pids_overhead = 0
 
@@ -121,7 +124,7 @@ class ProcessSandbox:
                 nproc=cgroup is None or not cgroup.has_pids,
                 address_space=cgroup is None or not cgroup.has_memory,
             )
-            return await run_capped(
+            result = await run_capped(
                 launch,
                 stdin=stdin,
                 timeout=wall,
@@ -132,6 +135,7 @@ class ProcessSandbox:
                 on_end=self._running.discard,
                 fds_to_close=fds,
             )
+            return count_execution(self.metrics_backend, result)
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):

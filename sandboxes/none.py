@@ -21,6 +21,8 @@ class NoneSandbox(ProcessSandbox):
     Mounts cannot be honoured: their host paths are used as they are.
     """
 
+    metrics_backend = "none"
+
     def __init__(self, spec: SandboxSpec) -> None:
         super().__init__(spec)
         for mount in spec.mounts:

@@ -139,7 +139,7 @@ def test_doctor_reports_the_rust_toolchain(
     from bot.cli import main
 
     monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
-    main(["doctor"])
+    main(["doctor", "--json"])
     report = json.loads(capsys.readouterr().out)
     found = find_rust_toolchain()
     if found is None:

@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -124,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cases", default="", help="comma-separated case names to run (default all)")
     ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
 
-    sub.add_parser("doctor", help="check the machine: sandbox backends, interpreter, data dir")
+    doc = sub.add_parser("doctor", help="check the machine: store, sandboxes, chromium, disk, model endpoint")
+    doc.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
 
     serve = sub.add_parser("serve", help="run the GitHub App web server (webhooks, health)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -257,7 +259,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return asyncio.run(run_eval_command(args, settings))
     if args.command == "doctor":
-        return doctor(settings)
+        return doctor(settings, as_json=args.json)
     if args.command in ("serve", "worker", "app"):
         from bot.cli.app import run_app_command
 
@@ -282,8 +284,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_USAGE
 
 
-def doctor(settings: Settings) -> int:
-    """Print what this machine offers the bot."""
+def doctor(settings: Settings, as_json: bool = True) -> int:
+    """Print what this machine offers the bot: the checks as a table, or everything as JSON."""
     from sandboxes.baseimage import image_tag, rootfs_dir
     from sandboxes.factory import available_backends
     from sandboxes.rust import RUST_MOUNT, find_rust_toolchain
@@ -304,11 +306,21 @@ def doctor(settings: Settings) -> int:
         if rust
         else "not found (Rust repos cannot be tested)",
     }
+    from bot.cli.checks import checks_json, render_table, run_checks
+
+    checks = asyncio.run(run_checks(settings))
+    report["checks"] = checks_json(checks)
     report["warnings"] = doctor_warnings(settings)
-    print(json.dumps(report, indent=2))
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        from rich.console import Console
+
+        render_table(checks, report, Console(width=max(100, shutil.get_terminal_size().columns)))
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    return EXIT_OK if report["sandbox_python_exists"] else EXIT_ENVIRONMENT
+    ok = report["sandbox_python_exists"] and all(c.status != "fail" for c in checks)
+    return EXIT_OK if ok else EXIT_ENVIRONMENT
 
 
 def doctor_warnings(settings: Settings) -> list[str]:

@@ -18,6 +18,7 @@ from bot.store.mojira import MojiraReports
 from bot.store.publications import Publications
 from bot.store.runners import Runners
 from bot.store.runs import Runs
+from bot.store.views import Views
 from bot.store.wal import WalCheckpointer
 
 
@@ -41,6 +42,8 @@ class Store:
         self.publications = Publications(conn)
         self.environments = Environments(conn)
         self.mojira = MojiraReports(conn)  # the Mojira poller's cursors and reports
+        # Read-only views for the dashboard and /metrics (issue 17).
+        self.views = Views(conn)
         self.runners = Runners(conn)
 
     @classmethod

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.github_git import branch_exists, git_handler, git_show, seed_bare_repo
+from tests.fakes.github_oauth import OAuthState, add_oauth_routes
 from tests.fakes.github_ops import BOT, OPS
 from tests.fakes.openapi import OpenAPISpec
 
@@ -81,6 +82,7 @@ class GitHubDouble:
         self._released = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.oauth = OAuthState()
 
     # -- lifecycle and setup --------------------------------------------------------------------------------
 
@@ -88,6 +90,8 @@ class GitHubDouble:
         """Serve on 127.0.0.1 at a free port; returns the base URL."""
         app = web.Application(client_max_size=50 * 1024 * 1024)
         app.router.add_route("*", "/git/{path:.*}", git_handler(self.root / "git", self.tokens.__contains__, []))
+        # GitHub's web OAuth flow (github.com, outside the REST API): see tests/fakes/github_oauth.py.
+        add_oauth_routes(app, self)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -197,6 +201,8 @@ class GitHubDouble:
             except jwt.PyJWTError:
                 return None
             return 0 if scheme.lower() == "bearer" and str(claims.get("iss")) == self.app_id else None
+        if scheme.lower() in ("token", "bearer") and credential in self.oauth.user_tokens:
+            return 0  # a user access token from the OAuth flow: its operations check the user themselves
         return self.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -219,6 +225,8 @@ class GitHubDouble:
             self.violations.append(f"{op.op_id}: in the spec but not implemented by the double")
             return web.json_response({"message": "Not Implemented"}, status=501)
         data = json.loads(body) if body.strip() else None
+        # Operations for a user token (apps/list-installation-repos-for-authenticated-user) need to know whose.
+        self.oauth.current_user = self.oauth.user_tokens.get(request.headers.get("Authorization", "").split(" ")[-1])
         status, answer = handler(self, params, dict(request.query), data)
         return web.json_response(answer, status=status)
 

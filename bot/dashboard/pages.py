@@ -1,0 +1,289 @@
+"""The dashboard's routes under /dashboard: login, jobs list and page, deliveries, runners."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from bot.config import Settings
+from bot.dashboard import auth
+from bot.dashboard.render import conversation_view, diff_css, diff_html, step_view
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/dashboard"
+_SETTINGS: web.AppKey[Settings] = web.AppKey("dashboard_settings", Settings)
+_STORE_KEY: web.AppKey[web.AppKey[Store]] = web.AppKey("dashboard_store_key", web.AppKey)
+
+Page = Callable[[web.Request, auth.Viewer], Awaitable[dict[str, Any]]]
+
+
+def _store(request: web.Request) -> Store:
+    return request.app[request.app[_STORE_KEY]]
+
+
+def _login_page(request: web.Request, status: int, error: str = "") -> web.Response:
+    settings = request.app[_SETTINGS]
+    context = {
+        "error": error,
+        "github": auth.oauth_configured(settings),
+        "token": bool(settings.dashboard_token),
+        "css": "",
+        "viewer": None,
+    }
+    return aiohttp_jinja2.render_template("login.html", request, context, status=status)
+
+
+def _viewer(request: web.Request) -> auth.Viewer | None:
+    settings = request.app[_SETTINGS]
+    key = auth.session_key(settings)
+    header = request.headers.get("Authorization", "")
+    scheme, _, credential = header.partition(" ")
+    if scheme.lower() == "bearer" and credential and auth.token_matches(settings, credential):
+        return auth.Viewer("deployment token", "token", None)
+    return auth.viewer_from_session(key, request.cookies.get(auth.SESSION_COOKIE), time.time())
+
+
+def _page(template: str, page: Page) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A page that needs a viewer: 401 and the login page without one."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        viewer = _viewer(request)
+        if viewer is None:
+            return _login_page(request, 401)
+        context = await page(request, viewer)
+        context |= {"viewer": viewer, "css": diff_css(), "prefix": PREFIX}
+        response = aiohttp_jinja2.render_template(template, request, context)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    return handler
+
+
+def _redirect(location: str, status: int = 303) -> web.Response:
+    return web.Response(status=status, headers={"Location": location})
+
+
+def _secure(request: web.Request) -> bool:
+    return request.secure or request.headers.get("X-Forwarded-Proto", "") == "https"
+
+
+def _start_session(request: web.Request, viewer: auth.Viewer) -> web.StreamResponse:
+    key = auth.session_key(request.app[_SETTINGS])
+    assert key is not None, "a login succeeded, so a login secret is set"
+    response = _redirect(f"{PREFIX}/jobs")
+    response.set_cookie(
+        auth.SESSION_COOKIE,
+        auth.sign(key, auth.session_data(viewer, time.time())),
+        max_age=auth.SESSION_SECONDS,
+        httponly=True,
+        samesite="Lax",
+        secure=_secure(request),
+        path=PREFIX,
+    )
+    response.del_cookie(auth.STATE_COOKIE, path=PREFIX)
+    return response
+
+
+async def login_form(request: web.Request) -> web.StreamResponse:
+    """GET /dashboard/login."""
+    return _login_page(request, 200)
+
+
+async def login_token(request: web.Request) -> web.StreamResponse:
+    """POST /dashboard/login: the deployment token."""
+    form = await request.post()
+    if not auth.token_matches(request.app[_SETTINGS], str(form.get("token", ""))):
+        return _login_page(request, 401, "That token is not this deployment's dashboard token.")
+    return _start_session(request, auth.Viewer("deployment token", "token", None))
+
+
+def _callback_url(request: web.Request) -> str:
+    scheme = "https" if _secure(request) else request.scheme
+    return f"{scheme}://{request.host}{PREFIX}/auth/github/callback"
+
+
+async def github_start(request: web.Request) -> web.StreamResponse:
+    """GET /dashboard/auth/github: off to GitHub's authorize page, with a state bound to this browser."""
+    settings = request.app[_SETTINGS]
+    if not auth.oauth_configured(settings):
+        return _login_page(request, 404, "GitHub login is not configured on this deployment.")
+    state = secrets.token_urlsafe(24)
+    response = _redirect(auth.authorize_url(settings, _callback_url(request), state), 302)
+    response.set_cookie(
+        auth.STATE_COOKIE, state, max_age=600, httponly=True, samesite="Lax", secure=_secure(request), path=PREFIX
+    )
+    return response
+
+
+async def github_callback(request: web.Request) -> web.StreamResponse:
+    """GET /dashboard/auth/github/callback: check the state, trade the code, keep admins only."""
+    settings = request.app[_SETTINGS]
+    state, expected = request.query.get("state", ""), request.cookies.get(auth.STATE_COOKIE, "")
+    if not auth.oauth_configured(settings):
+        return _login_page(request, 404, "GitHub login is not configured on this deployment.")
+    if not state or not expected or not secrets.compare_digest(state, expected):
+        return _login_page(request, 401, "The login expired or did not start here; please try again.")
+    code = request.query.get("code", "")
+    if not code:
+        return _login_page(request, 401, f"GitHub did not grant the login: {request.query.get('error', 'no code')}")
+    store = _store(request)
+    try:
+        installations = await asyncio.to_thread(store.views.installation_ids)
+        timeout = aiohttp.ClientTimeout(total=30)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            token = await auth.exchange_code(session, settings, code, _callback_url(request))
+            viewer = await auth.admin_viewer(session, settings, token, installations)
+    except auth.LoginError as exc:
+        return _login_page(request, 403, str(exc))
+    log.info("dashboard: %s logged in with GitHub (%d repositories)", viewer.login, len(viewer.repos or ()))
+    return _start_session(request, viewer)
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    """POST /dashboard/logout."""
+    response = _redirect(f"{PREFIX}/login")
+    response.del_cookie(auth.SESSION_COOKIE, path=PREFIX)
+    return response
+
+
+async def jobs_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
+    """GET /dashboard/jobs?repo=&kind=&status=."""
+    store = _store(request)
+    chosen = {k: (request.query.get(k) or None) for k in ("repo", "kind", "status")}
+    if chosen["repo"] is not None and not viewer.may_see(chosen["repo"]):
+        chosen["repo"] = None
+
+    def read() -> tuple[list[Any], dict[str, list[str]]]:
+        rows = store.views.list_jobs(repo=chosen["repo"], kind=chosen["kind"], status=chosen["status"], limit=200)
+        return rows, store.views.filter_choices()
+
+    rows, choices = await asyncio.to_thread(read)
+    rows = [r for r in rows if viewer.may_see(r.issue.repo if r.issue else None)]
+    choices["repo"] = [r for r in choices["repo"] if viewer.may_see(r)]
+    return {"rows": rows, "choices": choices, "chosen": chosen}
+
+
+def _load_conversation(path: Path) -> list[tuple[str, str]]:
+    try:
+        return conversation_view(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return []
+
+
+async def job_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
+    """GET /dashboard/jobs/{id}: triage, environment, timeline, patches, reviews, selection, links."""
+    store = _store(request)
+    settings = request.app[_SETTINGS]
+    try:
+        job_id = int(request.match_info["id"])
+    except ValueError:
+        raise web.HTTPNotFound(text="no such job") from None
+
+    def read() -> dict[str, Any] | None:
+        job = store.jobs.get_job(job_id)
+        if job is None:
+            return None
+        issue = store.views.issue(job.issue_id) if job.issue_id is not None else None
+        if not viewer.may_see(issue.repo if issue else None):
+            return None
+        record = (job.result or {}).get("record") or {} if isinstance(job.result, dict) else {}
+        saved = {int(t["db_id"]): str(t["id"]) for t in record.get("trajectories", []) if t.get("db_id")}
+        trajectories = []
+        for t in store.runs.list_trajectories(job_id):
+            steps = [step_view(s.idx, s.kind, s.content) for s in store.runs.get_steps(t.id)]
+            conversation = []
+            if t.id in saved and "/" not in saved[t.id]:
+                conversation = _load_conversation(settings.data_dir / "trajectories" / f"{saved[t.id]}.json")
+            trajectories.append({"row": t, "steps": steps, "conversation": conversation})
+        patches = [
+            {"row": p, "html": diff_html(p.diff), "reviews": store.runs.get_reviews(p.id)}
+            for p in store.runs.list_patches(job_id)
+        ]
+        publications = store.views.publications(issue.id) if issue else []
+        return {
+            "job": job,
+            "issue": issue,
+            "record": record,
+            "trajectories": trajectories,
+            "patches": patches,
+            "selections": store.runs.get_selections(job_id),
+            "publications": publications,
+            "links": _links(issue, job.result if isinstance(job.result, dict) else {}, publications),
+        }
+
+    data = await asyncio.to_thread(read)
+    if data is None:
+        raise web.HTTPNotFound(text="no such job")
+    return data
+
+
+def _links(issue: Any, result: dict[str, Any], publications: list[Any]) -> list[tuple[str, str]]:
+    """(label, URL) of the issue, its PR and the status comment, where the forge gives web URLs."""
+    links: list[tuple[str, str]] = []
+    if issue is not None and issue.url:
+        links.append((f"issue {issue.repo}#{issue.number_or_key}", issue.url))
+    base = f"https://github.com/{issue.repo}" if issue is not None and issue.forge == "github" else ""
+    prs = {str(result["pr"])} if str(result.get("pr") or "").isdigit() else set()
+    for pub in publications:
+        ref = str(pub.forge_ref)
+        if ref.startswith(("http://", "https://")):
+            links.append((pub.kind, ref))
+        elif pub.kind == "pr" and ref.isdigit():
+            prs.add(ref)
+        elif base and pub.kind.startswith("status-") and ref.isdigit() and issue is not None:
+            what = pub.kind.removeprefix("status-")
+            links.append((f"{what} status comment", f"{base}/issues/{issue.number_or_key}#issuecomment-{ref}"))
+    if base:
+        links += [(f"pull request #{n}", f"{base}/pull/{n}") for n in sorted(prs, key=int)]
+    return links
+
+
+async def deliveries_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
+    """GET /dashboard/deliveries (every delivery for the token; GitHub viewers see only jobs, not the inbox)."""
+    if viewer.repos is not None:
+        return {"rows": [], "hidden": True}
+    rows = await asyncio.to_thread(_store(request).views.list_deliveries, limit=200)
+    return {"rows": rows, "hidden": False}
+
+
+async def runners_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
+    """GET /dashboard/runners."""
+    rows = await asyncio.to_thread(_store(request).views.runners, now=time.time())
+    return {"rows": rows}
+
+
+async def root(request: web.Request) -> web.StreamResponse:
+    """GET /dashboard: the jobs list."""
+    raise web.HTTPFound(f"{PREFIX}/jobs")
+
+
+def setup_dashboard(app: web.Application, settings: Settings, store_key: web.AppKey[Store]) -> None:
+    """Add the dashboard's routes and templates to the web app; the store is read from `app[store_key]`."""
+    app[_SETTINGS] = settings
+    app[_STORE_KEY] = store_key
+    aiohttp_jinja2.setup(
+        app, loader=jinja2.PackageLoader("bot.dashboard", "templates"), autoescape=jinja2.select_autoescape()
+    )
+    app.router.add_get(PREFIX, root)
+    app.router.add_get(f"{PREFIX}/login", login_form)
+    app.router.add_post(f"{PREFIX}/login", login_token)
+    app.router.add_post(f"{PREFIX}/logout", logout)
+    app.router.add_get(f"{PREFIX}/auth/github", github_start)
+    app.router.add_get(f"{PREFIX}/auth/github/callback", github_callback)
+    app.router.add_get(f"{PREFIX}/jobs", _page("jobs.html", jobs_page))
+    app.router.add_get(f"{PREFIX}/jobs/{{id}}", _page("job.html", job_page))
+    app.router.add_get(f"{PREFIX}/deliveries", _page("deliveries.html", deliveries_page))
+    app.router.add_get(f"{PREFIX}/runners", _page("runners.html", runners_page))

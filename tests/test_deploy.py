@@ -1,0 +1,191 @@
+"""deploy/: the compose file passes `docker-compose config`, the kustomize overlay renders with `kubectl kustomize`
+and holds what a deployment needs, and the image builds here from the locally built base and runs non-root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+COMPOSE_ENV = {
+    "POSTGRES_PASSWORD": "pw",
+    "REPROBOT_GITHUB_APP_ID": "1",
+    "REPROBOT_GITHUB_PRIVATE_KEY": "pem",
+    "REPROBOT_GITHUB_WEBHOOK_SECRET": "hook",
+}
+
+
+def tool(name: str, package: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (Debian package {package}; .ci/system-packages test)")
+    return found
+
+
+def compose_config(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROBOT_", "POSTGRES_"))} | extra_env
+    return subprocess.run(
+        [tool("docker-compose", "docker-compose"), "-f", str(DEPLOY / "docker-compose.yml"), "config"],
+        cwd=DEPLOY,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_compose_config() -> None:
+    run = compose_config(COMPOSE_ENV)
+    assert run.returncode == 0, run.stderr
+    config = yaml.safe_load(run.stdout)
+    services = config["services"]
+    assert set(services) == {"web", "worker", "postgres"}
+    assert services["worker"]["scale"] >= 2
+    assert services["web"]["build"]["dockerfile"] == "deploy/Dockerfile"
+    assert services["web"]["build"]["args"]["BASE_IMAGE"] == "python:3.11-slim-bookworm"
+    assert "pgdata" in config["volumes"]
+    assert any(str(v).startswith("pgdata:") for v in services["postgres"]["volumes"])
+    for name in ("web", "worker"):
+        env = services[name]["environment"]
+        assert env["REPROBOT_DATABASE_URL"] == "postgresql://reprobot:pw@postgres:5432/reprobot"
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert services["worker"]["environment"]["REPROBOT_METRICS_PORT"] == "9100"
+    # A missing secret is refused by name rather than deployed empty.
+    missing = compose_config({k: v for k, v in COMPOSE_ENV.items() if k != "REPROBOT_GITHUB_WEBHOOK_SECRET"})
+    assert missing.returncode != 0 and "REPROBOT_GITHUB_WEBHOOK_SECRET" in missing.stderr
+
+
+def kustomize(path: Path) -> list[dict[str, Any]]:
+    run = subprocess.run(
+        [tool("kubectl", "kubernetes-client"), "kustomize", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    return [doc for doc in yaml.safe_load_all(run.stdout) if doc]
+
+
+def test_kustomize_overlay_renders_a_complete_deployment() -> None:
+    docs = kustomize(DEPLOY / "k8s" / "overlays" / "example")
+    by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    for key in [
+        ("Deployment", "reprobot-web"),
+        ("Deployment", "reprobot-worker"),
+        ("Service", "reprobot-web"),
+        ("Ingress", "reprobot-web"),
+        ("Secret", "reprobot-secrets"),
+        ("ConfigMap", "reprobot-config"),
+        ("PodDisruptionBudget", "reprobot-web"),
+        ("PodDisruptionBudget", "reprobot-worker"),
+    ]:
+        assert key in by, key
+        assert by[key]["metadata"]["namespace"] == "reprobot"
+    web, worker = by[("Deployment", "reprobot-web")], by[("Deployment", "reprobot-worker")]
+    assert worker["spec"]["replicas"] == 3  # the overlay's count
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["image"] == "registry.example.org/reprobot/app:0.1.0"
+    for deployment in (web, worker):
+        spec = deployment["spec"]["template"]["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+        for c in spec["containers"]:
+            assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
+            assert c["securityContext"]["allowPrivilegeEscalation"] is False
+            refs = {r.get("configMapRef", r.get("secretRef", {})).get("name") for r in c["envFrom"]}
+            assert refs == {"reprobot-config", "reprobot-secrets"}
+    service = by[("Service", "reprobot-web")]
+    assert service["spec"]["selector"].items() <= web["spec"]["template"]["metadata"]["labels"].items()
+    backend = by[("Ingress", "reprobot-web")]["spec"]["rules"][0]
+    assert backend["host"] == "reprobot.example.com"
+    assert backend["http"]["paths"][0]["backend"]["service"]["name"] == "reprobot-web"
+    for name in ("reprobot-web", "reprobot-worker"):
+        pdb = by[("PodDisruptionBudget", name)]
+        target = by[("Deployment", name)]["spec"]["template"]["metadata"]["labels"]
+        assert pdb["spec"]["selector"]["matchLabels"].items() <= target.items()
+    assert by[("ConfigMap", "reprobot-config")]["data"]["REPROBOT_MAX_RUNNING_JOBS"] == "6"
+
+
+def test_dockerfile_structure() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert lines[0] == "ARG BASE_IMAGE=python:3.11-slim-bookworm"
+    assert sum(1 for line in lines if line.startswith("FROM ${BASE_IMAGE}")) == 2  # multi-stage, one base
+    users = [line for line in lines if line.startswith("USER ")]
+    assert users[-1] == "USER 10001:10001"  # the image runs non-root
+    assert "COPY --from=build /opt/reprobot /opt/reprobot" in lines
+
+
+def _docker_ready() -> str:
+    from sandboxes.baseimage import image_exists, image_tag
+    from sandboxes.factory import available_backends
+
+    problem = available_backends()["docker"]
+    if problem is not None:
+        pytest.skip(f"no docker engine here: {problem}")
+    tag = image_tag()
+    if not image_exists(tag):
+        pytest.skip(f"the local base image {tag} is not built (reprobot sandbox build-base)")
+    return tag
+
+
+def _wheels(into: Path) -> None:
+    """The dependencies' wheels from `make image-wheels` (the build then reaches no package index)."""
+    have = ROOT / ".reprobot" / "image-wheels"
+    if not (have / ".stamp").exists():
+        pytest.skip(f"no dependency wheels in {have}: run `make image-wheels` (make test does it first)")
+    into.mkdir(parents=True)
+    for wheel in have.glob("*.whl"):
+        os.link(wheel, into / wheel.name)
+
+
+# The first build here installs the apt packages and every wheel (minutes on a busy machine); later builds
+# reuse the cached layers and take seconds.
+@pytest.mark.timeout(1800)
+def test_image_builds_from_the_local_base_and_runs_non_root(tmp_path: Path) -> None:
+    base = _docker_ready()
+    context = tmp_path / "context"
+    context.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for item in ("bot", "handlers", "sandboxes", "patch_selectors"):
+        shutil.copytree(ROOT / item, context / item, ignore=ignore)
+    for item in ("pyproject.toml", "README.md", ".dockerignore"):
+        shutil.copy2(ROOT / item, context / item)
+    (context / "deploy").mkdir()
+    shutil.copy2(DEPLOY / "Dockerfile", context / "deploy" / "Dockerfile")
+    _wheels(context / "deploy" / "wheels")
+    image = "reprobot/app:test"
+    build = subprocess.run(
+        ["docker", "build", "-q", "-f", "deploy/Dockerfile", "--build-arg", f"BASE_IMAGE={base}", "-t", image, "."],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    run = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            image,
+            "sh",
+            "-c",
+            "id -u && reprobot --help >/dev/null && python3 -c 'import bot.dashboard, prometheus_client' && echo ok",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    uid, ok = run.stdout.split()
+    assert uid == "10001" and ok == "ok"
