@@ -3,6 +3,7 @@
 Jira holds the issue: status comments per (issue, kind) edited in place, replies, a remote link to the change
 request, transitions by name when a PR is opened, labels. The mapped repository holds the code: a GitHub repo
 through the App (GitHubForge) or any git URL (GitRemoteForge); clone, push and the change request go there.
+`issue_creator` creates issues in a mapped site's project (the Mojira poller's `jira:PROJECT` sink).
 
 Every call of the `jira` client blocks, so each runs in a thread, under the one tenacity policy of bot/retry.py
 (5xx, 429 with Retry-After, connection errors). The client's own retries are off so that policy is the only one.
@@ -403,6 +404,8 @@ class JiraIssueCreator:
             "issuetype": {"name": ISSUE_TYPE},
             "labels": list(labels),
         }
+        # A 5xx is retried like every call here: a create Jira committed but answered with a 5xx is made twice,
+        # a rare duplicate issue being the lesser harm than a report that never arrives.
         try:
             made = await _call(
                 self.jira.create_issue, fields=fields, prefetch=False, retry_base=self._retry_base, sleep=self._sleep
