@@ -11,8 +11,10 @@ from pathlib import Path
 import aiohttp
 import httpx
 import pytest
+from jira import JIRAError
 
 from bot.config import Settings, SettingsError
+from bot.forges.jira import IssueRefused, JiraIssueCreator, jira_client
 from bot.mojira.client import MojiraClient
 from bot.mojira.fields import parse_report
 from bot.mojira.poller import Poller
@@ -22,7 +24,9 @@ from bot.mojira.triage import triage_report
 from bot.store import Store
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
+from tests.fakes.jira import JiraDouble
 from tests.fakes.mojira import MojiraDouble, adf_doc
+from tests.jira_env import JIRA_TOKEN
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -107,11 +111,98 @@ def test_sink_settings_are_checked() -> None:
         Settings.from_env({"REPROBOT_MOJIRA_PAGE_SIZE": "500"})
 
 
-async def test_build_sink_names_what_is_missing() -> None:
+def _mapping(tmp_path: Path, *entries: tuple[str, str]) -> Path:
+    """A Jira mapping file with one (site, project) entry per pair, each on a plain git URL."""
+    rows = [
+        f"  - {{site: '{site}', project: {project}, git: 'https://git.example.com/{project}.git'}}"
+        for site, project in entries
+    ]
+    path = tmp_path / "mapping.yml"
+    path.write_text("projects:\n" + "\n".join(rows) + "\n")
+    return path
+
+
+async def test_build_sink_names_what_is_missing(tmp_path: Path) -> None:
+    sink_game = replace(Settings(), mojira_sink="jira:GAME")
     async with aiohttp.ClientSession() as session:
         assert isinstance(build_sink(Settings(), session), StoreSink)
-        with pytest.raises(SettingsError, match=r"bot/forges/jira\.py"):
-            build_sink(replace(Settings(), mojira_sink="jira:GAME"), session)
+        with pytest.raises(SettingsError, match=r"REPROBOT_MOJIRA_SINK=jira:GAME needs REPROBOT_JIRA_MAPPING"):
+            build_sink(sink_game, session)
+        bad = tmp_path / "bad.yml"
+        bad.write_text("projects: 3\n")
+        with pytest.raises(SettingsError, match=r"REPROBOT_MOJIRA_SINK=jira:GAME: REPROBOT_JIRA_MAPPING is invalid"):
+            build_sink(replace(sink_game, jira_mapping=bad), session)
+        two = _mapping(tmp_path, ("https://a.example.net", "SHOP"), ("https://b.example.net", "OPS"))
+        with pytest.raises(SettingsError, match=r"REPROBOT_MOJIRA_SINK=jira:GAME .*map GAME .*2 sites"):
+            build_sink(replace(sink_game, jira_mapping=two), session)
+        one = _mapping(tmp_path, ("https://a.example.net", "SHOP"))  # the only site: GAME lives there too
+        sink = build_sink(replace(sink_game, jira_mapping=one), session)
+        assert isinstance(sink, JiraProjectSink) and sink.name == "jira:GAME"
+        assert isinstance(sink.creator, JiraIssueCreator) and sink.creator.site == "https://a.example.net"
+        named = _mapping(tmp_path, ("https://a.example.net", "SHOP"), ("https://b.example.net/jira", "GAME"))
+        sink = build_sink(replace(sink_game, jira_mapping=named), session)
+        assert isinstance(sink, JiraProjectSink) and isinstance(sink.creator, JiraIssueCreator)
+        assert sink.creator.site == "https://b.example.net/jira"
+
+
+async def test_a_jira_sink_poll_creates_one_issue_per_new_report(tmp_path: Path) -> None:
+    jira = JiraDouble(require_shared(FIXTURES / "jira" / "rest"), token=JIRA_TOKEN)
+    mojira = MojiraDouble()
+    await jira.start()
+    await mojira.start()
+    jira.add_project("GAME")
+    mojira.add("MC-51", "Boats sink", NOW, versions=("1.21",), description=adf_doc("Steps to reproduce: place a boat"))
+    mojira.add("MC-52", "Lag spikes", NOW, description="**every** few seconds")
+    settings = replace(
+        Settings(data_dir=tmp_path / "data"),
+        jira_token=JIRA_TOKEN,
+        jira_mapping=_mapping(tmp_path, (jira.site, "SHOP")),  # GAME is not mapped: the only site is used
+        jira_retry_base=0.01,
+        mojira_api_url=f"{mojira.url}/api",
+        mojira_sink="jira:GAME",
+    )
+    store = Store.memory()
+    try:
+        async with aiohttp.ClientSession() as session, httpx.AsyncClient() as http:
+            sink = build_sink(settings, session)
+            poller = Poller(store, MojiraClient(http, settings.mojira_api_url), sink, "MC", "project = MC", settings)
+            jira.fail("issue/create", 503)  # retried under the forge's policy: still one issue
+            assert (await poller.poll_once()).new == ["MC-51", "MC-52"]
+            assert (await poller.poll_once()).new == []  # seen: no second issue
+    finally:
+        await mojira.stop()
+        await jira.stop()
+    assert jira.created == ["GAME-1", "GAME-2"]
+    assert [op for op, _, _ in jira.calls].count("issue/create") == 3
+    boats = jira.issues["GAME-1"]
+    assert boats.summary == "[MC-51] Boats sink" and boats.labels == ["mojira"]
+    assert "[MC-51|https://bugs.mojang.com/browse/MC-51]" in boats.description  # a markdown link in Jira markup
+    assert "| Affects versions | 1.21 |" in boats.description and "bq. Steps to reproduce" in boats.description
+    assert "*every*" in jira.issues["GAME-2"].description  # markdown bold became Jira wiki bold
+    record = await asyncio.to_thread(store.mojira.get, "MC-51")
+    assert record is not None and record.sink == "jira:GAME" and record.sink_ref == "GAME-1"
+
+
+async def test_jira_refusals_content_is_final_configuration_is_not(tmp_path: Path) -> None:
+    jira = JiraDouble(require_shared(FIXTURES / "jira" / "rest"), token=JIRA_TOKEN)
+    await jira.start()
+    jira.add_project("GAME")
+    creator = JiraIssueCreator(jira_client(Settings(jira_token=JIRA_TOKEN), jira.site), jira.site, retry_base=0.01)
+    try:
+        with pytest.raises(IssueRefused, match="summary"):
+            await creator.create_issue("GAME", "x" * 300, "body", ["mojira"])
+        with pytest.raises(JIRAError) as raised:  # a project Jira does not have: the deployment's to fix
+            await creator.create_issue("NOPE", "Lag", "body", ["mojira"])
+        assert raised.value.status_code == 400
+        sink = JiraProjectSink(creator, "GAME")
+        report = parse_report({"key": "MC-9", "fields": {"summary": "Lag", "updated": "2024-05-01T12:00:00.000+0000"}})
+        jira.fail("issue/create", 400)  # no field errors: not known to be about this report, so not final
+        with pytest.raises(JIRAError):
+            await sink.deliver(report, triage_report(report), [])
+        assert await sink.deliver(report, triage_report(report), []) == "GAME-1"
+    finally:
+        await jira.stop()
+    assert jira.created == ["GAME-1"]
 
 
 def test_rendered_title_is_bounded() -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.config import Settings, SettingsError
 from bot.queue import Queue
 from bot.report import render_app_reproduction
-from bot.runner.agent import scrubbed_env
+from bot.runner import execute
+from bot.runner.agent import RunnerAgent, RunnerConfig, scrubbed_env
+from bot.runner.execute import CACHE_ENV
 from bot.store import Store
 from bot.store.runners import runner_owner, token_hash
 
@@ -101,3 +105,26 @@ def test_reproduction_comment_neutralizes_report_text_and_orders_screenshots() -
     failed = render_app_reproduction({"status": "error", "reasons": ["lease of runner:3 lapsed"]}, {})
     assert "failed" in failed and "lease of runner:3 lapsed" in failed
     assert "No oracle fired" in render_app_reproduction({"status": "not_reproduced"}, {})
+
+
+async def test_app_jobs_on_one_runner_share_the_utg_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sandboxes.runners import app_repro
+
+    agent = RunnerAgent(RunnerConfig("http://127.0.0.1:1", "reg", [], "r1", tmp_path / "work"))
+    env = scrubbed_env(agent._child_env(tmp_path / "work" / "job-1-1" / "job.json", tmp_path / "out"))
+    assert env[CACHE_ENV] == str(tmp_path / "work" / "cache")
+    seen: list[Path | None] = []
+
+    async def agent_run(issue_text: str, app_url: str, **kwargs: Any) -> app_repro.AppReproResult:
+        seen.append(kwargs["cache_dir"])
+        kwargs["out_dir"].mkdir(parents=True)  # as the agent does
+        return app_repro.AppReproResult("abstained")
+
+    monkeypatch.setattr(app_repro, "reproduce_app", agent_run)
+    job = {"kind": "reproduce.app", "task": {"issue_text": "Clicking Save crashes", "app_url": "http://127.0.0.1:9/"}}
+    monkeypatch.setenv(CACHE_ENV, env[CACHE_ENV])
+    await execute.reproduce_app(job, tmp_path / "job-1")
+    await execute.reproduce_app(job, tmp_path / "job-2")  # the next job on this runner: the same cache folder
+    monkeypatch.delenv(CACHE_ENV)
+    await execute.reproduce_app(job, tmp_path / "job-3")  # started by hand without a runner: no cache
+    assert seen == [tmp_path / "work" / "cache" / "utg"] * 2 + [None]

@@ -3,6 +3,7 @@
 Jira holds the issue: status comments per (issue, kind) edited in place, replies, a remote link to the change
 request, transitions by name when a PR is opened, labels. The mapped repository holds the code: a GitHub repo
 through the App (GitHubForge) or any git URL (GitRemoteForge); clone, push and the change request go there.
+`issue_creator` creates issues in a mapped site's project (the Mojira poller's `jira:PROJECT` sink).
 
 Every call of the `jira` client blocks, so each runs in a thread, under the one tenacity policy of bot/retry.py
 (5xx, 429 with Retry-After, connection errors). The client's own retries are off so that policy is the only one.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +23,7 @@ from jira import JIRA, JIRAError
 from tenacity import Retrying
 
 from bot.adf import adf_to_markdown
-from bot.config import Settings
+from bot.config import Settings, SettingsError
 from bot.forges.base import ChangeRequest, CodeForge, PermanentJobError
 from bot.forges.git import GitRemoteForge
 from bot.forges.github import GitHubForge
@@ -31,7 +32,15 @@ from bot.jira_mapping import JiraMapping, MappingError, ProjectMapping, load_map
 from bot.jira_wiki import markdown_to_jira
 from bot.retry import MAX_WAIT, retry_policy
 
-__all__ = ["STATUS_MARKER", "JiraForge", "jira_client", "jira_forge_for_job"]
+__all__ = [
+    "STATUS_MARKER",
+    "IssueRefused",
+    "JiraForge",
+    "JiraIssueCreator",
+    "issue_creator",
+    "jira_client",
+    "jira_forge_for_job",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +68,28 @@ def _hint(exc: BaseException) -> float | None:
         return max(0.0, float(value)) if value else None
     except ValueError:
         return None
+
+
+def _retrying(base: float, sleep: Callable[[float], None] | None) -> Retrying:
+    extra: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
+    policy: Retrying = retry_policy(Retrying, retry_on=_retryable, hint=_hint, base=base, cap=MAX_WAIT, **extra)
+    return policy
+
+
+async def _call(
+    fn: Callable[..., T],
+    *args: Any,
+    retry_base: float = 1.0,
+    sleep: Callable[[float], None] | None = None,
+    **kwargs: Any,
+) -> T:
+    """The one I/O point of this module: a blocking `jira` client call in a thread, under the one retry policy."""
+
+    def run() -> T:
+        result: T = _retrying(retry_base, sleep)(fn, *args, **kwargs)
+        return result
+
+    return await asyncio.to_thread(run)
 
 
 def jira_client(settings: Settings, site: str) -> JIRA:
@@ -97,19 +128,8 @@ class JiraForge:
 
     # -- the one I/O point: a blocking client call in a thread, under the one retry policy ---------------------
 
-    def _retrying(self) -> Retrying:
-        extra: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
-        policy: Retrying = retry_policy(
-            Retrying, retry_on=_retryable, hint=_hint, base=self._retry_base, cap=MAX_WAIT, **extra
-        )
-        return policy
-
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        def run() -> T:
-            result: T = self._retrying()(fn, *args, **kwargs)
-            return result
-
-        return await asyncio.to_thread(run)
+        return await _call(fn, *args, retry_base=self._retry_base, sleep=self._sleep, **kwargs)
 
     # -- names ------------------------------------------------------------------------------------------------
 
@@ -332,3 +352,110 @@ async def jira_forge_for_job(
     code = await _code_forge(entry, settings, session, tokens)
     jira = await asyncio.to_thread(jira_client, settings, site)
     return JiraForge(jira, key, entry, code, retry_base=settings.jira_retry_base)
+
+
+# -- creating issues: the Mojira poller's `jira:PROJECT` sink ---------------------------------------------------
+
+#: The issue type a created issue gets (every Jira software project template has it).
+ISSUE_TYPE = "Bug"
+
+
+#: Fields whose 400 is about this one issue's text, not about the deployment (project, issue type, labels field).
+CONTENT_FIELDS = frozenset({"summary", "description"})
+
+
+class IssueRefused(Exception):
+    """Jira refused this issue's own content for good (a 400 on its summary or description)."""
+
+
+def _field_errors(exc: JIRAError) -> dict[str, str]:
+    """The per-field messages of a Jira 400 (`{"errors": {"summary": "..."}}`), empty when there are none."""
+    response = getattr(exc, "response", None)
+    try:
+        errors = response.json().get("errors") if response is not None else None
+    except (ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict) else {}
+
+
+class JiraIssueCreator:
+    """Creates issues in a project of one Jira site (the real `jira` client, under the forge's retry policy)."""
+
+    def __init__(
+        self,
+        jira: JIRA,
+        site: str,
+        *,
+        retry_base: float = 1.0,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.jira = jira
+        self.site = site
+        self._retry_base = retry_base
+        self._sleep = sleep
+
+    async def create_issue(self, project: str, summary: str, description: str, labels: Sequence[str]) -> str:
+        """Create a `Bug` in `project` with `description` (markdown, converted to Jira wiki markup); its key."""
+        fields = {
+            # By key and by name: the client then sends them as they are, without looking up their ids first.
+            "project": {"key": project},
+            "summary": summary,
+            "description": markdown_to_jira(description),
+            "issuetype": {"name": ISSUE_TYPE},
+            "labels": list(labels),
+        }
+        # A 5xx is retried like every call here: a create Jira committed but answered with a 5xx is made twice,
+        # a rare duplicate issue being the lesser harm than a report that never arrives.
+        try:
+            made = await _call(
+                self.jira.create_issue, fields=fields, prefetch=False, retry_base=self._retry_base, sleep=self._sleep
+            )
+        except JIRAError as exc:
+            errors = _field_errors(exc) if exc.status_code == 400 else {}
+            # Only a refusal of this issue's text is final for it; a bad project or issue type is the deployment's
+            # and raises on, so the report is offered again once that is fixed.
+            if errors and set(errors) <= CONTENT_FIELDS:
+                raise IssueRefused(f"Jira refused the issue: {errors}") from exc
+            raise
+        return str(made.key)
+
+
+def site_for_project(mapping: JiraMapping, project: str) -> str:
+    """The Jira site holding `project`: the one the mapping names for that key, else the mapping's only site.
+
+    SettingsError (naming REPROBOT_MOJIRA_SINK) when no site, or more than one, fits.
+    """
+    named = sorted({entry.site for entry in mapping.projects if entry.project == project})
+    if len(named) == 1:
+        return named[0]
+    if len(named) > 1:
+        raise SettingsError(
+            f"REPROBOT_MOJIRA_SINK=jira:{project}: project {project} is mapped on several Jira sites "
+            f"({', '.join(named)}) in REPROBOT_JIRA_MAPPING; map it on one site only"
+        )
+    sites = sorted({entry.site for entry in mapping.projects})
+    if len(sites) == 1:
+        return sites[0]
+    found = f"it maps {len(sites)} sites ({', '.join(sites)})" if sites else "it maps no site"
+    raise SettingsError(
+        f"REPROBOT_MOJIRA_SINK=jira:{project} needs the Jira site of project {project}: "
+        f"map {project} in REPROBOT_JIRA_MAPPING ({found})"
+    )
+
+
+def issue_creator(settings: Settings, project: str) -> JiraIssueCreator:
+    """The creator for the Mojira sink `jira:PROJECT`, on the site the deployment's mapping names for `project`.
+
+    Read once when the sink is built (a small local file, like the settings); SettingsError when the mapping is
+    missing, invalid, or does not say which site holds `project`.
+    """
+    if settings.jira_mapping is None:
+        raise SettingsError(
+            f"REPROBOT_MOJIRA_SINK=jira:{project} needs REPROBOT_JIRA_MAPPING (the mapping names the Jira site)"
+        )
+    try:
+        mapping = load_mapping(settings.jira_mapping)
+    except MappingError as exc:
+        raise SettingsError(f"REPROBOT_MOJIRA_SINK=jira:{project}: REPROBOT_JIRA_MAPPING is invalid: {exc}") from None
+    site = site_for_project(mapping, project)
+    return JiraIssueCreator(jira_client(settings, site), site, retry_base=settings.jira_retry_base)

@@ -6,7 +6,6 @@ told about each report once: the poller records the report in the store right af
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Sequence
 from typing import Protocol
@@ -14,7 +13,8 @@ from typing import Protocol
 import aiohttp
 from gidgethub import BadRequest, apps
 
-from bot.config import Settings, SettingsError
+from bot.config import Settings
+from bot.forges.jira import IssueRefused, issue_creator
 from bot.github_client import InstallationTokens, client
 from bot.mojira.fields import MojiraReport
 from bot.mojira.render import report_body, report_title
@@ -115,9 +115,12 @@ class JiraProjectSink:
 
     async def deliver(self, report: MojiraReport, triage: GameTriage, duplicates: Sequence[str]) -> str | None:
         """Create the issue; its key is the reference."""
-        return await self.creator.create_issue(
-            self.project, report_title(report), report_body(report, triage, duplicates), LABELS
-        )
+        try:
+            return await self.creator.create_issue(
+                self.project, report_title(report), report_body(report, triage, duplicates), LABELS
+            )
+        except IssueRefused as exc:
+            raise SinkRejected(f"Jira refused {report.key}: {exc}") from exc
 
 
 def build_sink(settings: Settings, session: aiohttp.ClientSession) -> Sink:
@@ -127,12 +130,6 @@ def build_sink(settings: Settings, session: aiohttp.ClientSession) -> Sink:
         repo, _, number = target.partition("#")
         return GitHubIssueSink(settings, session, repo, int(number) if number else None)
     if kind == "jira":
-        # The Jira forge (bot/forges/jira.py, same issue) owns the Jira client and its settings.
-        try:
-            factory = importlib.import_module("bot.forges.jira").issue_creator
-        except (ImportError, AttributeError):
-            raise SettingsError(
-                "REPROBOT_MOJIRA_SINK=jira:... needs the Jira forge's issue_creator (bot/forges/jira.py)"
-            ) from None
-        return JiraProjectSink(factory(settings), target)
+        # The site comes from the Jira mapping (REPROBOT_JIRA_MAPPING); SettingsError when it does not say.
+        return JiraProjectSink(issue_creator(settings, target), target)
     return StoreSink()

@@ -23,6 +23,7 @@ import httpx
 
 from bot.retry import RetryableHTTPError
 from bot.runner.client import JobGone, ProtocolError, RunnerClient
+from bot.runner.execute import CACHE_ENV
 
 __all__ = ["RunnerAgent", "RunnerConfig", "default_command", "scrubbed_env"]
 
@@ -245,7 +246,7 @@ class RunnerAgent:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             cwd=str(folder),
-            env=scrubbed_env({"REPROBOT_RUNNER_JOB": str(job_file), "REPROBOT_RUNNER_OUT": str(out)}),
+            env=scrubbed_env(self._child_env(job_file, out)),
             start_new_session=True,  # its own process group: cancellation reaches everything it started
             preexec_fn=_die_with_parent,
         )
@@ -270,6 +271,14 @@ class RunnerAgent:
             log.error("job %s: could not report (%s); its lease will lapse and it will be retried", job_id, exc)
             return "unreported"
         return ending
+
+    def _child_env(self, job_file: Path, out: Path) -> dict[str, str]:
+        """What a job's child is told: its job file, its output folder, and the cache kept across this runner's jobs."""
+        return {
+            "REPROBOT_RUNNER_JOB": str(job_file),
+            "REPROBOT_RUNNER_OUT": str(out),
+            CACHE_ENV: str(self.config.work_dir / "cache"),
+        }
 
     async def _watch(self, job_id: int, proc: asyncio.subprocess.Process, stop: asyncio.Event) -> str:
         """Renew the lease while the child runs; stop it on cancellation, a lost lease or the runner's SIGTERM."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import platform
 import shutil
 import socket
@@ -19,9 +20,18 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXECUTORS", "main"]
+__all__ = ["CACHE_ENV", "EXECUTORS", "cache_dir", "main"]
 
 Executor = Callable[[dict[str, Any], Path], Coroutine[Any, Any, dict[str, Any]]]
+
+#: The runner's cache folder, kept across its jobs (the runner sets it under its work dir; unset: no cache).
+CACHE_ENV = "REPROBOT_RUNNER_CACHE"
+
+
+def cache_dir(name: str) -> Path | None:
+    """The runner's cache folder for `name` (e.g. `utg`), or None when this child was started without one."""
+    root = os.environ.get(CACHE_ENV)
+    return Path(root) / name if root else None
 
 
 async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -39,6 +49,8 @@ async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
         out_dir=out_dir,
         driver=str(task.get("driver") or "web"),
         budget_seconds=float(task.get("budget_seconds") or 300.0),
+        # The UI graph explored on one job serves the next job on the same app version on this runner.
+        cache_dir=cache_dir("utg"),
     )
     document: dict[str, Any] = result.to_json()
     actions = out_dir / "actions.json"

@@ -1,8 +1,8 @@
 """A Jira double: REST v2 over HTTP on 127.0.0.1 (aiohttp), answering with the recorded shapes; it also signs webhooks.
 
-It serves what reprobot and the real `jira` client use: issues (get, edit labels), comments (list, get, add, update),
-transitions (list, do), remote links (list, add), project roles, my permissions, search (a small JQL subset), the
-field list and myself. Its answers are the recorded responses in ../shared/fixtures/jira/rest with this double's
+It serves what reprobot and the real `jira` client use: issues (get, create, edit labels), comments (list, get, add,
+update), transitions (list, do), remote links (list, add), project roles, my permissions, search (a small JQL subset),
+the field list and myself. Its answers are the recorded responses in ../shared/fixtures/jira/rest with this double's
 own values filled in; its site lives under a context path (`/jira`), as Jira Server's does. Every request is
 recorded in `calls`; `fail()` injects errors (with headers such as Retry-After).
 """
@@ -61,6 +61,8 @@ WORKFLOW: dict[str, list[tuple[str, str]]] = {
     "In Review": [("Approve", "Done"), ("Reopen", "To Do")],
     "Done": [("Reopen", "To Do")],
 }
+#: The issue types every project offers (by name, as a create request may name them).
+ISSUE_TYPES = ("Bug", "Task", "Story")
 _STATUS_IDS = {name: str(10000 + i) for i, name in enumerate(WORKFLOW)}
 
 
@@ -86,6 +88,10 @@ class JiraDouble:
         #: project → role name → user names in it.
         self.roles: dict[str, dict[str, list[str]]] = {}
         self.calls: list[tuple[str, str, Any]] = []
+        #: Project keys issues can be created in (`add_issue` adds its project too).
+        self.projects: set[str] = set()
+        #: Keys of the issues created through the API, in order.
+        self.created: list[str] = []
         self.faults: dict[str, Fault] = {}
         self._ids = itertools.count(10100)
         self._runner: web.AppRunner | None = None
@@ -127,7 +133,12 @@ class JiraDouble:
             str(next(self._ids)), f"{project}-{number}", project, summary, description, labels or [], components or []
         )
         self.issues[issue.key] = issue
+        self.projects.add(project)
         return issue
+
+    def add_project(self, key: str) -> None:
+        """A project issues can be created in."""
+        self.projects.add(key)
 
     def add_role(self, project: str, role: str, users: list[str]) -> None:
         """Put users in a project role."""
@@ -257,6 +268,39 @@ class JiraDouble:
         if wanted and "*all" not in wanted:
             data["fields"] = {k: v for k, v in data["fields"].items() if k in wanted}
         return web.json_response(data)
+
+    def _op_issue_create(self, p: dict[str, str], body: Any, q: dict[str, str]) -> web.Response:
+        """REST v2 create: validates the body's shape, answers 201 `{id, key, self}` as Jira does."""
+        fields = body.get("fields") if isinstance(body, dict) else None
+        if not isinstance(fields, dict):
+            raise TypeError('expected {"fields": {...}}')
+        errors: dict[str, str] = {}
+        project = fields.get("project")
+        key = project.get("key") if isinstance(project, dict) else None
+        if not isinstance(key, str) or key not in self.projects:
+            errors["project"] = "valid project is required"
+        summary = fields.get("summary")
+        if not isinstance(summary, str) or not summary.strip():
+            errors["summary"] = "You must specify a summary of the issue."
+        elif len(summary) > 255:
+            errors["summary"] = "Summary must be less than 255 characters."
+        kind = fields.get("issuetype")
+        if not isinstance(kind, dict) or (kind.get("name") not in ISSUE_TYPES and kind.get("id") is None):
+            errors["issuetype"] = "valid issue type is required"
+        labels = fields.get("labels", [])
+        if not isinstance(labels, list) or not all(isinstance(v, str) and " " not in v for v in labels):
+            errors["labels"] = "labels must be a list of strings without spaces"
+        description = fields.get("description", "")
+        if not isinstance(description, str):
+            errors["description"] = "Operation value must be a string"
+        if errors:
+            return web.json_response({"errorMessages": [], "errors": errors}, status=400)
+        assert isinstance(key, str) and isinstance(summary, str)
+        issue = self.add_issue(key, summary, description, labels=list(labels))
+        self.created.append(issue.key)
+        return web.json_response(
+            {"id": issue.id, "key": issue.key, "self": f"{self.site}/rest/api/2/issue/{issue.id}"}, status=201
+        )
 
     def _op_issue_edit(self, p: dict[str, str], body: Any, q: dict[str, str]) -> web.Response:
         issue = self._issue(p["issue"])
@@ -434,6 +478,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     for m, p, op in (
         ("GET", r"issue/(?P<issue>[^/]+)", "issue/get"),
         ("PUT", r"issue/(?P<issue>[^/]+)", "issue/edit"),
+        ("POST", r"issue", "issue/create"),
         ("GET", r"issue/(?P<issue>[^/]+)/comment", "comment/list"),
         ("POST", r"issue/(?P<issue>[^/]+)/comment", "comment/add"),
         ("GET", r"issue/(?P<issue>[^/]+)/comment/(?P<comment>\d+)", "comment/get"),
