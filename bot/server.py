@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
 from typing import Any
@@ -14,9 +13,9 @@ from aiohttp import web
 from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event
 
-from bot import metrics
 from bot.config import Settings
 from bot.dashboard import setup_dashboard
+from bot.http_metrics import add_metrics_route, counted
 from bot.jira_mapping import JiraMapping, load_mapping
 from bot.runner_api import add_runner_routes
 from bot.store import DeliveryRecord, DeliveryRejected, PlannedJob, Store, forbid_store_calls_on_loop
@@ -214,24 +213,6 @@ def _off_loop_store(handler: Handler) -> Handler:
     return marked
 
 
-def _counted(source: str, handler: Handler) -> Handler:
-    """Count the handler's answers by event and status, and time each acknowledgement (bot.metrics)."""
-
-    @wraps(handler)
-    async def counted(request: web.Request) -> web.Response:
-        started = time.perf_counter()
-        response = await handler(request)
-        # The event name is a label only once the signature was checked (a 2xx): unsigned senders could
-        # otherwise grow the series without bound.
-        event = request.headers.get("x-github-event", "") if response.status < 300 else "unverified"
-        event = event if event.replace("_", "").isalpha() and len(event) <= 40 else "other"
-        metrics.DELIVERIES.labels(source, event, str(response.status)).inc()
-        metrics.ACK_SECONDS.labels(source).observe(time.perf_counter() - started)
-        return response
-
-    return counted
-
-
 @_off_loop_store
 async def webhook(request: web.Request) -> web.Response:
     """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
@@ -286,16 +267,6 @@ async def _commit(
         return _reply(200, nothing)
     log.info("delivery %s: %s queued %s", delivery_id, event_name, kinds)
     return _reply(202, "queued", jobs=kinds)
-
-
-@_off_loop_store
-async def metrics_endpoint(request: web.Request) -> web.Response:
-    """GET /metrics: this host's counters (every process in multiprocess mode) plus the store's gauges."""
-    store = request.app[STORE]
-    now = time.time()
-    stats, runners = await asyncio.to_thread(lambda: (store.views.queue_stats(now=now), store.views.runners(now=now)))
-    body, content_type = metrics.exposition(metrics.StoreSnapshot(stats, runners))
-    return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 # -- Jira (issue 15) ---------------------------------------------------------------------------------------------
@@ -410,9 +381,9 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     # Read once at start: a bad mapping file stops the server with the key it names, not the first delivery.
     app[JIRA_MAPPING] = load_mapping(settings.jira_mapping)
     app.cleanup_ctx.append(lifecycle)
-    app.router.add_post("/webhooks/github", _counted("github", webhook))
-    app.router.add_post("/webhooks/jira", _counted("jira", jira_webhook))
-    app.router.add_get("/metrics", metrics_endpoint)
+    app.router.add_post("/webhooks/github", counted("github", webhook, event_header="x-github-event"))
+    app.router.add_post("/webhooks/jira", counted("jira", jira_webhook))
+    add_metrics_route(app, STORE)
     setup_dashboard(app, settings, STORE)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
