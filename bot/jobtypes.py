@@ -72,6 +72,10 @@ class JobSettings(Protocol):
     def max_parallel(self) -> int: ...
     @property
     def publish_unsure(self) -> bool: ...
+    @property
+    def sandbox_session(self) -> str: ...
+    @property
+    def test_impact(self) -> bool: ...
 
 
 class TrajectoryStore(Protocol):
@@ -378,6 +382,7 @@ def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: JobSettings, 
         mounts=env.mounts,
         limits=Limits(wall_seconds=timeout, disk_bytes=settings.sandbox_disk_quota),
         rootfs=settings.rootfs,
+        session=settings.sandbox_session,
     )
 
 
