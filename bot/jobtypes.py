@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,6 +225,8 @@ class JobOutcome:
     environment: dict[str, Any] = field(default_factory=dict)
     #: The request builder's notes (a knob clamped to a deployment cap), shown with the result.
     notes: list[str] = field(default_factory=list)
+    #: Wall seconds per stage (environment, baseline, reproduce, search, review; publish added by the publisher).
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
         """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
@@ -277,6 +280,7 @@ class JobOutcome:
             "brt": None if self.brt is None else self.brt.to_json(),
             "trajectories": self.trajectories,
             "seconds": round(self.seconds, 3),
+            "stage_seconds": stage_timing(self.stage_seconds),
             "selector": self.selector,
             "selection": self.selection_explanation,
             "reviews": self.reviews,
@@ -338,6 +342,10 @@ class JobContext:
     progress: ProgressSink | None = None
     model: ChatModel | None = None
     ledger: JobLedger | None = None
+    #: Wall seconds per stage so far (see STAGE_TIMING_NAMES), filled by stage() and close_stage().
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    _stage: str | None = None
+    _stage_started: float = 0.0
 
     async def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
         """Create the trajectory's store row and stream its steps into the store as they happen.
@@ -367,12 +375,35 @@ class JobContext:
             )
 
     async def stage(self, name: str, detail: str = "") -> None:
-        """Announce a stage to whoever watches (terminal progress, progress comment)."""
+        """Announce a stage to whoever watches (terminal progress, progress comment) and start its clock."""
         log.info("job %s: %s %s", self.job_id, name, detail)
+        if name != self._stage:
+            self.close_stage()
+            self._stage, self._stage_started = name, time.monotonic()
         if self.progress is not None:
             maybe = self.progress(name, detail)
             if asyncio.iscoroutine(maybe):
                 await maybe
+
+    def close_stage(self) -> None:
+        """Stop the running stage's clock, adding its seconds under its timing name."""
+        if self._stage is not None:
+            key = STAGE_TIMING_NAMES.get(self._stage, self._stage)
+            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + time.monotonic() - self._stage_started
+            self._stage = None
+
+
+#: Announced stage -> the name its seconds are reported under ("generate" is the search for candidates).
+STAGE_TIMING_NAMES = {"generate": "search"}
+#: Stages every run's JSON reports seconds for (0.0 when a stage did not run).
+TIMED_STAGES = ("environment", "baseline", "reproduce", "search", "review", "publish")
+
+
+def stage_timing(seconds: Mapping[str, float]) -> dict[str, float]:
+    """Per-stage seconds for the JSON: every TIMED_STAGES key, then any other stage that ran, rounded."""
+    out = {name: round(seconds.get(name, 0.0), 3) for name in TIMED_STAGES}
+    out.update({k: round(v, 3) for k, v in seconds.items() if k not in out})
+    return out
 
 
 def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: JobSettings, timeout: float) -> SandboxSpec:

@@ -142,6 +142,8 @@ async def run_job(
         outcome.status, outcome.reasons = "error", [f"model: {exc}"]
     finally:
         outcome.seconds = time.monotonic() - started
+        ctx.close_stage()
+        outcome.stage_seconds = dict(ctx.stage_seconds)
         if ctx.ledger is not None:
             outcome.llm_usage = ctx.ledger.usage().to_json()
             outcome.cost = ctx.ledger.describe()
@@ -180,6 +182,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     await ctx.stage("environment", "building the test environment")
     env = await prepare_environment(ctx, base, request)
     outcome.environment = envlayer.describe_environment(env)
+    await ctx.stage("baseline", "running the test suite on the base commit")
     baseline = await run_baseline(ctx, base, env, request)
     outcome.baseline = {s: sum(1 for v in baseline.tests.values() if v == s) for s in ("passed", "failed", "error")}
     if baseline.collection_errors:
