@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import shutil
 import time
@@ -28,7 +29,8 @@ from bot.review import review_and_select
 from bot.setup_model import setup_agent_for
 from bot.store import Store
 from sandboxes import environment as envlayer
-from sandboxes.agents.classic import NotReproduced, Reproduction, reproduce, reproduction_evidence
+from sandboxes.agents import impact
+from sandboxes.agents.classic import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import Trajectory
 from sandboxes.base import host_cpu_count
@@ -99,8 +101,17 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
     """Run the suite once on the base commit and record which tests already fail."""
+    # Test impact selection needs to know which test executed which line: the one baseline run measures it.
+    measure = ctx.settings.test_impact and env.spec.report_format == "junit-xml"
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
-        baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
+        rc = impact.coverage_rc(sb) if measure else None
+        baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout, coverage_rc=rc)
+        if rc is not None and not run.tests and not run.result.timed_out:
+            # Nothing ran under coverage (it may be missing from a custom environment): the plain run decides.
+            baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
+        elif measure and not run.result.timed_out:
+            coverage = await impact.read_coverage(sb, env.python)
+            baseline = dataclasses.replace(baseline, coverage=coverage)
     if run.result.timed_out:
         # Every later stage runs the suite again; a suite that cannot finish makes all their verdicts noise.
         raise EnvironmentError_(
@@ -236,6 +247,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             shared_steps=shared.steps,
             parallel=parallel,
             facts=facts,
+            limits=SearchLimits(test_impact=ctx.settings.test_impact),
         )
     )
     outcome.generated = generated

@@ -118,7 +118,11 @@ def _spawn(req: dict[str, Any], fds: list[int]) -> int | None:
     if path is None:
         return None  # the fork path reports it as a shell would (127)
     stdin = fds[2] if len(fds) > 2 else os.open(os.devnull, os.O_RDONLY)
-    actions = [(os.POSIX_SPAWN_DUP2, stdin, 0), (os.POSIX_SPAWN_DUP2, fds[0], 1), (os.POSIX_SPAWN_DUP2, fds[1], 2)]
+    actions: list[tuple[int, ...]] = [
+        (os.POSIX_SPAWN_DUP2, stdin, 0),
+        (os.POSIX_SPAWN_DUP2, fds[0], 1),
+        (os.POSIX_SPAWN_DUP2, fds[1], 2),
+    ]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in {stdin, *fds} if fd > 2]
     try:
         os.chdir(req["cwd"])  # inherited by the child; the agent itself never uses its cwd

@@ -17,11 +17,29 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from sandboxes.agents.localize import split_outcomes
+from sandboxes.agents.localize import coverage_from_json, split_outcomes
+from sandboxes.base import WORKSPACE_MOUNT, Sandbox
+from sandboxes.workspace import SCRATCH_DIR
+
+log = logging.getLogger(__name__)
+
+#: coverage.py settings of the baseline run: which test executed which line.
+_RC = f"""\
+[run]
+dynamic_context = test_function
+data_file = {WORKSPACE_MOUNT}/{SCRATCH_DIR}/.coverage-baseline
+branch = False
+[json]
+show_contexts = True
+"""
+_RC_REL = f"{SCRATCH_DIR}/coveragerc-baseline"
+_JSON_REL = f"{SCRATCH_DIR}/coverage-baseline.json"
 
 
 @dataclass(frozen=True)
@@ -110,3 +128,34 @@ def select_tests(
     chosen = tuple(n for n in ids if contexts and split_outcomes(contexts, [], [n])[1])
     lines_text = ", ".join(str(n) for n in sorted(lines)[:5])
     return Impact(tests=chosen, reason=f"{len(chosen)} tests executed {path} lines {lines_text}")
+
+
+def coverage_rc(sandbox: Sandbox) -> str:
+    """Write the baseline's coverage settings into the workspace; the --rcfile path as seen inside."""
+    sandbox.write_file(_RC_REL, _RC)
+    return f"{WORKSPACE_MOUNT}/{_RC_REL}"
+
+
+async def read_coverage(sandbox: Sandbox, python: str) -> dict[str, dict[int, set[str]]] | None:
+    """The per-line test contexts of the run made with coverage_rc(), or None when coverage gave none."""
+    conv = await sandbox.run(
+        [
+            python,
+            "-m",
+            "coverage",
+            "json",
+            f"--rcfile={WORKSPACE_MOUNT}/{_RC_REL}",
+            "-o",
+            f"{WORKSPACE_MOUNT}/{_JSON_REL}",
+        ],
+        timeout=120,
+    )
+    if conv.exit_code != 0:
+        log.info("baseline coverage unavailable: %s", conv.output[-300:])
+        return None
+    try:
+        data = json.loads(sandbox.read_file(_JSON_REL))
+    except (OSError, ValueError) as exc:
+        log.warning("baseline coverage unreadable: %s", exc)
+        return None
+    return coverage_from_json(data, WORKSPACE_MOUNT) or None
