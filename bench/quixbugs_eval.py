@@ -83,7 +83,9 @@ def main() -> None:
     methods = METHODS if os.environ.get("REPROBOT_BENCH_COMPARE", "1") != "0" else {"current": METHODS["current"]}
     docs: dict[str, dict[str, Any]] = {}
     for name, overrides in methods.items():
-        docs[name] = _run(bench, dataclasses.replace(settings, **overrides), root / name, jobs, only)
+        # Each method builds its environments in its own data folder: neither profits from the other's cache.
+        method = dataclasses.replace(settings, data_dir=settings.data_dir / f"bench-{name}", **overrides)
+        docs[name] = _run(bench, method, root / name, jobs, only)
         _print(name, docs[name], jobs, root / name)
     if len(docs) == 2:
         before, after = (docs[n]["summary"] for n in ("previous", "current"))
