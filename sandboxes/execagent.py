@@ -12,12 +12,13 @@ Guarantees kept from the cold path:
   even a command that left its session (setsid) dies, exactly as when a cold bwrap's namespace ends;
 - after every command, leftovers (background jobs) are killed before the status is reported, so no
   process of one command outlives it and output pipes reach end of file;
-- limits, seccomp, mounts and namespaces are inherited from the session's sandbox; privilege drop to
-  the sandbox uid is done per command by the argv the host sends (setpriv, as in the cold path).
+- limits, seccomp, mounts and namespaces are inherited from the session's sandbox; the privilege drop
+  to the sandbox uid is done in the child as setpriv does it in the cold path.
 
-argv: FD MODE UID. MODE is "ns" (own pid namespace) or "group" (kill the command's process group
-only). UID >= 0 means the agent is root and commands drop to UID (no groups, no capabilities,
-no_new_privs) as setpriv does in the cold path; a killer child with that uid clears the namespace.
+argv: WHERE MODE UID. WHERE is an inherited socket fd, or the path of a unix socket to connect to (a
+container's agent). MODE is "ns" (kill every other process of the commands' uid in the pid namespace)
+or "group" (the command's process group only). UID >= 0: the agent is root and each command drops to
+UID (no groups, no capabilities, no_new_privs); a killer child with that uid clears the namespace.
 -1: the agent already is the commands' uid.
 Written for any Python 3.8+ a root filesystem may ship (annotations are never evaluated).
 """
@@ -221,9 +222,14 @@ def _wait(sock: socket.socket, pid: int, mode: str, kill_uid: int) -> tuple[int,
 
 def main() -> None:
     """Serve commands until the host closes the socket."""
-    fd, mode, kill_uid = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    os.set_inheritable(fd, False)
-    sock = socket.socket(fileno=fd)
+    where, mode, kill_uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    if where.startswith("/"):
+        # A container: the host listens on a socket bind-mounted in (file descriptors cross it as well).
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.connect(where)
+    else:
+        os.set_inheritable(int(where), False)
+        sock = socket.socket(fileno=int(where))
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     drop = _Drop(kill_uid)
     sock.send(json.dumps({"ready": os.getpid()}).encode())

@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,10 +62,18 @@ class SessionPlan:
 class WarmSession:
     """A started session: run() commands one at a time, kill() it from anywhere, close() it."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, sock: socket.socket) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process | None,
+        sock: socket.socket,
+        on_kill: Callable[[], None] | None = None,
+    ) -> None:
+        #: The local session process (bwrap or the bare agent); None when the agent lives in a container.
         self.proc = proc
         self.sock = sock
         self.dead = False
+        #: How to end a session with no local process (the container's own kill).
+        self.on_kill = on_kill
 
     @classmethod
     async def start(cls, plan: SessionPlan, host_sock: socket.socket) -> WarmSession:
@@ -113,7 +122,11 @@ class WarmSession:
     def kill(self) -> None:
         """SIGKILL the session's process group: bwrap (and with it its pid namespace), or the bare agent."""
         self.dead = True
-        if self.proc.returncode is None:
+        if self.proc is None:
+            self.close_socket()
+            if self.on_kill is not None:
+                self.on_kill()
+        elif self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
@@ -126,6 +139,8 @@ class WarmSession:
         """End the session: the agent exits on end of input; anything left is killed."""
         self.dead = True
         self.close_socket()
+        if self.proc is None:
+            return
         try:
             await asyncio.wait_for(self.proc.wait(), 2)
         except TimeoutError:
@@ -277,3 +292,21 @@ def socket_pair() -> tuple[socket.socket, int]:
     fd = agent.detach()
     os.set_inheritable(fd, True)
     return host, fd
+
+
+async def accept_session(
+    listener: socket.socket, on_kill: Callable[[], None], timeout: float = START_SECONDS
+) -> WarmSession:
+    """The session of an agent that connects to `listener` (a container's); SandboxError if none says ready."""
+    loop = asyncio.get_running_loop()
+    try:
+        sock, _ = await asyncio.wait_for(loop.sock_accept(listener), timeout)
+        sock.setblocking(False)
+        reply = await asyncio.wait_for(loop.sock_recv(sock, 4096), timeout)
+    except (TimeoutError, OSError) as exc:
+        raise SandboxError(f"exec agent did not connect: {exc!r}") from exc
+    session = WarmSession(None, sock, on_kill)
+    if not reply.startswith(b'{"ready"'):
+        session.kill()
+        raise SandboxError("exec agent did not start")
+    return session
