@@ -132,6 +132,8 @@ class CaseResult:
     reproduction_brt: bool | None = None
     #: Wall seconds per pipeline stage (environment, baseline, reproduce, search, review, ...).
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: Wall seconds of the job itself (seconds also counts the oracle scoring).
+    job_seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Per case, per trajectory, per selector."""
@@ -140,6 +142,7 @@ class CaseResult:
             "status": self.status,
             "error": self.error or None,
             "seconds": round(self.seconds, 2),
+            "job_seconds": round(self.job_seconds, 2),
             "stage_seconds": stage_timing(self.stage_seconds),
             "reasons": self.reasons,
             "baseline": self.baseline,
@@ -194,6 +197,7 @@ async def evaluate_case(
         request = dataclasses.replace(request, extra_deps=deps)
         outcome = await run_job(request, settings, store, job_id)
         result.stage_seconds = dict(outcome.stage_seconds)
+        result.job_seconds = outcome.seconds
         await _score(case, outcome, result, settings, sandbox, workdir / case.name)
     except Exception as exc:
         log.exception("case %s crashed", case.name)
@@ -324,6 +328,7 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
         # Cases whose output BRT (reproduction or published test) is plausible: the "plausible BRT" of issue 14.
         "reproduction_brt_plausible": sum(1 for r in results if r.reproduction_brt),
         "median_seconds_per_case": sorted(r.seconds for r in results)[len(results) // 2] if results else 0.0,
+        "median_job_seconds_per_case": round(statistics.median(r.job_seconds for r in results), 2) if results else 0.0,
         "median_stage_seconds": median_stage_seconds(results),
     }
 
