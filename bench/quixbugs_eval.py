@@ -60,9 +60,8 @@ def _print(name: str, doc: dict[str, Any], jobs: int, out: Path) -> None:
     brt_line = f"{counts['plausible_brt']}/{s['cases']}"
     print(f"  selected patch carries a plausible BRT (fails buggy, passes oracle fix): {brt_line}")
     print(f"  both: {both}/{s['cases']}")
-    print(
-        f"  median seconds per case: {s['median_seconds_per_case']:.1f} (the job alone: {s['median_job_seconds_per_case']:.1f})"
-    )
+    job = s["median_job_seconds_per_case"]
+    print(f"  median seconds per case: {s['median_seconds_per_case']:.1f} (the job alone: {job:.1f})")
     print("  median seconds per stage: " + json.dumps(s["median_stage_seconds"]))
     print("  success@k: " + json.dumps(s["success_at_k"]))
     print(f"  report: {out / 'report.md'}")
