@@ -64,7 +64,7 @@ async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_fu
         baseline = dataclasses.replace(baseline, coverage=coverage)
         assert len(baseline.passing) == 3, run.tests
         runner = RecordingRunner(env)
-        brt = SimpleNamespace(brt=SimpleNamespace(path="tests/test_brt.py"))
+        brt = SimpleNamespace(brt=SimpleNamespace(path="tests/test_brt.py", source=""))
         search = ClassicSearch(brt, runner, baseline, CandidateCache(), SearchLimits())  # type: ignore[arg-type]
 
         async def check(path: str, old: str, new: str) -> tuple[bool, list[list[str]]]:
@@ -79,6 +79,9 @@ async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_fu
         # A body edit breaking add(): only the test that ran that line runs, and the candidate is rejected.
         ok, runs = await check("calc.py", CALC, CALC.replace("(a + b) * SCALE", "(a + b + 1) * SCALE"))
         assert not ok and runs == [["tests/test_calc.py::test_add"]]
+        # The same edit again (another trajectory's): the verdict is shared, nothing runs.
+        ok, runs = await check("calc.py", CALC, CALC.replace("(a + b) * SCALE", "(a + b + 1) * SCALE"))
+        assert not ok and runs == []
         # A body edit that keeps the tests passing survives the impacted test, then runs the full suite once.
         ok, runs = await check("calc.py", CALC, CALC.replace("(a - b) * SCALE", "(a - b) * SCALE * 1"))
         assert ok and runs == [["tests/test_calc.py::test_sub"], []]

@@ -63,6 +63,8 @@ class CandidateCache:
 
     def __init__(self) -> None:
         self._futures: dict[str, asyncio.Future[tuple[bool, str]]] = {}
+        #: Regression verdicts (the impacted tests, then the full suite) of an edit, shared the same way.
+        self.suites: dict[str, asyncio.Future[tuple[bool, str, TestRun]]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -225,6 +227,30 @@ class ClassicSearch:
         With baseline coverage, the tests that executed the edit's (path, old, new) changed lines run first:
         a candidate breaking one of them is rejected without the full suite; a survivor still runs it all.
         """
+        if edit is None:
+            return await self._regressions_uncached(sandbox, None)
+        # Every trajectory's workspace is the base plus the BRT plus this one edit: same edit, same verdict.
+        key = CandidateCache.key("suite", *edit, self.repro.brt.source, str(self.limits.test_impact))
+        cached = self.cache.suites.get(key)
+        if cached is not None:
+            self.cache.hits += 1
+            return await cached
+        self.cache.misses += 1
+        fut: asyncio.Future[tuple[bool, str, TestRun]] = asyncio.get_running_loop().create_future()
+        self.cache.suites[key] = fut
+        try:
+            verdict = await self._regressions_uncached(sandbox, edit)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved; the raising caller handles it
+            del self.cache.suites[key]
+            raise
+        fut.set_result(verdict)
+        return verdict
+
+    async def _regressions_uncached(
+        self, sandbox: Sandbox, edit: tuple[str, str, str] | None
+    ) -> tuple[bool, str, TestRun]:
         coverage = self.baseline.coverage
         if edit is not None and self.limits.test_impact and coverage is not None:
             impact = select_tests(coverage, *edit, sorted(self.baseline.passing))
