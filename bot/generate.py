@@ -49,7 +49,7 @@ async def _report_rate(gen: GenerateRequest, live: list[Trajectory]) -> None:
         await asyncio.sleep(PROGRESS_EVERY)
         elapsed = asyncio.get_running_loop().time() - started
         n = candidates_tried(live)
-        await gen.ctx.stage("generate", f"{n} candidates tried, {n / elapsed:.1f}/s")
+        gen.ctx.tick(f"{n} candidates tried, {n / elapsed:.1f}/s")
 
 
 async def _one_trajectory(
@@ -107,6 +107,8 @@ async def generate_patches(gen: GenerateRequest) -> list[Trajectory]:
         with contextlib.suppress(asyncio.CancelledError):
             await ticker
     n, elapsed = candidates_tried(live), asyncio.get_running_loop().time() - started
-    await gen.ctx.stage("generate", f"{n} candidates tried in {elapsed:.1f}s ({n / max(elapsed, 1e-9):.1f}/s)")
+    rate = f"{n} candidates tried in {elapsed:.1f}s ({n / max(elapsed, 1e-9):.1f}/s)"
+    log.info("job %s: %s", gen.ctx.job_id, rate)
+    gen.ctx.tick(rate)
     log.info("job %s: candidate cache %d hits, %d misses", gen.ctx.job_id, cache.hits, cache.misses)
     return list(trajs)

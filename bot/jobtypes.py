@@ -148,6 +148,8 @@ JobStatus = Literal["fixed", "suggested", "reproduced", "abstained", "not_fixed"
 Mode = Literal["fix", "reproduce"]
 #: Reports stage changes to a progress display or a progress comment.
 ProgressSink = Callable[[str, str], Awaitable[None] | None]
+#: Live updates within a stage (candidates tried per second): a terminal shows them, a status comment does not.
+TickSink = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -342,6 +344,7 @@ class JobContext:
     progress: ProgressSink | None = None
     model: ChatModel | None = None
     ledger: JobLedger | None = None
+    tick_sink: TickSink | None = None
     #: Wall seconds per stage so far (see STAGE_TIMING_NAMES), filled by stage() and close_stage().
     stage_seconds: dict[str, float] = field(default_factory=dict)
     _stage: str | None = None
@@ -384,6 +387,12 @@ class JobContext:
             maybe = self.progress(name, detail)
             if asyncio.iscoroutine(maybe):
                 await maybe
+
+    def tick(self, detail: str) -> None:
+        """A live update of the running stage: logged at debug level and shown by a terminal, never posted."""
+        log.debug("job %s: %s %s", self.job_id, self._stage, detail)
+        if self.tick_sink is not None and self._stage is not None:
+            self.tick_sink(self._stage, detail)
 
     def close_stage(self) -> None:
         """Stop the running stage's clock, adding its seconds under its timing name."""

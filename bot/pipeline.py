@@ -22,6 +22,7 @@ from bot.jobtypes import (
     JobStatus,
     Mode,
     ProgressSink,
+    TickSink,
     sandbox_spec,
 )
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
@@ -133,11 +134,12 @@ async def run_job(
     job_id: int,
     *,
     progress: ProgressSink | None = None,
+    tick: TickSink | None = None,
 ) -> JobOutcome:
     """Run one fix or reproduce job end to end on a local checkout; never raises for a bad report."""
     started = time.monotonic()
     workdir = settings.data_dir / "work" / f"job-{job_id}-{uuid.uuid4().hex[:6]}"
-    ctx = JobContext(settings, store.runs, job_id, workdir, progress)
+    ctx = JobContext(settings, store.runs, job_id, workdir, progress, tick_sink=tick)
     facts = parse_issue(request.issue_text)
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts, notes=list(request.notes))
     try:

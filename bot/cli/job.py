@@ -153,7 +153,10 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
                 status.update(f"[bold]{stage}[/bold] {detail} {elapsed}")
                 console.log(f"{elapsed} {stage} {detail}".strip())
 
-            outcome = await run_job(request, settings, store, job.id, progress=progress)
+            def tick(stage: str, detail: str) -> None:
+                status.update(f"[bold]{stage}[/bold] {detail} [{time.monotonic() - job_started:6.1f}s]")
+
+            outcome = await run_job(request, settings, store, job.id, progress=progress, tick=tick)
             result = outcome.to_json()
             push = outcome.status == "fixed" and outcome.brt is not None and not getattr(args, "no_branch", False)
             if push:
