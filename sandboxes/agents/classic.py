@@ -227,10 +227,11 @@ class ClassicSearch:
         With baseline coverage, the tests that executed the edit's (path, old, new) changed lines run first:
         a candidate breaking one of them is rejected without the full suite; a survivor still runs it all.
         """
-        if edit is None:
-            return await self._regressions_uncached(sandbox, None)
+        if edit is None or not self.limits.test_impact:
+            # Impact selection off is the previous method: the full suite for every candidate, nothing shared.
+            return await self._regressions_uncached(sandbox, edit)
         # Every trajectory's workspace is the base plus the BRT plus this one edit: same edit, same verdict.
-        key = CandidateCache.key("suite", *edit, self.repro.brt.source, str(self.limits.test_impact))
+        key = CandidateCache.key("suite", *edit, self.repro.brt.source)
         cached = self.cache.suites.get(key)
         if cached is not None:
             self.cache.hits += 1
