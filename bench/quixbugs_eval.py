@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -21,20 +23,16 @@ QUIXBUGS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "quixbugs"
 TRAJECTORIES = 8
 
 
-def main() -> None:
-    """Run `reprobot eval` on the shared QuixBugs cases and print the headline numbers."""
-    bench = Path(os.environ.get("REPROBOT_BENCH_QUIXBUGS", QUIXBUGS))
-    if not bench.is_dir():
-        print(f"skipped: {bench} is absent (the shared bench folder beside the checkout)")
-        return
-    settings = Settings.from_env()
-    out = (
-        Path(tempfile.mkdtemp(prefix="quixbugs-eval-"))
-        if "REPROBOT_BENCH_OUT" not in os.environ
-        else Path(os.environ["REPROBOT_BENCH_OUT"])
-    )
-    jobs = max(1, (os.cpu_count() or 1))
-    doc = asyncio.run(
+#: The two methods run side by side: the previous one (a sandbox per command, full suite per candidate) and
+#: the current one. REPROBOT_BENCH_COMPARE=0 runs the current method only.
+METHODS: dict[str, dict[str, Any]] = {
+    "previous": {"sandbox_session": "cold", "test_impact": False},
+    "current": {"sandbox_session": "warm", "test_impact": True},
+}
+
+
+def _run(bench: Path, settings: Settings, out: Path, jobs: int, only: set[str] | None) -> dict[str, Any]:
+    return asyncio.run(
         run_eval(
             bench,
             settings,
@@ -42,10 +40,14 @@ def main() -> None:
             ks=parse_ks("1,5,M", TRAJECTORIES),
             out=out,
             jobs=jobs,
+            only=only,
             sandbox=settings.sandbox,
             console=Console(stderr=True, quiet=True),
         )
     )
+
+
+def _print(name: str, doc: dict[str, Any], jobs: int, out: Path) -> None:
     s = doc["summary"]
     counts = s["selected_counts"]["ranked"]
     both = sum(
@@ -53,14 +55,55 @@ def main() -> None:
         for c in doc["cases"]
         if c["selections"]["ranked"]["plausible_fix"] and c["selections"]["ranked"]["plausible_brt"]
     )
-    print(f"quixbugs (classic agent, M={TRAJECTORIES}, {s['cases']} cases, {jobs} at a time):")
+    print(f"quixbugs [{name}] (classic agent, M={TRAJECTORIES}, {s['cases']} cases, {jobs} at a time):")
     print(f"  selected patch is a plausible fix (passes the oracle BRT): {counts['plausible_fix']}/{s['cases']}")
     brt_line = f"{counts['plausible_brt']}/{s['cases']}"
     print(f"  selected patch carries a plausible BRT (fails buggy, passes oracle fix): {brt_line}")
     print(f"  both: {both}/{s['cases']}")
-    print(f"  median seconds per case: {s['median_seconds_per_case']:.1f}")
+    job = s["median_job_seconds_per_case"]
+    print(f"  median seconds per case: {s['median_seconds_per_case']:.1f} (the job alone: {job:.1f})")
+    print("  median seconds per stage: " + json.dumps(s["median_stage_seconds"]))
     print("  success@k: " + json.dumps(s["success_at_k"]))
     print(f"  report: {out / 'report.md'}")
+
+
+def main() -> None:
+    """Run `reprobot eval` on the shared QuixBugs cases with the previous and the current method, side by side."""
+    bench = Path(os.environ.get("REPROBOT_BENCH_QUIXBUGS", QUIXBUGS))
+    if not bench.is_dir():
+        print(f"skipped: {bench} is absent (the shared bench folder beside the checkout)")
+        return
+    settings = Settings.from_env()
+    root = (
+        Path(tempfile.mkdtemp(prefix="quixbugs-eval-"))
+        if "REPROBOT_BENCH_OUT" not in os.environ
+        else Path(os.environ["REPROBOT_BENCH_OUT"])
+    )
+    only = {c.strip() for c in os.environ.get("REPROBOT_BENCH_CASES", "").split(",") if c.strip()} or None
+    jobs = max(1, (os.cpu_count() or 1))
+    methods = METHODS if os.environ.get("REPROBOT_BENCH_COMPARE", "1") != "0" else {"current": METHODS["current"]}
+    docs: dict[str, dict[str, Any]] = {}
+    for name, overrides in methods.items():
+        # Each method builds its environments in its own data folder: neither profits from the other's cache.
+        method = dataclasses.replace(settings, data_dir=settings.data_dir / f"bench-{name}", **overrides)
+        docs[name] = _run(bench, method, root / name, jobs, only)
+        _print(name, docs[name], jobs, root / name)
+    if len(docs) == 2:
+        before, after = (docs[n]["summary"] for n in ("previous", "current"))
+        speedup = before["median_seconds_per_case"] / max(after["median_seconds_per_case"], 1e-9)
+        same = all(
+            before["selected_counts"]["ranked"][k] == after["selected_counts"]["ranked"][k]
+            for k in ("plausible_fix", "plausible_brt")
+        )
+        print(
+            f"median per case: previous {before['median_seconds_per_case']:.1f}s, current "
+            f"{after['median_seconds_per_case']:.1f}s ({speedup:.2f}x); same plausible counts: {same}"
+        )
+        rows = [
+            f"  {k:12} {before['median_stage_seconds'].get(k, 0.0):8.1f} {v:8.1f}"
+            for k, v in after["median_stage_seconds"].items()
+        ]
+        print("  stage        previous  current\n" + "\n".join(rows))
 
 
 if __name__ == "__main__":

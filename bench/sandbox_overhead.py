@@ -1,8 +1,9 @@
-"""Benchmark: bwrap sandbox start-up overhead for `python3 -c pass`, as a ratio to a bare subprocess."""
+"""Benchmark: per-command sandbox overhead for `python3 -c pass`, warm and cold, as ratios to a bare subprocess."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -14,7 +15,7 @@ if __package__ in (None, ""):
     # Run as a script: make the repository importable.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sandboxes.base import SandboxSpec
+from sandboxes.base import Sandbox, SandboxSpec
 from sandboxes.bwrap import BwrapSandbox
 from sandboxes.factory import available_backends
 from sandboxes.none import NoneSandbox
@@ -29,7 +30,7 @@ async def _bare() -> float:
     return time.perf_counter() - started
 
 
-async def _sandboxed(sandbox: BwrapSandbox | NoneSandbox) -> float:
+async def _sandboxed(sandbox: Sandbox) -> float:
     started = time.perf_counter()
     res = await sandbox.run([PYTHON, "-c", "pass"], timeout=60)
     if not res.ok:
@@ -37,47 +38,71 @@ async def _sandboxed(sandbox: BwrapSandbox | NoneSandbox) -> float:
     return time.perf_counter() - started
 
 
-async def _measure(n: int) -> dict[str, float | int | str]:
+def _ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 2)
+
+
+async def _measure(n: int, docker: bool) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="reprobot-bench-") as tmp:
-        spec = SandboxSpec(workspace=Path(tmp))
-        async with BwrapSandbox(spec) as bwrap, NoneSandbox(spec) as none:
-            for _ in range(3):  # warm caches so the first samples do not dominate
+        ws = Path(tmp)
+        async with contextlib.AsyncExitStack() as stack:
+            sides: dict[str, Sandbox] = {}
+            for name, cls, mode in (
+                ("bwrap_cold", BwrapSandbox, "cold"),
+                ("bwrap_warm", BwrapSandbox, "warm"),
+                ("none_cold", NoneSandbox, "cold"),
+                ("none_warm", NoneSandbox, "warm"),
+            ):
+                sides[name] = await stack.enter_async_context(cls(SandboxSpec(workspace=ws, session=mode)))
+            if docker:
+                from sandboxes.docker import DockerSandbox
+
+                sides["docker_warm"] = await stack.enter_async_context(DockerSandbox(SandboxSpec(workspace=ws)))
+            for _ in range(3):  # warm caches (and start the sessions) so the first samples do not dominate
                 await _bare()
-                await _sandboxed(bwrap)
-            bare: list[float] = []
-            boxed: list[float] = []
-            runner: list[float] = []
-            # Interleaved, so drift in machine load hits all three alike.
+                for sb in sides.values():
+                    await _sandboxed(sb)
+            samples: dict[str, list[float]] = {"bare": [], **{name: [] for name in sides}}
+            # Interleaved, so drift in machine load hits every side alike.
             for _ in range(n):
-                bare.append(await _bare())
-                boxed.append(await _sandboxed(bwrap))
-                runner.append(await _sandboxed(none))
-    bare_ms = statistics.median(bare) * 1000
-    bwrap_ms = statistics.median(boxed) * 1000
-    none_ms = statistics.median(runner) * 1000
-    return {
-        "n": n,
-        "command": f"{PYTHON} -c pass",
-        "bare_median_ms": round(bare_ms, 2),
-        "bwrap_median_ms": round(bwrap_ms, 2),
-        "none_backend_median_ms": round(none_ms, 2),
-        "bwrap_overhead_ms": round(bwrap_ms - bare_ms, 2),
-        "ratio": round(bwrap_ms / bare_ms, 2),
+                samples["bare"].append(await _bare())
+                for name, sb in sides.items():
+                    samples[name].append(await _sandboxed(sb))
+    med = {name: _ms(values) for name, values in samples.items()}
+    bare = med["bare"]
+    result: dict[str, object] = {"n": n, "command": f"{PYTHON} -c pass"}
+    for name, value in med.items():
+        result[f"{name}_median_ms"] = value
+    for name in sides:
+        result[f"{name}_ratio"] = round(med[name] / bare, 2)
+        result[f"{name}_overhead_ms"] = round(med[name] - bare, 2)
+    # Kept for readers of the old output: the sandbox as jobs run it, and its ratio.
+    result["bwrap_median_ms"] = med["bwrap_warm"]
+    result["none_backend_median_ms"] = med["none_warm"]
+    result["ratio"] = result["bwrap_warm_ratio"]
+    acceptance = {
+        "bwrap_warm_le_1.5x_bare": med["bwrap_warm"] <= 1.5 * bare,
+        "none_warm_le_1.2x_bare": med["none_warm"] <= 1.2 * bare,
     }
+    if "docker_warm" in med:
+        acceptance["docker_warm_le_bare_plus_30ms"] = med["docker_warm"] <= bare + 30
+    result["acceptance"] = acceptance
+    return result
 
 
-def measure(n: int = 50) -> dict[str, float | int | str]:
-    """Median wall time of `python3 -c pass` bare, via BwrapSandbox and via NoneSandbox, and the ratio.
+def measure(n: int = 50) -> dict[str, object]:
+    """Median wall time of `python3 -c pass` bare and through each backend, warm and cold, side by side.
 
-    The sandbox timings include everything run() does per command (cgroup set-up and removal,
-    rlimits, capped output pipes). Needs bwrap; raises RuntimeError when it is unavailable.
+    The sandbox timings include everything run() does per command (capped output pipes, timeout, the
+    cgroup, rlimits, the namespace for a cold bwrap, the exec agent's fork for a warm session). Docker's
+    warm exec is measured when docker is usable here. Needs bwrap; raises RuntimeError when it is unavailable.
     """
     if n < 1:
         raise ValueError("n must be positive")
-    problem = available_backends()["bwrap"]
-    if problem is not None:
-        raise RuntimeError(f"bwrap unavailable: {problem}")
-    return asyncio.run(_measure(n))
+    backends = available_backends()
+    if backends["bwrap"] is not None:
+        raise RuntimeError(f"bwrap unavailable: {backends['bwrap']}")
+    return asyncio.run(_measure(n, backends["docker"] is None))
 
 
 def main() -> None:

@@ -71,6 +71,13 @@ class Settings:
     #: REPROBOT_SANDBOX_REAP_INTERVAL: seconds between two looks, by a worker, for docker sandboxes whose worker
     #: process is gone (they are removed); a worker also looks when it starts.
     sandbox_reap_interval: float = 60.0
+    # -- fast candidate validation (issue 18) --
+    #: REPROBOT_SANDBOX_SESSION: "warm" keeps one sandbox (namespace or container) per trajectory and forks each
+    #: command in it through an exec agent; "cold" starts a sandbox per command (the previous method).
+    sandbox_session: str = "warm"
+    #: REPROBOT_TEST_IMPACT: 1 runs a candidate's BRT, then the regression tests covering its changed lines, then
+    #: (for a survivor) the full suite; 0 runs the full suite for every candidate (the previous method).
+    test_impact: bool = True
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
     test_timeout: float = 300.0
     #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
@@ -281,6 +288,14 @@ class Settings:
             if v not in ("bwrap", "docker", "none"):
                 raise SettingsError(f"REPROBOT_SANDBOX={v!r}: expected bwrap, docker or none")
             kwargs["sandbox"] = v
+        if (v := get("SANDBOX_SESSION")) is not None:
+            if v not in ("warm", "cold"):
+                raise SettingsError(f"REPROBOT_SANDBOX_SESSION={v!r}: expected warm or cold")
+            kwargs["sandbox_session"] = v
+        if (v := get("TEST_IMPACT")) is not None:
+            if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no"):
+                raise SettingsError(f"REPROBOT_TEST_IMPACT must be 1/0, true/false or yes/no, not {v!r}")
+            kwargs["test_impact"] = v.strip().lower() in ("1", "true", "yes")
         if (v := get("SANDBOX_PYTHON")) is not None:
             kwargs["sandbox_python"] = Path(v)
         if (v := get("ROOTFS")) is not None:

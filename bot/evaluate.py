@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import shutil
+import statistics
 import subprocess
 import time
 import tomllib
@@ -22,7 +23,7 @@ from rich.progress import Progress
 
 from bot.config import Settings
 from bot.eval_report import write_plot, write_report
-from bot.jobtypes import EXIT_ENVIRONMENT
+from bot.jobtypes import EXIT_ENVIRONMENT, TIMED_STAGES, stage_timing
 from bot.oracle import OracleScorer
 from bot.pipeline import JobOutcome, run_job
 from bot.queue import Queue
@@ -132,6 +133,10 @@ class CaseResult:
     #: The BRT the job outputs (its reproduction, also when no trajectory fixed the bug) scored against the
     #: oracle: fails on the buggy code and passes with the oracle fix. None when the job wrote no BRT.
     reproduction_brt: bool | None = None
+    #: Wall seconds per pipeline stage (environment, baseline, reproduce, search, review, ...).
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: Wall seconds of the job itself (seconds also counts the oracle scoring).
+    job_seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Per case, per trajectory, per selector."""
@@ -140,6 +145,8 @@ class CaseResult:
             "status": self.status,
             "error": self.error or None,
             "seconds": round(self.seconds, 2),
+            "job_seconds": round(self.job_seconds, 2),
+            "stage_seconds": stage_timing(self.stage_seconds),
             "reasons": self.reasons,
             "baseline": self.baseline,
             "environment": self.environment,
@@ -192,6 +199,8 @@ async def evaluate_case(
         )
         request = dataclasses.replace(request, extra_deps=deps)
         outcome = await run_job(request, settings, store, job_id)
+        result.stage_seconds = dict(outcome.stage_seconds)
+        result.job_seconds = outcome.seconds
         await _score(case, outcome, result, settings, sandbox, workdir / case.name)
     except Exception as exc:
         log.exception("case %s crashed", case.name)
@@ -322,7 +331,17 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
         # Cases whose output BRT (reproduction or published test) is plausible: the "plausible BRT" of issue 14.
         "reproduction_brt_plausible": sum(1 for r in results if r.reproduction_brt),
         "median_seconds_per_case": sorted(r.seconds for r in results)[len(results) // 2] if results else 0.0,
+        "median_job_seconds_per_case": round(statistics.median(r.job_seconds for r in results), 2) if results else 0.0,
+        "median_stage_seconds": median_stage_seconds(results),
     }
+
+
+def median_stage_seconds(results: list[CaseResult]) -> dict[str, float]:
+    """Per stage, the median over cases of its seconds (a case where the stage did not run counts 0)."""
+    names = list(TIMED_STAGES) + sorted({k for r in results for k in r.stage_seconds} - set(TIMED_STAGES))
+    if not results:
+        return dict.fromkeys(names, 0.0)
+    return {n: round(statistics.median(r.stage_seconds.get(n, 0.0) for r in results), 2) for n in names}
 
 
 async def run_eval(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from bot.jobtypes import GenerateRequest, sandbox_spec
@@ -30,14 +31,36 @@ def trajectory_kinds(agent: str, count: int, llm_configured: bool) -> list[str]:
     return [agent] * count
 
 
+#: Step kinds that are one candidate patch tried (counted for the progress display's rate).
+CANDIDATE_STEPS = frozenset({"try_candidate", "try_alternative"})
+#: Seconds between two progress updates of the search.
+PROGRESS_EVERY = 2.0
+
+
+def candidates_tried(trajectories: list[Trajectory]) -> int:
+    """How many candidate patches the trajectories have tried so far."""
+    return sum(1 for t in trajectories for s in t.steps if s.get("kind") in CANDIDATE_STEPS)
+
+
+async def _report_rate(gen: GenerateRequest, live: list[Trajectory]) -> None:
+    """Keep the progress display told how many candidates were tried, and how many per second."""
+    started = asyncio.get_running_loop().time()
+    while True:
+        await asyncio.sleep(PROGRESS_EVERY)
+        elapsed = asyncio.get_running_loop().time() - started
+        n = candidates_tried(live)
+        gen.ctx.tick(f"{n} candidates tried, {n / elapsed:.1f}/s")
+
+
 async def _one_trajectory(
-    gen: GenerateRequest, index: int, cache: CandidateCache, gate: asyncio.Semaphore
+    gen: GenerateRequest, index: int, cache: CandidateCache, gate: asyncio.Semaphore, live: list[Trajectory]
 ) -> Trajectory:
     ctx = gen.ctx
     kind = trajectory_kinds(gen.request.agent, gen.request.trajectories, ctx.model is not None)[index]
     strategy = gen.request.strategy if kind == "llm" else "freeform"
     traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=kind, seed=index, strategy=strategy)
     await ctx.open_trajectory(traj, strategy=strategy)
+    live.append(traj)
     if kind == "classic":
         for step in gen.shared_steps:
             await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
@@ -72,6 +95,20 @@ async def generate_patches(gen: GenerateRequest) -> list[Trajectory]:
     """Run the trajectories, at most `parallel` at a time; they share a memo of candidate verdicts."""
     cache = CandidateCache()
     gate = asyncio.Semaphore(max(1, gen.parallel))
-    trajs = await asyncio.gather(*(_one_trajectory(gen, i, cache, gate) for i in range(gen.request.trajectories)))
+    live: list[Trajectory] = []
+    ticker = asyncio.create_task(_report_rate(gen, live))
+    started = asyncio.get_running_loop().time()
+    try:
+        trajs = await asyncio.gather(
+            *(_one_trajectory(gen, i, cache, gate, live) for i in range(gen.request.trajectories))
+        )
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+    n, elapsed = candidates_tried(live), asyncio.get_running_loop().time() - started
+    rate = f"{n} candidates tried in {elapsed:.1f}s ({n / max(elapsed, 1e-9):.1f}/s)"
+    log.info("job %s: %s", gen.ctx.job_id, rate)
+    gen.ctx.tick(rate)
     log.info("job %s: candidate cache %d hits, %d misses", gen.ctx.job_id, cache.hits, cache.misses)
     return list(trajs)

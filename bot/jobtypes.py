@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,10 @@ class JobSettings(Protocol):
     def max_parallel(self) -> int: ...
     @property
     def publish_unsure(self) -> bool: ...
+    @property
+    def sandbox_session(self) -> str: ...
+    @property
+    def test_impact(self) -> bool: ...
 
 
 class TrajectoryStore(Protocol):
@@ -145,6 +150,8 @@ JobStatus = Literal["fixed", "suggested", "reproduced", "abstained", "not_fixed"
 Mode = Literal["fix", "reproduce"]
 #: Reports stage changes to a progress display or a progress comment.
 ProgressSink = Callable[[str, str], Awaitable[None] | None]
+#: Live updates within a stage (candidates tried per second): a terminal shows them, a status comment does not.
+TickSink = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,8 @@ class JobOutcome:
     environment: dict[str, Any] = field(default_factory=dict)
     #: The request builder's notes (a knob clamped to a deployment cap), shown with the result.
     notes: list[str] = field(default_factory=list)
+    #: Wall seconds per stage (environment, baseline, reproduce, search, review; publish added by the publisher).
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         """What the dashboard's job page shows beside the store's rows: triage, environment, selection, cost.
@@ -296,6 +305,7 @@ class JobOutcome:
             "brt": None if self.brt is None else self.brt.to_json(),
             "trajectories": self.trajectories,
             "seconds": round(self.seconds, 3),
+            "stage_seconds": stage_timing(self.stage_seconds),
             "selector": self.selector,
             "selection": self.selection_explanation,
             "reviews": self.reviews,
@@ -357,6 +367,11 @@ class JobContext:
     progress: ProgressSink | None = None
     model: ChatModel | None = None
     ledger: JobLedger | None = None
+    tick_sink: TickSink | None = None
+    #: Wall seconds per stage so far (see STAGE_TIMING_NAMES), filled by stage() and close_stage().
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    _stage: str | None = None
+    _stage_started: float = 0.0
 
     async def open_trajectory(self, traj: Trajectory, strategy: str = "freeform") -> None:
         """Create the trajectory's store row and stream its steps into the store as they happen.
@@ -387,12 +402,41 @@ class JobContext:
             )
 
     async def stage(self, name: str, detail: str = "") -> None:
-        """Announce a stage to whoever watches (terminal progress, progress comment)."""
+        """Announce a stage to whoever watches (terminal progress, progress comment) and start its clock."""
         log.info("job %s: %s %s", self.job_id, name, detail)
+        if name != self._stage:
+            self.close_stage()
+            self._stage, self._stage_started = name, time.monotonic()
         if self.progress is not None:
             maybe = self.progress(name, detail)
             if asyncio.iscoroutine(maybe):
                 await maybe
+
+    def tick(self, detail: str) -> None:
+        """A live update of the running stage: logged at debug level and shown by a terminal, never posted."""
+        log.debug("job %s: %s %s", self.job_id, self._stage, detail)
+        if self.tick_sink is not None and self._stage is not None:
+            self.tick_sink(self._stage, detail)
+
+    def close_stage(self) -> None:
+        """Stop the running stage's clock, adding its seconds under its timing name."""
+        if self._stage is not None:
+            key = STAGE_TIMING_NAMES.get(self._stage, self._stage)
+            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + time.monotonic() - self._stage_started
+            self._stage = None
+
+
+#: Announced stage -> the name its seconds are reported under ("generate" is the search for candidates).
+STAGE_TIMING_NAMES = {"generate": "search"}
+#: Stages every run's JSON reports seconds for (0.0 when a stage did not run).
+TIMED_STAGES = ("environment", "baseline", "reproduce", "search", "review", "publish")
+
+
+def stage_timing(seconds: Mapping[str, float]) -> dict[str, float]:
+    """Per-stage seconds for the JSON: every TIMED_STAGES key, then any other stage that ran, rounded."""
+    out = {name: round(seconds.get(name, 0.0), 3) for name in TIMED_STAGES}
+    out.update({k: round(v, 3) for k, v in seconds.items() if k not in out})
+    return out
 
 
 def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: JobSettings, timeout: float) -> SandboxSpec:
@@ -402,6 +446,7 @@ def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: JobSettings, 
         mounts=env.mounts,
         limits=Limits(wall_seconds=timeout, disk_bytes=settings.sandbox_disk_quota),
         rootfs=settings.rootfs,
+        session=settings.sandbox_session,
     )
 
 

@@ -84,6 +84,8 @@ class OracleScorer:
             workspace=ws,
             mounts=env.mounts,
             limits=Limits(wall_seconds=300, disk_bytes=self.settings.sandbox_disk_quota),
+            # One command per sandbox: starting an exec agent would cost more than it saves.
+            session="cold",
         )
         async with make_sandbox(self.sandbox, spec) as sb:
             return await TestRunner(env, timeout=300).run(sb, tests)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import shutil
 import time
@@ -21,6 +22,7 @@ from bot.jobtypes import (
     JobStatus,
     Mode,
     ProgressSink,
+    TickSink,
     sandbox_spec,
 )
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
@@ -28,7 +30,8 @@ from bot.review import review_and_select
 from bot.setup_model import setup_agent_for
 from bot.store import Store
 from sandboxes import environment as envlayer
-from sandboxes.agents.classic import NotReproduced, Reproduction, reproduce, reproduction_evidence
+from sandboxes.agents import impact
+from sandboxes.agents.classic import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
 from sandboxes.agents.issue_facts import IssueFacts, parse_issue
 from sandboxes.agents.trajectory import Trajectory
 from sandboxes.base import host_cpu_count
@@ -99,8 +102,17 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
     """Run the suite once on the base commit and record which tests already fail."""
+    # Test impact selection needs to know which test executed which line: the one baseline run measures it.
+    measure = ctx.settings.test_impact and env.spec.report_format == "junit-xml"
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
-        baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
+        rc = impact.coverage_rc(sb) if measure else None
+        baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout, coverage_rc=rc)
+        if rc is not None and not run.tests and not run.result.timed_out:
+            # Nothing ran under coverage (it may be missing from a custom environment): the plain run decides.
+            baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
+        elif measure and not run.result.timed_out:
+            coverage = await impact.read_coverage(sb, env.python)
+            baseline = dataclasses.replace(baseline, coverage=coverage)
     if run.result.timed_out:
         # Every later stage runs the suite again; a suite that cannot finish makes all their verdicts noise.
         raise EnvironmentError_(
@@ -122,11 +134,12 @@ async def run_job(
     job_id: int,
     *,
     progress: ProgressSink | None = None,
+    tick: TickSink | None = None,
 ) -> JobOutcome:
     """Run one fix or reproduce job end to end on a local checkout; never raises for a bad report."""
     started = time.monotonic()
     workdir = settings.data_dir / "work" / f"job-{job_id}-{uuid.uuid4().hex[:6]}"
-    ctx = JobContext(settings, store.runs, job_id, workdir, progress)
+    ctx = JobContext(settings, store.runs, job_id, workdir, progress, tick_sink=tick)
     facts = parse_issue(request.issue_text)
     outcome = JobOutcome(job_id=job_id, status="error", facts=facts, notes=list(request.notes))
     try:
@@ -142,6 +155,8 @@ async def run_job(
         outcome.status, outcome.reasons = "error", [f"model: {exc}"]
     finally:
         outcome.seconds = time.monotonic() - started
+        ctx.close_stage()
+        outcome.stage_seconds = dict(ctx.stage_seconds)
         if ctx.ledger is not None:
             outcome.llm_usage = ctx.ledger.usage().to_json()
             outcome.cost = ctx.ledger.describe()
@@ -180,6 +195,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
     await ctx.stage("environment", "building the test environment")
     env = await prepare_environment(ctx, base, request)
     outcome.environment = envlayer.describe_environment(env)
+    await ctx.stage("baseline", "running the test suite on the base commit")
     baseline = await run_baseline(ctx, base, env, request)
     outcome.baseline = {s: sum(1 for v in baseline.tests.values() if v == s) for s in ("passed", "failed", "error")}
     if baseline.collection_errors:
@@ -233,6 +249,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             shared_steps=shared.steps,
             parallel=parallel,
             facts=facts,
+            limits=SearchLimits(test_impact=ctx.settings.test_impact),
         )
     )
     outcome.generated = generated

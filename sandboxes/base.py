@@ -83,6 +83,9 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     rootfs: Path | None = None
+    #: "warm": one sandbox lives for the whole spec's lifetime and forks each command (sandboxes/session.py);
+    #: "cold": a new sandbox per command. Same guarantees either way.
+    session: str = "warm"
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from sandboxes.hostsandbox import ProcessSandbox
 from sandboxes.process import Launch
 from sandboxes.quota import WorkspaceQuota, workspace_quota
 from sandboxes.seccomp import no_userns_bpf
+from sandboxes.session import SessionPlan, agent_source
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +260,29 @@ class BwrapSandbox(ProcessSandbox):
         return [*args, "--ro-bind", str(self._etc), "/etc"]
 
     def _launch(self, argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[Launch, list[int]]:
+        return self._bwrap_launch(user_command(argv, self.privileged), cwd, env)
+
+    def _session_plan(self, agent_fd: int) -> SessionPlan | None:
+        """bwrap around the exec agent: one namespace for every command of the sandbox's lifetime."""
+        python = "/usr/bin/python3"
+        if not (self.spec.rootfs or Path("/")).joinpath(python.lstrip("/")).exists():
+            return None  # nothing to run the agent with inside: commands run cold
+        kill_uid = str(SANDBOX_UID) if self.privileged else "-1"
+        # The agent's code comes in through a memfd: nothing of the host's paths shows inside.
+        code = _memfd(agent_source().encode())
+        agent = [python, "-I", "-S", f"/proc/self/fd/{code}", str(agent_fd), "ns", kill_uid]
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+        launch, fds = self._bwrap_launch(agent, self.spec.workspace.resolve(), env)
+        launch.pass_fds = (*launch.pass_fds, code)
+        fds.append(code)
+        return SessionPlan(launch=launch, fds_to_close=fds, agent_fd=agent_fd)
+
+    def _session_cwd(self, host_cwd: Path) -> str:
+        rel = host_cwd.relative_to(self.spec.workspace.resolve()).as_posix()
+        return WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
+
+    def _bwrap_launch(self, command: list[str], cwd: Path, env: dict[str, str]) -> tuple[Launch, list[int]]:
+        """bwrap running `command` (already behind the privilege drop) with every confinement option."""
         workspace = self.spec.workspace.resolve()
         args = [*namespace_args(self.privileged), "--hostname", "sandbox", "--clearenv"]
         for key, value in env.items():
@@ -293,7 +317,7 @@ class BwrapSandbox(ProcessSandbox):
         # Options go through a memfd: /proc/1/cmdline inside then shows no host paths or env values.
         fds.append(_memfd(b"".join(a.encode() + b"\0" for a in args)))
         launch = Launch(
-            argv=[self.bwrap, "--args", str(fds[-1]), "--", *user_command(argv, self.privileged)],
+            argv=[self.bwrap, "--args", str(fds[-1]), "--", *command],
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             cwd="/",
             pass_fds=tuple(fds),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
+import shutil
 import socket
+import tempfile
 import time
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Self
 
@@ -29,6 +32,7 @@ from sandboxes.hostsandbox import merged_env
 from sandboxes.metrics import count_execution
 from sandboxes.process import CappedBuffer, owner_alive, process_started
 from sandboxes.quota import WorkspaceQuota, workspace_quota
+from sandboxes.session import SESSION_MODES, WarmSession, accept_session, agent_path
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,8 @@ API_TIMEOUT = 60
 #: The container's own keep-alive process runs as a different unprivileged uid than commands, so a
 #: command's `kill -9 -1` (our stray reaper, or the code under test) cannot stop the container.
 KEEPER_UID = SANDBOX_UID + 1
+#: Where a warm session's exec agent and its socket are mounted (read-only) in the container.
+AGENT_MOUNT = "/.reprobot-agent"
 #: Processes the container itself needs besides commands: docker-init and its sleeping child.
 PIDS_OVERHEAD = 2
 #: How long a killed command may take to end its stream before the socket is closed under it.
@@ -144,6 +150,14 @@ class DockerSandbox:
         self._started = False
         self._closed = False
         self._lock = asyncio.Lock()
+        if spec.session not in SESSION_MODES:
+            raise SandboxError(f"unknown sandbox session mode {spec.session!r}; known: {', '.join(SESSION_MODES)}")
+        #: Warm mode: an exec agent in the container forks each command (one at a time); see sandboxes/session.py.
+        self._session: WarmSession | None = None
+        self._session_lock = asyncio.Lock()
+        self._agent_dir: Path | None = None
+        self._listener: socket.socket | None = None
+        self._kill_task: asyncio.Task[None] | None = None
         for mount in spec.mounts:
             inside = PurePosixPath(mount.inside)
             if not inside.is_absolute() or ".." in inside.parts or str(inside) in ("/", WORKSPACE_MOUNT):
@@ -203,10 +217,52 @@ class DockerSandbox:
         if quota is not None:
             await asyncio.to_thread(quota.acquire)
             self._quota = quota
+        if self.spec.session == "warm":
+            await asyncio.to_thread(self._prepare_agent)
         try:
             self._container = await asyncio.to_thread(self._create)
         except docker.errors.DockerException as exc:
             raise SandboxError(f"could not start the sandbox container from {self.image}: {exc}") from exc
+        if self._listener is not None:
+            try:
+                self._session = await self._start_agent()
+            except (SandboxError, docker.errors.DockerException) as exc:
+                log.warning("warm docker session unavailable, commands use docker exec: %s", exc)
+            finally:
+                self._listener.close()
+                self._listener = None
+
+    def _prepare_agent(self) -> None:
+        """A host folder with the agent's script and a listening socket, bind-mounted read-only in."""
+        folder = Path(tempfile.mkdtemp(prefix="reprobot-agent-"))
+        folder.chmod(0o755)
+        shutil.copyfile(agent_path(), folder / "execagent.py")
+        (folder / "execagent.py").chmod(0o644)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(str(folder / "agent.sock"))
+        # Connecting needs write permission on the socket; it is the only thing there the sandbox uid may use.
+        (folder / "agent.sock").chmod(0o666)
+        listener.listen(1)
+        listener.setblocking(False)
+        self._agent_dir, self._listener = folder, listener
+
+    async def _start_agent(self) -> WarmSession:
+        """Start the agent as the command uid (one docker exec for the sandbox's life) and take its connection."""
+        container = self._container
+        assert container is not None and self._listener is not None
+        api = self._client.api
+        argv = ["python3", "-I", "-S", f"{AGENT_MOUNT}/execagent.py", f"{AGENT_MOUNT}/agent.sock", "ns", "-1"]
+        exec_id = (
+            await asyncio.to_thread(api.exec_create, container.id, argv, user=f"{self.uid}:{self.gid}", environment={})
+        )["Id"]
+        await asyncio.to_thread(api.exec_start, exec_id, detach=True)
+        loop = asyncio.get_running_loop()
+
+        def on_kill() -> None:
+            # The agent did not answer: every process of the command uid goes, the agent with them.
+            self._kill_task = loop.create_task(self._kill_commands())
+
+        return await accept_session(self._listener, on_kill)
 
     def _create(self) -> Any:
         from docker.types import Mount as DockerMount
@@ -218,6 +274,8 @@ class DockerSandbox:
         if os.path.lexists(workspace / ".git"):
             # Host git later reads this repository; code in the sandbox must not plant config or hooks.
             mounts.append(DockerMount(f"{WORKSPACE_MOUNT}/.git", str(workspace / ".git"), type="bind", read_only=True))
+        if self._agent_dir is not None:
+            mounts.append(DockerMount(AGENT_MOUNT, str(self._agent_dir), type="bind", read_only=True))
         for mount in self.spec.mounts:
             mounts.append(DockerMount(mount.inside, str(mount.host.resolve()), type="bind", read_only=mount.read_only))
         # Half the memory limit: filling /tmp (charged as memory) hits ENOSPC before the OOM killer.
@@ -237,7 +295,7 @@ class DockerSandbox:
             shm_size=tmp_size,
             mem_limit=limits.memory_bytes,
             memswap_limit=limits.memory_bytes,
-            pids_limit=limits.max_processes + PIDS_OVERHEAD,
+            pids_limit=limits.max_processes + PIDS_OVERHEAD + (1 if self._agent_dir is not None else 0),
             nano_cpus=int(cpus * 1e9),
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
@@ -264,6 +322,11 @@ class DockerSandbox:
     async def _teardown(self) -> None:
         import docker.errors
 
+        session: WarmSession | None = None
+
+        if self._session is not None:
+            session, self._session = self._session, None
+            session.dead = True
         container, self._container = self._container, None
         if container is not None:
             try:
@@ -284,6 +347,14 @@ class DockerSandbox:
         if self._client is not None:
             client, self._client = self._client, None
             await asyncio.to_thread(client.close)
+        if session is not None:
+            await session.close()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        if self._agent_dir is not None:
+            await asyncio.to_thread(shutil.rmtree, self._agent_dir, True)
+            self._agent_dir = None
 
     # ------------------------------------------------------------------ commands
 
@@ -339,6 +410,9 @@ class DockerSandbox:
             raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
         rel = host_cwd.relative_to(workspace).as_posix()
         inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
+        session = self._session
+        if session is not None and not session.dead:
+            return await self._run_warm(argv, merged_env(self.spec.env, env), inside_cwd, stdin, wall)
         # `env -i`: the container's own variables (HOSTNAME, Docker's PATH) are dropped too.
         env_args = [f"{k}={v}" for k, v in merged_env(self.spec.env, env).items()]
         command = ["/usr/bin/env", "-i", *env_args, *argv]
@@ -408,6 +482,32 @@ class DockerSandbox:
             stderr_truncated=err_cut,
         )
         return count_execution("docker", result)
+
+    async def _run_warm(
+        self, argv: list[str], env: dict[str, str], cwd: str, stdin: bytes | None, wall: float
+    ) -> ExecResult:
+        """One command through the container's exec agent; commands queue, as the agent clears up after each."""
+        async with self._session_lock:
+            session = self._session
+            if session is None or session.dead:
+                raise SandboxError("sandbox is closed")
+            oom_before = self._oom_kills()
+            self._inflight += 1
+            try:
+                res = await session.run(
+                    argv,
+                    env=env,
+                    cwd=cwd,
+                    stdin=stdin,
+                    timeout=wall,
+                    output_bytes=self.spec.limits.output_bytes,
+                    cgroup=None,
+                )
+            finally:
+                self._inflight -= 1
+        if res.exit_code == 128 + 9 and not res.timed_out and self._oom_kills() > oom_before:
+            res = dataclasses.replace(res, oom_killed=True)
+        return res
 
     # ------------------------------------------------------------------ files
 

@@ -346,10 +346,15 @@ async def prepare_environment(
     )
 
 
-async def run_baseline(sandbox: Sandbox, env: BuiltEnvironment, *, timeout: float = 900.0) -> tuple[Baseline, TestRun]:
-    """Run the whole suite on the unmodified workspace; the baseline statuses and the raw run."""
+async def run_baseline(
+    sandbox: Sandbox, env: BuiltEnvironment, *, timeout: float = 900.0, coverage_rc: str | None = None
+) -> tuple[Baseline, TestRun]:
+    """Run the whole suite on the unmodified workspace; the baseline statuses and the raw run.
+
+    With `coverage_rc` the suite runs under coverage.py with those settings (for test impact selection).
+    """
     started = time.monotonic()
-    run = await TestRunner(env, timeout=timeout).run(sandbox, [])
+    run = await TestRunner(env, timeout=timeout).run(sandbox, [], coverage_rc=coverage_rc)
     baseline = Baseline(
         tests=run.tests,
         seconds=time.monotonic() - started,

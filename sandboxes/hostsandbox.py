@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from pathlib import Path
@@ -15,6 +16,9 @@ from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, r
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.metrics import count_execution
 from sandboxes.process import Launch, Running, make_preexec, run_capped
+from sandboxes.session import SESSION_MODES, SessionPlan, WarmSession, socket_pair
+
+log = logging.getLogger(__name__)
 
 #: How long close() waits for killed commands to be reaped.
 CLOSE_WAIT_SECONDS = 10.0
@@ -48,6 +52,12 @@ class ProcessSandbox:
         self._started = False
         self._closed = False
         self._lock = asyncio.Lock()
+        if spec.session not in SESSION_MODES:
+            raise SandboxError(f"unknown sandbox session mode {spec.session!r}; known: {', '.join(SESSION_MODES)}")
+        self._session: WarmSession | None = None
+        #: Set when the warm session cannot run here (e.g. no python3 in a root filesystem): cold from then on.
+        self._session_off = spec.session != "warm"
+        self._session_busy = False
 
     async def __aenter__(self) -> Self:
         await self._ensure_open()
@@ -87,6 +97,48 @@ class ProcessSandbox:
         """The host command for argv, and file descriptors to close once it has started."""
         raise NotImplementedError
 
+    def _session_plan(self, agent_fd: int) -> SessionPlan | None:
+        """The host command starting this backend's exec agent, or None when the backend has no warm mode."""
+        return None
+
+    def _session_cwd(self, host_cwd: Path) -> str:
+        """The command's working directory as the agent sees it."""
+        return str(host_cwd)
+
+    async def _warm(self) -> WarmSession | None:
+        """The running session (started on first use), or None when commands must run cold."""
+        if self._session_off:
+            return None
+        if self._session is not None and not self._session.dead:
+            return self._session
+        if self._session is not None:
+            # Killed after a lost command: its remains go, a fresh one starts.
+            await self._session.close()
+            self._session = None
+        host_sock, agent_fd = socket_pair()
+        plan = self._session_plan(agent_fd)
+        if plan is None:
+            host_sock.close()
+            os.close(agent_fd)
+            self._session_off = True
+            return None
+        cgroup = self._cgroup
+        plan.launch.preexec = make_preexec(
+            self.spec.limits,
+            cgroup=cgroup,
+            nproc=cgroup is None or not cgroup.has_pids,
+            address_space=cgroup is None or not cgroup.has_memory,
+        )
+        try:
+            self._session = await WarmSession.start(plan, host_sock)
+        except SandboxError as exc:
+            log.warning("warm sandbox session unavailable, running commands cold: %s", exc)
+            self._session_off = True
+            return None
+        if self._closed:
+            self._session.kill()
+        return self._session
+
     def _track(self, running: Running) -> None:
         self._running.add(running)
         if self._closed:
@@ -114,7 +166,25 @@ class ProcessSandbox:
         if not host_cwd.is_dir():
             raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
         limits = self.spec.limits
-        launch, fds = self._launch(argv, host_cwd, merged_env(self.spec.env, env))
+        merged = merged_env(self.spec.env, env)
+        if not self._session_busy:
+            # One command at a time per session; a concurrent one runs cold, with the same guarantees.
+            self._session_busy = True
+            try:
+                session = await self._warm()
+                if session is not None:
+                    return await session.run(
+                        argv,
+                        env=merged,
+                        cwd=self._session_cwd(host_cwd),
+                        stdin=stdin,
+                        timeout=wall,
+                        output_bytes=limits.output_bytes,
+                        cgroup=self._cgroup,
+                    )
+            finally:
+                self._session_busy = False
+        launch, fds = self._launch(argv, host_cwd, merged)
         cgroup = self._cgroup
         try:
             # rlimits stand in for whatever the cgroup cannot do here.
@@ -163,6 +233,15 @@ class ProcessSandbox:
         self._closed = True
         for running in list(self._running):
             running.kill()
+        if self._session is not None:
+            if self._session_busy:
+                # A command is running in it: killing the session ends it, its run() then returns.
+                self._session.kill()
+            deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+            while self._session_busy and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            await self._session.close()
+            self._session = None
         # Let the killed runs finish, so nothing writes to the workspace while it is given back.
         deadline = time.monotonic() + CLOSE_WAIT_SECONDS
         while self._running and time.monotonic() < deadline:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from sandboxes.base import SandboxSpec
 from sandboxes.hostsandbox import ProcessSandbox
 from sandboxes.process import Launch
+from sandboxes.session import SessionPlan, agent_path
 
 log = logging.getLogger(__name__)
 
@@ -33,3 +35,13 @@ class NoneSandbox(ProcessSandbox):
 
     def _launch(self, argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[Launch, list[int]]:
         return Launch(argv=list(argv), env=env, cwd=str(cwd), reap_group=True, direct=True), []
+
+    def _session_plan(self, agent_fd: int) -> SessionPlan | None:
+        """A bare exec agent already in the sandbox's cgroup with its rlimits: a command costs one fork.
+
+        It forks from a small process, not from the bot (whose size made each fork slow), and skips the
+        per-command cgroup join and rlimit calls; "group" mode kills the command's process group after it.
+        """
+        agent = [sys.executable, "-I", "-S", str(agent_path()), str(agent_fd), "group", "-1"]
+        launch = Launch(argv=agent, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, cwd=str(self.spec.workspace))
+        return SessionPlan(launch=launch, fds_to_close=[], agent_fd=agent_fd)

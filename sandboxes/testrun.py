@@ -255,6 +255,8 @@ class Baseline:
     output_tail: str = ""
     #: Test modules that did not import at baseline -> the error's last line (the rest of the suite still ran).
     collection_errors: dict[str, str] = field(default_factory=dict)
+    #: file -> line -> coverage test contexts of the baseline run (None: not measured); see agents/impact.py.
+    coverage: dict[str, dict[int, set[str]]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def passing(self) -> set[str]:

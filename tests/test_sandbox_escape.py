@@ -44,12 +44,19 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.fixture(params=["warm", "cold"])
+def session(request: pytest.FixtureRequest) -> str:
+    """The session mode: every case holds with an exec agent per sandbox and with a sandbox (or exec) per command."""
+    mode: str = request.param
+    return mode
+
+
 @pytest.fixture
-def open_sandbox(backend: str, workspace: Path) -> Callable[..., Sandbox]:
+def open_sandbox(backend: str, session: str, workspace: Path) -> Callable[..., Sandbox]:
     """Build a sandbox of the backend under test on the workspace, with optional limits."""
 
     def build(**limits: float) -> Sandbox:
-        spec = SandboxSpec(workspace=workspace, limits=Limits(**limits))  # type: ignore[arg-type]
+        spec = SandboxSpec(workspace=workspace, limits=Limits(**limits), session=session)  # type: ignore[arg-type]
         return make_sandbox(backend, spec)
 
     return build
@@ -315,3 +322,19 @@ async def test_close_kills_running_commands(open_sandbox: Callable[..., Sandbox]
     res = await asyncio.wait_for(task, 10)
     assert not res.ok
     assert_no_stray(f"500.{marker}")
+
+
+async def test_detached_processes_die_with_the_command(open_sandbox: Callable[..., Sandbox]) -> None:
+    """A command that leaves its session (setsid, double fork) still does not outlive it, warm or cold."""
+    marker = f"{time.time_ns() % 10**9}"
+    code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(1002)\n"
+    async with open_sandbox() as sb:
+        res = await sb.run(py(code, f"1002.{marker}"))
+        assert res.ok, res.output
+        assert_no_stray(f"1002.{marker}")
+        # The next command finds nothing of the previous one, and cannot signal the sandbox's own processes.
+        probe = "import os\nfor p in {1, 2} - {os.getpid(), os.getppid()}:\n    try:\n        os.kill(p, 9)\n"
+        after = await sb.run(py(probe + "    except OSError as e:\n        print(p, e.errno)\n"))
+        later = await sb.run(["true"])
+    assert after.ok and later.ok, after.output + later.output
+    assert_no_stray(f"1002.{marker}")

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -144,19 +145,27 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     result: dict[str, Any] = {"status": "error"}
     try:
         with console.status("starting") as status:
+            job_started = time.monotonic()
 
             def progress(stage: str, detail: str) -> None:
-                status.update(f"[bold]{stage}[/bold] {detail}")
-                console.log(f"{stage} {detail}".strip())
+                # Each stage with the job's elapsed time; the search adds candidates tried per second.
+                elapsed = f"[{time.monotonic() - job_started:6.1f}s]"
+                status.update(f"[bold]{stage}[/bold] {detail} {elapsed}")
+                console.log(f"{elapsed} {stage} {detail}".strip())
 
-            outcome = await run_job(request, settings, store, job.id, progress=progress)
+            def tick(stage: str, detail: str) -> None:
+                status.update(f"[bold]{stage}[/bold] {detail} [{time.monotonic() - job_started:6.1f}s]")
+
+            outcome = await run_job(request, settings, store, job.id, progress=progress, tick=tick)
             result = outcome.to_json()
             push = outcome.status == "fixed" and outcome.brt is not None and not getattr(args, "no_branch", False)
             if push:
                 status.update("[bold]publish[/bold] creating branch")
                 pushed = True
             rec = Recorder(store, stored_issue.id, job.id)
+            publish_started = time.monotonic()
             published = await _publish(forge, rec, outcome, request, settings, branch, push)
+            result["stage_seconds"]["publish"] = round(time.monotonic() - publish_started, 3)
             result["branch"] = published.get("branch")
             pr_body = forge.changes.get(branch)
             comment = None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from sandboxes.agents.brt_synthesis import BrtCandidate, symptom_matches, synthesize_brts
+from sandboxes.agents.impact import select_tests
 from sandboxes.agents.issue_facts import IssueFacts
 from sandboxes.agents.localize import Location, parse_traceback_frames
 from sandboxes.agents.mutation_protocols import missing_protocols, special_method_candidates
@@ -43,6 +44,8 @@ class SearchLimits:
     #: to keep. Two fixes that pass the same tests but disagree elsewhere cannot both be right.
     alternative_candidates: int = 25
     max_alternatives: int = 2
+    #: Run the regression tests covering a candidate's changed lines before the full suite (sandboxes/agents/impact).
+    test_impact: bool = True
 
 
 @dataclass
@@ -60,6 +63,8 @@ class CandidateCache:
 
     def __init__(self) -> None:
         self._futures: dict[str, asyncio.Future[tuple[bool, str]]] = {}
+        #: Regression verdicts (the impacted tests, then the full suite) of an edit, shared the same way.
+        self.suites: dict[str, asyncio.Future[tuple[bool, str, TestRun]]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -214,8 +219,49 @@ class ClassicSearch:
         fut.set_result(verdict)
         return verdict
 
-    async def _regressions(self, sandbox: Sandbox) -> tuple[bool, str, TestRun]:
-        """Run the whole suite; every test that passed at baseline, and the BRT, must pass."""
+    async def _regressions(
+        self, sandbox: Sandbox, edit: tuple[str, str, str] | None = None
+    ) -> tuple[bool, str, TestRun]:
+        """Run the whole suite; every test that passed at baseline, and the BRT, must pass.
+
+        With baseline coverage, the tests that executed the edit's (path, old, new) changed lines run first:
+        a candidate breaking one of them is rejected without the full suite; a survivor still runs it all.
+        """
+        if edit is None or not self.limits.test_impact:
+            # Impact selection off is the previous method: the full suite for every candidate, nothing shared.
+            return await self._regressions_uncached(sandbox, edit)
+        # Every trajectory's workspace is the base plus the BRT plus this one edit: same edit, same verdict.
+        key = CandidateCache.key("suite", *edit, self.repro.brt.source)
+        cached = self.cache.suites.get(key)
+        if cached is not None:
+            self.cache.hits += 1
+            return await cached
+        self.cache.misses += 1
+        fut: asyncio.Future[tuple[bool, str, TestRun]] = asyncio.get_running_loop().create_future()
+        self.cache.suites[key] = fut
+        try:
+            verdict = await self._regressions_uncached(sandbox, edit)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved; the raising caller handles it
+            del self.cache.suites[key]
+            raise
+        fut.set_result(verdict)
+        return verdict
+
+    async def _regressions_uncached(
+        self, sandbox: Sandbox, edit: tuple[str, str, str] | None
+    ) -> tuple[bool, str, TestRun]:
+        coverage = self.baseline.coverage
+        if edit is not None and self.limits.test_impact and coverage is not None:
+            impact = select_tests(coverage, *edit, sorted(self.baseline.passing))
+            if not impact.full and impact.tests:
+                first = await self.runner.run(sandbox, list(impact.tests))
+                broken = [t for t in impact.tests if first.tests.get(t) != "passed"]
+                if first.result.timed_out:
+                    return False, "the impacted tests timed out", first
+                if broken:
+                    return False, "broke: " + ", ".join(broken[:10]), first
         run = await self.runner.run(sandbox, [])
         broken = sorted(t for t in self.baseline.passing if run.tests.get(t) != "passed")
         brt_failed = [t for t, s in run.tests.items() if t.startswith(self.repro.brt.path) and s != "passed"]
@@ -267,7 +313,7 @@ class ClassicSearch:
                 if not passed:
                     continue
                 sandbox.write_file(loc.file, cand.new_source)
-                ok, reason, run = await self._regressions(sandbox)
+                ok, reason, run = await self._regressions(sandbox, (loc.file, original, cand.new_source))
                 if submitted is not None:
                     if ok:
                         trajectory.alternatives.append(await workspace_diff(sandbox.spec.workspace))

@@ -1,0 +1,312 @@
+"""Host side of a warm sandbox session: one long-lived sandbox with an exec agent, one command at a time.
+
+The session is started once (bwrap namespace set-up, cgroup move, rlimits, seccomp) and then runs each
+command by sending its argv, environment and cwd, plus the command's own pipes as SCM_RIGHTS, to the
+agent (sandboxes/execagent.py). Output is read here through the same capped buffers as the cold path;
+the wall timeout is enforced here: on expiry the agent is told to kill the command's tree, and if it
+does not answer within KILL_WAIT_SECONDS the whole session is killed (it cannot outlive that).
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandboxes.base import ExecResult, SandboxError
+from sandboxes.cgroups import SandboxCgroup
+from sandboxes.process import PIPE_GRACE_SECONDS, CappedBuffer, Launch, _pipe, _PipeReader, exit_code
+
+log = logging.getLogger(__name__)
+
+#: Session modes: "warm" keeps one sandbox per trajectory, "cold" starts a sandbox per command.
+SESSION_MODES = ("warm", "cold")
+#: How long the agent may take to report after being told to kill a timed-out command.
+KILL_WAIT_SECONDS = 10.0
+#: How long a fresh session may take to say it is ready.
+START_SECONDS = 30.0
+#: Exit code reported when the session itself ended during a command (killed, or its agent died).
+SESSION_LOST = 137
+
+
+def agent_path() -> Path:
+    """The exec agent's script (sandboxes/execagent.py)."""
+    return Path(__file__).with_name("execagent.py")
+
+
+@functools.lru_cache(maxsize=1)
+def agent_source() -> str:
+    """The exec agent's code, handed to a python3 inside the sandbox."""
+    return agent_path().read_text()
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """How a backend starts its session: the host command (with AGENT_FD in argv) and the agent's mode."""
+
+    launch: Launch
+    fds_to_close: list[int]
+    agent_fd: int
+
+
+class WarmSession:
+    """A started session: run() commands one at a time, kill() it from anywhere, close() it."""
+
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process | None,
+        sock: socket.socket,
+        on_kill: Callable[[], None] | None = None,
+    ) -> None:
+        #: The local session process (bwrap or the bare agent); None when the agent lives in a container.
+        self.proc = proc
+        self.sock = sock
+        self.dead = False
+        #: How to end a session with no local process (the container's own kill).
+        self.on_kill = on_kill
+
+    @classmethod
+    async def start(cls, plan: SessionPlan, host_sock: socket.socket) -> WarmSession:
+        """Spawn the session process and wait for its agent's ready message; SandboxError on failure."""
+        launch = plan.launch
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env=launch.env,
+                cwd=launch.cwd,
+                pass_fds=(plan.agent_fd, *launch.pass_fds),
+                preexec_fn=launch.preexec,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            host_sock.close()
+            raise SandboxError(f"cannot start a warm session: {exc}") from exc
+        finally:
+            for fd in (plan.agent_fd, *plan.fds_to_close):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        session = cls(proc, host_sock)
+        loop = asyncio.get_running_loop()
+        try:
+            reply = await asyncio.wait_for(loop.sock_recv(host_sock, 4096), START_SECONDS)
+        except (TimeoutError, OSError):
+            reply = b""
+        if not reply.startswith(b'{"ready"'):
+            session.kill()
+            err = b""
+            if proc.stderr is not None:
+                with contextlib.suppress(TimeoutError, OSError):
+                    err = await asyncio.wait_for(proc.stderr.read(4096), 5)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5)
+            session.close_socket()
+            raise SandboxError(f"warm session did not start: {err.decode(errors='replace').strip()}")
+        # Its stderr is no longer needed; a session that writes there must never block on it.
+        if proc.stderr is not None:
+            asyncio.get_running_loop().create_task(_drain(proc.stderr))
+        return session
+
+    def kill(self) -> None:
+        """SIGKILL the session's process group: bwrap (and with it its pid namespace), or the bare agent."""
+        self.dead = True
+        if self.proc is None:
+            self.close_socket()
+            if self.on_kill is not None:
+                self.on_kill()
+        elif self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def close_socket(self) -> None:
+        """Close the host's end; the agent then kills what runs and exits."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    async def close(self, cgroup: SandboxCgroup | None = None) -> None:
+        """End the session: the agent exits on end of input; anything left is killed."""
+        self.dead = True
+        self.close_socket()
+        if self.proc is None:
+            return
+        try:
+            await asyncio.wait_for(self.proc.wait(), 2)
+        except TimeoutError:
+            self.kill()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), KILL_WAIT_SECONDS)
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        stdin: bytes | None,
+        timeout: float,
+        output_bytes: int,
+        cgroup: SandboxCgroup | None,
+    ) -> ExecResult:
+        """Run one command through the agent; same result shape and guarantees as process.run_capped."""
+        if self.dead:
+            raise SandboxError("warm session is closed")
+        loop = asyncio.get_running_loop()
+        start = time.monotonic()
+        oom_before = cgroup.oom_kills() if cgroup is not None else 0
+        out_r, out_w = _pipe()
+        err_r, err_w = _pipe()
+        send = [out_w, err_w]
+        in_r = in_w = -1
+        if stdin is not None:
+            in_r, in_w = _pipe()
+            send.append(in_r)
+        request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
+        try:
+            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", send))])
+        except OSError as exc:
+            for fd in (out_r, err_r, in_w):
+                if fd >= 0:
+                    os.close(fd)
+            self.kill()
+            raise SandboxError(f"warm session is gone: {exc}") from exc
+        finally:
+            for fd in send:
+                os.close(fd)
+        readers: list[tuple[asyncio.BaseTransport, asyncio.Future[None], CappedBuffer]] = []
+        transport: asyncio.BaseTransport
+        feeder: asyncio.Task[None] | None = None
+        timed_out = False
+        status: int | None = None
+        try:
+            for fd in (out_r, err_r):
+                buf = CappedBuffer(output_bytes)
+                done: asyncio.Future[None] = loop.create_future()
+                transport, _ = await loop.connect_read_pipe(
+                    lambda b=buf, d=done: _PipeReader(b, d),  # type: ignore[misc]
+                    os.fdopen(fd, "rb", buffering=0),
+                )
+                readers.append((transport, done, buf))
+            if stdin is not None:
+                feeder = asyncio.create_task(_feed(in_w, stdin))
+                in_w = -1
+            try:
+                reply = await asyncio.wait_for(loop.sock_recv(self.sock, 4096), timeout)
+            except TimeoutError:
+                timed_out = True
+                with contextlib.suppress(OSError):
+                    self.sock.send(b"kill")
+                try:
+                    reply = await asyncio.wait_for(loop.sock_recv(self.sock, 4096), KILL_WAIT_SECONDS)
+                except (TimeoutError, OSError):
+                    reply = b""
+            except OSError:
+                reply = b""
+            status = _status(reply)
+            if status is None:
+                # The agent died or did not answer the kill: end the session, nothing of it survives.
+                log.warning("warm sandbox session lost during %s; killing it", argv[0])
+                self.kill()
+            try:
+                await asyncio.wait_for(asyncio.gather(*(d for _, d, _ in readers)), PIPE_GRACE_SECONDS)
+            except TimeoutError:
+                log.warning("output pipes of %s still open after exit; closing them", argv[0])
+        except BaseException:
+            # Cancelled (or failed) mid-command: never leave the command behind.
+            self.kill()
+            raise
+        finally:
+            for transport, _, _ in readers:
+                transport.close()
+            if in_w >= 0:
+                os.close(in_w)
+            if feeder is not None:
+                feeder.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await feeder
+        stdout, out_cut = readers[0][2].text()
+        stderr, err_cut = readers[1][2].text()
+        if status is None:
+            code = SESSION_LOST
+            stderr += "\n[reprobot: the sandbox session ended during this command]\n"
+        else:
+            code = exit_code(os.waitstatus_to_exitcode(status))
+        return ExecResult(
+            exit_code=code,
+            stdout=stdout,
+            stderr=stderr,
+            duration=time.monotonic() - start,
+            timed_out=timed_out,
+            oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
+            stdout_truncated=out_cut,
+            stderr_truncated=err_cut,
+        )
+
+
+def _status(reply: bytes) -> int | None:
+    if not reply:
+        return None
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return None
+    status = data.get("status") if isinstance(data, dict) else None
+    return status if isinstance(status, int) else None
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    with contextlib.suppress(OSError):
+        while await stream.read(65536):
+            pass
+
+
+async def _feed(fd: int, data: bytes) -> None:
+    """Write stdin alongside reading output, so a full pipe cannot deadlock the command."""
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(fd, "wb", buffering=0))
+    try:
+        transport.write(data)
+        # End of input once flushed; a command that stops reading closes the pipe on its side.
+        transport.write_eof()
+        while not transport.is_closing() or transport.get_write_buffer_size():
+            await asyncio.sleep(0.005)
+    finally:
+        transport.close()
+
+
+def socket_pair() -> tuple[socket.socket, int]:
+    """(host end, agent fd): a SOCK_SEQPACKET pair; the agent's fd is inheritable, the host's is not."""
+    host, agent = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    host.setblocking(False)
+    fd = agent.detach()
+    os.set_inheritable(fd, True)
+    return host, fd
+
+
+async def accept_session(
+    listener: socket.socket, on_kill: Callable[[], None], timeout: float = START_SECONDS
+) -> WarmSession:
+    """The session of an agent that connects to `listener` (a container's); SandboxError if none says ready."""
+    loop = asyncio.get_running_loop()
+    try:
+        sock, _ = await asyncio.wait_for(loop.sock_accept(listener), timeout)
+        sock.setblocking(False)
+        reply = await asyncio.wait_for(loop.sock_recv(sock, 4096), timeout)
+    except (TimeoutError, OSError) as exc:
+        raise SandboxError(f"exec agent did not connect: {exc!r}") from exc
+    session = WarmSession(None, sock, on_kill)
+    if not reply.startswith(b'{"ready"'):
+        session.kill()
+        raise SandboxError("exec agent did not start")
+    return session

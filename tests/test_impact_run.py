@@ -1,0 +1,101 @@
+"""Test impact selection for real: baseline coverage in the bwrap sandbox, then what a candidate's check runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from sandboxes.agents import impact
+from sandboxes.agents.classic import CandidateCache, ClassicSearch, SearchLimits
+from sandboxes.base import Limits, Sandbox, SandboxSpec
+from sandboxes.environment import BuiltEnvironment, prepare_environment, run_baseline
+from sandboxes.factory import available_backends, make_sandbox
+from sandboxes.testrun import Baseline, TestRun, TestRunner
+from tests.test_envspec import write
+
+pytestmark = pytest.mark.timeout(300)
+
+CALC = "SCALE = 1\n\n\ndef add(a, b):\n    return (a + b) * SCALE\n\n\ndef sub(a, b):\n    return (a - b) * SCALE\n"
+PROJECT = {
+    "setup.py": "from setuptools import setup\nsetup(name='calc', version='0.1', py_modules=['calc'])\n",
+    "calc.py": CALC,
+    "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n",
+    "tests/test_calc.py": (
+        "import calc\n\n\n"
+        "def test_add(two):\n    assert calc.add(two, 1) == 3\n\n\n"
+        "def test_sub():\n    assert calc.sub(5, 2) == 3\n\n\n"
+        "def test_nothing():\n    assert True\n"
+    ),
+}
+
+
+class RecordingRunner(TestRunner):
+    """The real runner, remembering each selection it ran (empty: the full suite)."""
+
+    __test__ = False
+
+    def __init__(self, env: BuiltEnvironment) -> None:
+        super().__init__(env, timeout=120)
+        self.selections: list[list[str]] = []
+
+    async def run(self, sandbox: Sandbox, selection: Iterable[str] = (), **kwargs: Any) -> TestRun:
+        chosen = list(selection)
+        self.selections.append(chosen)
+        return await super().run(sandbox, chosen, **kwargs)
+
+
+async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_full_suite(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    if (problem := available_backends()["bwrap"]) is not None:
+        pytest.skip(f"bwrap unavailable: {problem}")
+    workspace = write(tmp_path / "ws", PROJECT)
+    env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
+    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
+    async with make_sandbox("bwrap", spec) as sb:
+        baseline, run = await run_baseline(sb, env, timeout=300, coverage_rc=impact.coverage_rc(sb))
+        coverage = await impact.read_coverage(sb, env.python)
+        assert coverage is not None, run.result.output[-2000:]
+        baseline = dataclasses.replace(baseline, coverage=coverage)
+        assert len(baseline.passing) == 3, run.tests
+        runner = RecordingRunner(env)
+        brt = SimpleNamespace(brt=SimpleNamespace(path="tests/test_brt.py", source=""))
+        search = ClassicSearch(brt, runner, baseline, CandidateCache(), SearchLimits())  # type: ignore[arg-type]
+
+        async def check(path: str, old: str, new: str) -> tuple[bool, list[list[str]]]:
+            runner.selections.clear()
+            sb.write_file(path, new)
+            try:
+                ok, _, _ = await search._regressions(sb, (path, old, new))
+            finally:
+                sb.write_file(path, old)
+            return ok, list(runner.selections)
+
+        # A body edit breaking add(): only the test that ran that line runs, and the candidate is rejected.
+        ok, runs = await check("calc.py", CALC, CALC.replace("(a + b) * SCALE", "(a + b + 1) * SCALE"))
+        assert not ok and runs == [["tests/test_calc.py::test_add"]]
+        # The same edit again (another trajectory's): the verdict is shared, nothing runs.
+        ok, runs = await check("calc.py", CALC, CALC.replace("(a + b) * SCALE", "(a + b + 1) * SCALE"))
+        assert not ok and runs == []
+        # A body edit that keeps the tests passing survives the impacted test, then runs the full suite once.
+        ok, runs = await check("calc.py", CALC, CALC.replace("(a - b) * SCALE", "(a - b) * SCALE * 1"))
+        assert ok and runs == [["tests/test_calc.py::test_sub"], []]
+        # A module-level statement and a conftest fixture: straight to the full suite.
+        ok, runs = await check("calc.py", CALC, CALC.replace("SCALE = 1", "SCALE = 2"))
+        assert not ok and runs == [[]]
+        conftest = PROJECT["tests/conftest.py"]
+        ok, runs = await check("tests/conftest.py", conftest, conftest.replace("return 2", "return 3"))
+        assert not ok and runs == [[]]
+        # With impact selection off (the previous method), every check is the full suite.
+        search.limits = SearchLimits(test_impact=False)
+        ok, runs = await check("calc.py", CALC, CALC.replace("(a + b) * SCALE", "(a + b + 1) * SCALE"))
+        assert not ok and runs == [[]]
+
+
+def test_baseline_without_coverage_selects_nothing() -> None:
+    assert Baseline(tests={"t::a": "passed"}).coverage is None
