@@ -204,6 +204,13 @@ class Settings:
     #: REPROBOT_PUBLIC_URL: the bot's address as readers see it, for artifact links in comments
     #: (unset: the links are relative paths on the bot's server).
     public_url: str | None = None
+    # -- game reproduction (issue 19): the Minecraft driver on a maintainer's machine --------------------------
+    #: REPROBOT_MINECRAFT_DIR: the game folder (crash-reports/, logs/latest.log); unset: no Minecraft here.
+    minecraft_dir: Path | None = None
+    #: REPROBOT_MINECRAFT_RCON: host:port of the server's RCON for commands (unset: commands typed in the client).
+    minecraft_rcon: str | None = None
+    #: REPROBOT_MINECRAFT_RCON_PASSWORD: the RCON password (a secret: never logged or published).
+    minecraft_rcon_password: str | None = field(default=None, repr=False)
 
     @property
     def store_path(self) -> Path:
@@ -224,6 +231,7 @@ class Settings:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
         values.append(self.runner_registration_token)
+        values.append(self.minecraft_rcon_password)
         return [v for v in values if v]
 
     @classmethod
@@ -326,6 +334,7 @@ class Settings:
             except OSError as exc:
                 raise SettingsError(f"REPROBOT_GITHUB_PRIVATE_KEY_PATH={v!r}: {exc.strerror}") from None
         kwargs.update(_mojira_settings(get))
+        kwargs.update(_game_settings(get))
         settings = cls(**kwargs)  # type: ignore[arg-type]
         if settings.trajectories < 1:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
@@ -356,6 +365,21 @@ class Settings:
     def documented_fields(cls) -> list[str]:
         """Names of all settings, for `reprobot doctor` and the README table."""
         return [f.name for f in fields(cls)]
+
+
+def _game_settings(get: Callable[[str], str | None]) -> dict[str, object]:
+    """The Minecraft driver's settings (issue 19)."""
+    out: dict[str, object] = {}
+    if (v := get("MINECRAFT_DIR")) is not None:
+        out["minecraft_dir"] = Path(v).expanduser()
+    if (v := get("MINECRAFT_RCON")) is not None:
+        host, _, port = v.rpartition(":")
+        if not host or not port.isdigit():
+            raise SettingsError(f"REPROBOT_MINECRAFT_RCON={v!r}: expected host:port")
+        out["minecraft_rcon"] = v
+    if (v := get("MINECRAFT_RCON_PASSWORD")) is not None:
+        out["minecraft_rcon_password"] = v
+    return out
 
 
 def _mojira_settings(get: Callable[[str], str | None]) -> dict[str, object]:

@@ -188,7 +188,8 @@ class MinetestDriver:
 
     def _write_world(self, channel_url: str, port: int) -> tuple[Path, Path]:
         world = self.work / "world"
-        world.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(world, ignore_errors=True)  # a fresh world per session
+        world.mkdir(parents=True)
         mods, game_path = install_repo(self.repo, world) if self.repo is not None else ([], None)
         self.mods = mods
         probe = resources.files("sandboxes.runners.game") / "mods" / PROBE_MOD
@@ -240,6 +241,15 @@ class MinetestDriver:
         if missing:
             raise GameDriverError(f"Minetest is not installed here (missing {', '.join(missing)})")
         (self.work / "home").mkdir(parents=True, exist_ok=True)
+        self.channel = _Channel()  # a fresh channel per session: nothing pending from the last one
+        self.server = self.client = None
+        try:
+            await self._start_processes()
+        except BaseException:
+            await self.stop()  # nothing the failed start began is left running
+            raise
+
+    async def _start_processes(self) -> None:
         await self.channel.start()
         port = _free_port(socket.SOCK_DGRAM)
         self._game_path = ""
@@ -258,6 +268,13 @@ class MinetestDriver:
         if not self.display:
             await self._start_xvfb()
             env["DISPLAY"] = str(self.display)
+        self._client_env = env
+        self._port = port
+        await self._start_client()
+        await self._wait_joined()
+
+    async def _start_client(self) -> None:
+        env, port = self._client_env, self._port
         self.client = await asyncio.create_subprocess_exec(
             str(find_tool("minetest")),
             *("--config", str(self.work / "client.conf"), "--address", "127.0.0.1", "--port", str(port)),
@@ -267,7 +284,6 @@ class MinetestDriver:
             env=env,
             start_new_session=True,
         )
-        await self._wait_joined()
 
     async def _start_xvfb(self) -> None:
         read, write = os.pipe()
@@ -290,10 +306,20 @@ class MinetestDriver:
             if write >= 0:
                 os.close(write)
         self.display = f":{number.decode().strip()}"
+        for _ in range(50):  # the display answers (its socket may lag the number it printed)
+            if (await self._xdo("getdisplaygeometry")).strip():
+                return
+            await asyncio.sleep(0.2)
+        raise GameDriverError(f"Xvfb on {self.display} does not answer")
 
     async def _wait_joined(self) -> None:
         deadline = time.monotonic() + self.join_timeout
+        restarts = 2
         while time.monotonic() < deadline:
+            if self.client is not None and self.client.returncode is not None and restarts:
+                restarts -= 1  # a client that lost the race for the display gets another go
+                log.info("the Minetest client exited with %s before joining; starting it again", self.client.returncode)
+                await self._start_client()
             if self.server is not None and self.server.returncode is not None:
                 tail = "\n".join(self._log_lines()[-5:])
                 raise GameDriverError(f"minetestserver exited with {self.server.returncode} at start: {tail}")
@@ -338,6 +364,8 @@ class MinetestDriver:
                         os.killpg(proc.pid, 9)
                     await proc.wait()
         await self.channel.close()
+        if self.xvfb is not None:
+            self.xvfb, self.display = None, None
         if self._own_work:
             shutil.rmtree(self.work, ignore_errors=True)
 
