@@ -210,16 +210,18 @@ class ActionModel:
                 {"action": "command", "text": f"/spawnentity {step.target} {spot[0]:g},{spot[1]:g},{spot[2]:g}"},
                 {"action": "look", "yaw": round(yaw, 3), "pitch": round(pitch, 3)},
             ]
-        elif step.kind in ("rightclick", "punch") and step.target and step.target not in state.pointed.get("name", ""):
-            if state.position and ":" in step.target and not _is_item(step.target, state):
-                spot, yaw, pitch = _in_front(state)
-                out += [
-                    {"action": "command", "text": f"/spawnentity {step.target} {spot[0]:g},{spot[1]:g},{spot[2]:g}"},
-                    {"action": "look", "yaw": round(yaw, 3), "pitch": round(pitch, 3)},
-                ]
-            out.append({"action": "click", "button": "right" if step.kind == "rightclick" else "left"})
         elif step.kind in ("rightclick", "punch"):
-            out.append({"action": "click", "button": "right" if step.kind == "rightclick" else "left"})
+            button = "right" if step.kind == "rightclick" else "left"
+            near = [o for o in state.nearby if o.get("name") == step.target]
+            if near and state.position:
+                yaw, pitch = _look_at(state, near[0]["pos"])
+                out += [{"action": "look", "yaw": round(yaw, 3), "pitch": round(pitch, 3)}, {"action": "click", "button": button}]
+            elif state.position and ":" in step.target and not _is_item(step.target, state) and step.target not in state.pointed.get("name", ""):
+                # Not around yet: spawn it in front; the next pass (with fresh state) aims and clicks.
+                spot, _, _ = _in_front(state)
+                out.append({"action": "command", "text": f"/spawnentity {step.target} {spot[0]:g},{spot[1]:g},{spot[2]:g}"})
+            else:
+                out.append({"action": "click", "button": button})
         elif step.kind in ("place", "use"):
             if step.target:
                 out += self._wield(step.target, state)
@@ -251,15 +253,21 @@ def _is_item(name: str, state: GameState) -> bool:
     return any(stack.split(" ")[0] == name for stack in state.inventory.values())
 
 
-def _in_front(state: GameState) -> tuple[tuple[float, float, float], float, float]:
-    """A spot two nodes ahead of the player at chest height, and the look that points at it."""
+def _look_at(state: GameState, target: Any) -> tuple[float, float]:
     from sandboxes.runners.game.minetest import look_at
 
     assert state.position is not None
+    return look_at(state.position, (float(target[0]), float(target[1]), float(target[2])), state.eye_height)
+
+
+def _in_front(state: GameState) -> tuple[tuple[float, float, float], float, float]:
+    """A spot two nodes ahead of the player on the ground, and the look that points at it."""
+    assert state.position is not None
     x, y, z = state.position
     dx, dz = -math.sin(state.yaw), math.cos(state.yaw)
-    spot = (round(x + 2 * dx), round(y + 1.0, 1), round(z + 2 * dz))
-    yaw, pitch = look_at(state.position, (spot[0], spot[1], spot[2]))
+    # On the ground (where a physical entity comes to rest), so the look still points at it after it lands.
+    spot = (round(x + 2 * dx), round(y + 0.3, 1), round(z + 2 * dz))
+    yaw, pitch = _look_at(state, spot)
     return (float(spot[0]), float(spot[1]), float(spot[2])), yaw, pitch
 
 
@@ -382,11 +390,16 @@ async def reproduce_game(
                 session = _Session(driver, out_dir, judge, prefix, lines)
                 state = await session.begin()
                 for step in steps:
-                    if session.verdict is not None or time.monotonic() > deadline:
-                        break
-                    for action in model.macros(step, state):
-                        state = await session.do(action)
-                        if session.verdict is not None:
+                    # Two passes at most: an interaction whose target is not around spawns it first, then aims.
+                    for _pass in range(2):
+                        if session.verdict is not None or time.monotonic() > deadline:
+                            break
+                        macros = model.macros(step, state)
+                        for action in macros:
+                            state = await session.do(action)
+                            if session.verdict is not None:
+                                break
+                        if step.kind not in ("rightclick", "punch") or any(m["action"] == "click" for m in macros):
                             break
                 if session.verdict is None:  # a crash can take a moment to reach the log
                     state = await session.do({"action": "wait", "seconds": 1.0})

@@ -65,6 +65,9 @@ class GameState:
     inventory: dict[int, str] = field(default_factory=dict)
     pointed: dict[str, Any] = field(default_factory=dict)
     chat: list[str] = field(default_factory=list)
+    #: Entities near the player: {"name": ..., "pos": (x, y, z)}.
+    nearby: list[dict[str, Any]] = field(default_factory=list)
+    eye_height: float = 1.5
     log_tail: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -77,6 +80,7 @@ class GameState:
             "inventory": {str(k): v for k, v in self.inventory.items()},
             "pointed": self.pointed,
             "chat": self.chat[-10:],
+            "nearby": self.nearby,
             "log_tail": self.log_tail[-10:],
         }
 

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import os
+import random
 import shutil
 import socket
 import tempfile
@@ -286,31 +287,31 @@ class MinetestDriver:
         )
 
     async def _start_xvfb(self) -> None:
-        read, write = os.pipe()
-        try:
+        """Our own Xvfb on a free display number, tried a few times (another X server may take the number)."""
+        for _ in range(4):
+            number = random.randrange(200, 2000)
+            if Path(f"/tmp/.X{number}-lock").exists():
+                continue
             self.xvfb = await asyncio.create_subprocess_exec(
                 str(find_tool("Xvfb")),
-                *("-displayfd", str(write), "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"),
-                pass_fds=(write,),
+                *(f":{number}", "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"),
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
             )
-            os.close(write)
-            write = -1
-            number = await asyncio.wait_for(asyncio.to_thread(os.read, read, 32), 20)
-        except TimeoutError:
-            raise GameDriverError("Xvfb did not start") from None
-        finally:
-            os.close(read)
-            if write >= 0:
-                os.close(write)
-        self.display = f":{number.decode().strip()}"
-        for _ in range(50):  # the display answers (its socket may lag the number it printed)
-            if (await self._xdo("getdisplaygeometry")).strip():
-                return
-            await asyncio.sleep(0.2)
-        raise GameDriverError(f"Xvfb on {self.display} does not answer")
+            self.display = f":{number}"
+            for _ in range(50):  # until the display answers, or the server gives up (the number was taken)
+                if self.xvfb.returncode is not None:
+                    break
+                if (await self._xdo("getdisplaygeometry")).strip():
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.xvfb.wait(), 0.2)
+            with contextlib.suppress(ProcessLookupError):
+                self.xvfb.kill()
+            await self.xvfb.wait()
+        self.xvfb, self.display = None, None
+        raise GameDriverError("Xvfb did not start (no free display answered)")
 
     async def _wait_joined(self) -> None:
         deadline = time.monotonic() + self.join_timeout
@@ -395,8 +396,11 @@ class MinetestDriver:
             await self._xdo("type", "--delay", "30", str(action["text"]))
             await self._xdo("key", "Return")
         elif kind == "click":
+            # Held for a few frames: the software-rendered client reads input once a frame.
             button = "1" if action["button"] == "left" else "3"
-            await self._xdo("click", button)
+            await self._xdo("mousedown", button)
+            await asyncio.sleep(0.3)
+            await self._xdo("mouseup", button)
         await asyncio.sleep(float(action.get("settle", 0.8)))
 
     async def _call(self, op: dict[str, Any]) -> Any:
@@ -421,6 +425,10 @@ class MinetestDriver:
             inv = data.get("inventory")
             state.inventory = {int(s["slot"]): str(s["item"]) for s in inv} if isinstance(inv, list) else {}
             state.pointed = data.get("pointed") if isinstance(data.get("pointed"), dict) else {}
+            state.eye_height = float(data.get("eye_height") or 1.5)
+            for obj in data.get("nearby") if isinstance(data.get("nearby"), list) else []:
+                p = obj.get("pos") or {}
+                state.nearby.append({"name": str(obj.get("name")), "pos": (p.get("x", 0), p.get("y", 0), p.get("z", 0))})
         if isinstance(data, dict) and isinstance(data.get("chat"), list):
             state.chat = [str(c) for c in data["chat"]]
         return state
@@ -486,9 +494,11 @@ def _error_block(text: str, message: str) -> str:
     return ""
 
 
-def look_at(position: tuple[float, float, float], target: tuple[float, float, float]) -> tuple[float, float]:
+def look_at(
+    position: tuple[float, float, float], target: tuple[float, float, float], eye_height: float = 1.47
+) -> tuple[float, float]:
     """Yaw and pitch (Minetest's conventions) that point the eye at `target`."""
-    eye = (position[0], position[1] + 1.47, position[2])
+    eye = (position[0], position[1] + eye_height, position[2])
     dx, dy, dz = (target[i] - eye[i] for i in range(3))
     yaw = math.atan2(-dx, dz)
     pitch = -math.atan2(dy, math.hypot(dx, dz))

@@ -50,8 +50,14 @@ local function state()
 	for i, stack in ipairs(player:get_inventory():get_list("main") or {}) do
 		if not stack:is_empty() then table.insert(inv, {slot = i, item = stack:to_string()}) end
 	end
+	local nearby = {}
+	for _, obj in ipairs(minetest.get_objects_inside_radius(player:get_pos(), 8)) do
+		local ent = obj:get_luaentity()
+		if ent and ent.name then table.insert(nearby, {name = ent.name, pos = obj:get_pos()}) end
+	end
 	return {
-		joined = true, name = player:get_player_name(), pos = player:get_pos(),
+		joined = true, name = player:get_player_name(), pos = player:get_pos(), nearby = nearby,
+		eye_height = player:get_properties().eye_height,
 		yaw = player:get_look_horizontal(), pitch = player:get_look_vertical(),
 		hp = player:get_hp(), wielded = player:get_wielded_item():to_string(), wield_index = player:get_wield_index(),
 		inventory = inv, pointed = pointed(player), chat = chat_tail,
