@@ -18,6 +18,7 @@ from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
 from sandboxes.runners.game.agent import GameReproResult, replay_game, reproduce_game
+from sandboxes.runners.game.driver import GameDriverError
 
 GAMES = ("minetest", "minecraft")
 _EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": 3, "error": EXIT_ERROR}
@@ -32,11 +33,11 @@ def add_game_args(rep: argparse.ArgumentParser, replay: argparse.ArgumentParser)
     replay.add_argument("--repo", type=Path, help="with --game: the mod, modpack or game the log ran against")
 
 
-def _driver(game: str, repo: Path | None) -> Any:
+def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
     if game == "minecraft":
         from bot.runner.minecraft import MinecraftDriver
 
-        return MinecraftDriver.from_environment()
+        return MinecraftDriver.from_settings(settings)
     from sandboxes.runners.game.minetest import MinetestDriver
 
     return MinetestDriver(repo)
@@ -75,10 +76,15 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
     repo = Path(args.repo).resolve() if args.repo else None
     if args.game == "minetest" and (repo is None or not repo.is_dir()):
         return _usage(args, f"reprobot {args.command}: error: --game minetest needs --repo, a mod, modpack or game folder")
+    driver = _driver(args.game, repo, settings)
     try:
-        driver = _driver(args.game, repo)
-    except (RuntimeError, OSError) as exc:
-        return _usage(args, f"reprobot: {exc}")
+        if hasattr(driver, "check"):
+            driver.check()
+    except GameDriverError as exc:
+        if args.json:
+            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": EXIT_ERROR}))
+        print(f"reprobot: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     label = str(repo or ".")
     if args.command == "replay":
         result = await replay_game(args.actions, driver, out_dir=out, repo_label=label)
@@ -90,7 +96,18 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
             print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": exc.code}))
         print(f"reprobot: {exc}", file=sys.stderr)
         return exc.code
+    signature = None
+    if args.game == "minecraft":
+        from bot.runner.minecraft import report_signature
+
+        signature = report_signature
     result = await reproduce_game(
-        issue.text, driver, out_dir=out, repo_label=label, max_iterations=args.iterations, budget_seconds=args.budget
+        issue.text,
+        driver,
+        out_dir=out,
+        repo_label=label,
+        max_iterations=args.iterations,
+        budget_seconds=args.budget,
+        signature_of=signature,
     )
     return _print(args, result, out)

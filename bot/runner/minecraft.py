@@ -64,6 +64,10 @@ class MinecraftDriver:
         """The driver configured by REPROBOT_MINECRAFT_* settings."""
         return cls(settings.minecraft_dir, rcon=settings.minecraft_rcon, rcon_password=settings.minecraft_rcon_password)
 
+    def check(self) -> None:
+        """Raise GameDriverError (one line) when there is no game folder to drive here."""
+        self._require_game()
+
     def _require_game(self) -> Path:
         if self.game_dir is None or not self.game_dir.is_dir():
             raise GameDriverError(

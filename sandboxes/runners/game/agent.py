@@ -20,6 +20,7 @@ import math
 import re
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ _VERBS: tuple[tuple[str, str], ...] = (
     (r"use|swing|wave|click|activate|cast|zap", "use"),
     (r"dig|mine|break", "punch"),
 )
+#: "spawn a snail and punch it": two steps.
+_AND_VERB = re.compile(r"\s+(?:and|then)\s+(?=(?:" + "|".join(p for p, _ in _VERBS) + r")\w*\b)", re.I)
 _SKY = re.compile(r"\b(?:sky|air|nothing|up(?:wards)?)\b", re.I)
 _GENERIC = {"the", "a", "an", "it", "with", "on", "at", "my", "of", "and", "then", "to", "in", "i", "block", "item"}
 
@@ -152,8 +155,10 @@ def synthesize_steps(report_text: str, kb: KnowledgeBase) -> list[GameStep]:
     report = split_report(text)
     steps: list[GameStep] = []
     thing = ""  # the last thing named: "get a lamp post, place it"
+    sky_next = False
     known = {e["name"] for e in kb.entries if e["kind"] == "command"}
-    for whole in clauses(report.steps_text):
+    pieces = [p for c in clauses(report.steps_text) for p in _AND_VERB.split(c) if p.strip()]
+    for whole in pieces:
         clause = whole
         found = [m for m in _COMMAND.finditer(clause) if not known or m[1].split()[0][1:].lower() in known]
         if found:
@@ -165,6 +170,9 @@ def synthesize_steps(report_text: str, kb: KnowledgeBase) -> list[GameStep]:
         kind = _verb_kind(clause)
         named = _TECH_NAME.search(clause)
         if kind is None:
+            # "look up at the sky": where the next step aims.
+            if re.search(r"\b(?:look|aim|point|fac)\w*", clause, re.I):
+                sky_next = bool(_SKY.search(clause))
             thing = _target(clause, "use", kb) or thing
             continue
         target = thing if thing and _PRONOUN.search(clause) and not named else _target(clause, kind, kb)
@@ -172,7 +180,8 @@ def synthesize_steps(report_text: str, kb: KnowledgeBase) -> list[GameStep]:
         if not target and kind != "use":
             continue
         thing = target
-        steps.append(GameStep(kind, target, sky=bool(_SKY.search(clause)), source=whole))
+        steps.append(GameStep(kind, target, sky=sky_next or bool(_SKY.search(clause)), source=whole))
+        sky_next = False
     return steps
 
 
@@ -354,13 +363,15 @@ async def reproduce_game(
     repo_label: str = ".",
     max_iterations: int = 2,
     budget_seconds: float = 300.0,
+    signature_of: Callable[[str], dict[str, Any] | None] | None = None,
 ) -> GameReproResult:
     """Reproduce a game bug report; write actions.json, screenshots, crash.txt and log.txt into `out_dir`."""
     started = time.monotonic()
     deadline = started + budget_seconds
     out_dir.mkdir(parents=True, exist_ok=True)
     report = split_report(issue_text)
-    judge = _Judge(oracle_spec(report), report_signature(issue_text))
+    # The game's own crash format decides the signature: Lua errors by default, a callable for others (Minecraft).
+    judge = _Judge(oracle_spec(report), (signature_of or report_signature)(issue_text))
     lines: list[str] = []
     result = GameReproResult("error", replay=replay_command(driver.name, repo_label, out_dir / ACTIONS_FILE))
     session: _Session | None = None
