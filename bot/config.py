@@ -205,6 +205,8 @@ class Settings:
     #: (unset: the links are relative paths on the bot's server).
     public_url: str | None = None
     # -- game reproduction (issue 19): the Minecraft driver on a maintainer's machine --------------------------
+    #: REPROBOT_GAME_DISPLAY: an X display (":99") the Minetest client shares; unset: each session starts its Xvfb.
+    game_display: str | None = None
     #: REPROBOT_MINECRAFT_DIR: the game folder (crash-reports/, logs/latest.log); unset: no Minecraft here.
     minecraft_dir: Path | None = None
     #: REPROBOT_MINECRAFT_RCON: host:port of the server's RCON for commands (unset: commands typed in the client).
@@ -370,6 +372,8 @@ class Settings:
 def _game_settings(get: Callable[[str], str | None]) -> dict[str, object]:
     """The Minecraft driver's settings (issue 19)."""
     out: dict[str, object] = {}
+    if (v := get("GAME_DISPLAY")) is not None:
+        out["game_display"] = v
     if (v := get("MINECRAFT_DIR")) is not None:
         out["minecraft_dir"] = Path(v).expanduser()
     if (v := get("MINECRAFT_RCON")) is not None:

@@ -40,7 +40,7 @@ def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
         return MinecraftDriver.from_settings(settings)
     from sandboxes.runners.game.minetest import MinetestDriver
 
-    return MinetestDriver(repo)
+    return MinetestDriver(repo, display=settings.game_display)
 
 
 def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:

@@ -56,6 +56,9 @@ _VERBS: tuple[tuple[str, str], ...] = (
 )
 #: "spawn a snail and punch it": two steps.
 _AND_VERB = re.compile(r"\s+(?:and|then)\s+(?=(?:" + "|".join(p for p, _ in _VERBS) + r")\w*\b)", re.I)
+#: Clauses that put a thing in hand without acting: "take the wand", "hold a torch".
+_TAKE = re.compile(r"\b(?:take|get|grab|hold|wield|equip|select|pick|craft|have|using|with)\b", re.I)
+_ESCAPES = re.compile(r"\x1b\([^)]*\)|\x1b[A-Za-z]")
 _SKY = re.compile(r"\b(?:sky|air|nothing|up(?:wards)?)\b", re.I)
 _GENERIC = {"the", "a", "an", "it", "with", "on", "at", "my", "of", "and", "then", "to", "in", "i", "block", "item"}
 
@@ -74,11 +77,12 @@ class KnowledgeBase:
         for kind in ("nodes", "items", "tools", "commands"):
             for entry in dump.get(kind) or []:
                 if isinstance(entry, dict) and entry.get("name"):
-                    desc = str(entry.get("description") or "")
+                    desc = _ESCAPES.sub("", str(entry.get("description") or ""))
                     kind_of = "entity" if desc == "entity" else kind.rstrip("s")
                     self.entries.append({"kind": kind_of, "name": str(entry["name"]), "description": desc})
         self.names = {e["name"] for e in self.entries}
         docs = [tokens(f"{e['name']} {e['description']}") or ["_"] for e in self.entries]
+        self.docs = docs
         self.index = BM25Okapi(docs) if docs else None
 
     def search(self, text: str, kinds: tuple[str, ...] = (), k: int = 3) -> list[dict[str, str]]:
@@ -86,7 +90,11 @@ class KnowledgeBase:
         query = tokens(text)
         if self.index is None or not query:
             return []
-        scores = self.index.get_scores(query)
+        scores = list(self.index.get_scores(query))
+        if max(scores, default=0) <= 0:
+            # A tiny knowledge base gives every term a zero IDF: fall back to counting shared words.
+            wanted = set(query)
+            scores = [len(wanted & set(doc)) for doc in self.docs]
         ranked = sorted(range(len(self.entries)), key=lambda i: -scores[i])
         out = []
         for i in ranked:
@@ -173,7 +181,8 @@ def synthesize_steps(report_text: str, kb: KnowledgeBase) -> list[GameStep]:
             # "look up at the sky": where the next step aims.
             if re.search(r"\b(?:look|aim|point|fac)\w*", clause, re.I):
                 sky_next = bool(_SKY.search(clause))
-            thing = _target(clause, "use", kb) or thing
+            if _TAKE.search(clause) or named:
+                thing = _target(clause, "use", kb) or thing
             continue
         target = thing if thing and _PRONOUN.search(clause) and not named else _target(clause, kind, kb)
         target = target or thing

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import random
+import re
 import shutil
 import socket
 import tempfile
@@ -37,6 +38,8 @@ PLAYER = "player"
 SCREEN = (640, 480)
 #: Keys the macros may name, in xdotool's spelling.
 KEY_NAMES = {"enter": "Return", "escape": "Escape", "esc": "Escape", "space": "space", "shift": "shift", "tab": "Tab"}
+#: Minetest's translation and colour escapes in chat text.
+_ESCAPES = re.compile(r"\x1b\([^)]*\)|\x1b[A-Za-z]")
 _SEARCH_DIRS = ("/usr/games", "/usr/bin", "/usr/local/bin")
 _GAMES_DIR = Path("/usr/share/games/minetest/games")
 
@@ -161,7 +164,7 @@ class MinetestDriver:
         join_timeout: float = 60.0,
     ) -> None:
         self.repo, self.game, self.join_timeout = repo, game, join_timeout
-        self.display = display or os.environ.get("REPROBOT_GAME_DISPLAY") or None
+        self.display = display
         self._own_work = work_dir is None
         self.work = work_dir or Path(tempfile.mkdtemp(prefix="reprobot-minetest-"))
         self.server: asyncio.subprocess.Process | None = None
@@ -430,7 +433,7 @@ class MinetestDriver:
                 p = obj.get("pos") or {}
                 state.nearby.append({"name": str(obj.get("name")), "pos": (p.get("x", 0), p.get("y", 0), p.get("z", 0))})
         if isinstance(data, dict) and isinstance(data.get("chat"), list):
-            state.chat = [str(c) for c in data["chat"]]
+            state.chat = [_ESCAPES.sub("", str(c)) for c in data["chat"]]
         return state
 
     async def screenshot(self, path: Path) -> bool:

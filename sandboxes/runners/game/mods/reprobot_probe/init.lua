@@ -66,7 +66,10 @@ end
 
 local function dump_knowledge()
 	local nodes, items, tools, commands = {}, {}, {}, {}
-	local function entry(name, def) return {name = name, description = minetest.strip_colors(def.description or "")} end
+	local function entry(name, def)
+		local text = minetest.get_translated_string("en", def.description or "")
+		return {name = name, description = minetest.strip_colors(text)}
+	end
 	for name, def in pairs(minetest.registered_nodes) do table.insert(nodes, entry(name, def)) end
 	for name, def in pairs(minetest.registered_craftitems) do table.insert(items, entry(name, def)) end
 	for name, def in pairs(minetest.registered_tools) do table.insert(tools, entry(name, def)) end
