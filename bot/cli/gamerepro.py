@@ -75,7 +75,9 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     repo = Path(args.repo).resolve() if args.repo else None
     if args.game == "minetest" and (repo is None or not repo.is_dir()):
-        return _usage(args, f"reprobot {args.command}: error: --game minetest needs --repo, a mod, modpack or game folder")
+        return _usage(
+            args, f"reprobot {args.command}: error: --game minetest needs --repo, a mod, modpack or game folder"
+        )
     driver = _driver(args.game, repo, settings)
     try:
         if hasattr(driver, "check"):

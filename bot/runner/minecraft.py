@@ -136,6 +136,7 @@ class MinecraftDriver:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
         except (OSError, TimeoutError) as exc:
             raise GameDriverError(f"RCON at {self.rcon} is not reachable: {exc}") from None
+        reply = ""
         try:
             for kind, body in ((_RCON_LOGIN, self._rcon_password or ""), (_RCON_COMMAND, command)):
                 self._ids += 1
@@ -149,7 +150,8 @@ class MinecraftDriver:
                     data += chunk
                 if packet[0] == -1:
                     raise GameDriverError("RCON refused the password")
-            return packet[2]
+                reply = packet[2]
+            return reply
         finally:
             writer.close()
             with contextlib.suppress(OSError):
@@ -193,9 +195,7 @@ class MinecraftDriver:
             text = report.read_text(errors="replace")
             crash = parse_crash(text)
             if crash is not None:
-                found.append(
-                    GameCrash("crash_report", crash.exception_type, crash_signature(crash).to_json(), text)
-                )
+                found.append(GameCrash("crash_report", crash.exception_type, crash_signature(crash).to_json(), text))
         for crash in find_crashes(self._new_log()):
             found.append(GameCrash("log_error", crash.exception_type, crash_signature(crash).to_json()))
         return found

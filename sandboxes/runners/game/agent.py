@@ -233,11 +233,21 @@ class ActionModel:
             near = [o for o in state.nearby if o.get("name") == step.target]
             if near and state.position:
                 yaw, pitch = _look_at(state, near[0]["pos"])
-                out += [{"action": "look", "yaw": round(yaw, 3), "pitch": round(pitch, 3)}, {"action": "click", "button": button}]
-            elif state.position and ":" in step.target and not _is_item(step.target, state) and step.target not in state.pointed.get("name", ""):
+                out += [
+                    {"action": "look", "yaw": round(yaw, 3), "pitch": round(pitch, 3)},
+                    {"action": "click", "button": button},
+                ]
+            elif (
+                state.position
+                and ":" in step.target
+                and not _is_item(step.target, state)
+                and step.target not in state.pointed.get("name", "")
+            ):
                 # Not around yet: spawn it in front; the next pass (with fresh state) aims and clicks.
                 spot, _, _ = _in_front(state)
-                out.append({"action": "command", "text": f"/spawnentity {step.target} {spot[0]:g},{spot[1]:g},{spot[2]:g}"})
+                out.append(
+                    {"action": "command", "text": f"/spawnentity {step.target} {spot[0]:g},{spot[1]:g},{spot[2]:g}"}
+                )
             else:
                 out.append({"action": "click", "button": button})
         elif step.kind in ("place", "use"):
@@ -402,7 +412,8 @@ async def reproduce_game(
                     result.knowledge = [h for s in steps for h in kb.search(s.source, k=2)][:8]
                     lines.append(
                         f"{len(steps)} step(s) synthesized (rules, {len(kb.entries)} known things, {kb.version}); "
-                        f"crash signature wanted: {json.dumps(judge.signature)}; oracle text: {json.dumps(judge.spec.to_json())}"
+                        f"crash signature wanted: {json.dumps(judge.signature)}; "
+                        f"oracle text: {json.dumps(judge.spec.to_json())}"
                     )
                     if not steps:
                         result.reasons.append("the report has no step the agent can turn into game actions")
@@ -493,10 +504,14 @@ def load_macros(actions_file: Path) -> tuple[list[dict[str, Any]], _Judge]:
     except ValueError as exc:
         raise ValueError(f"{actions_file}: {exc}") from None
     signature = data.get("crash_signature")
-    return macros, _Judge(OracleSpec.from_json(data.get("oracle_spec")), signature if isinstance(signature, dict) else None)
+    return macros, _Judge(
+        OracleSpec.from_json(data.get("oracle_spec")), signature if isinstance(signature, dict) else None
+    )
 
 
-async def replay_game(actions_file: Path, driver: GameDriver, *, out_dir: Path, repo_label: str = ".") -> GameReproResult:
+async def replay_game(
+    actions_file: Path, driver: GameDriver, *, out_dir: Path, repo_label: str = "."
+) -> GameReproResult:
     """Re-run a macro log on a fresh session, judging each macro with the oracle the log carries."""
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -522,5 +537,14 @@ async def replay_game(actions_file: Path, driver: GameDriver, *, out_dir: Path, 
         result.reasons.append(str(exc))
         return _finish(result, session, out_dir, lines, started, "error")
     status = "reproduced" if session.verdict else "not_reproduced"
-    return _finish(result, session, out_dir, lines, started, status, judge=judge, game=driver.name,
-                   actions_name="replay-actions.json")
+    return _finish(
+        result,
+        session,
+        out_dir,
+        lines,
+        started,
+        status,
+        judge=judge,
+        game=driver.name,
+        actions_name="replay-actions.json",
+    )

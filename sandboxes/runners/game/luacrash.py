@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: )?(?:ERROR|WARNING|ACTION)\[\w+\]: ?")
-_RUNTIME = re.compile(r"Runtime error from mod '(?P<mod>[^']*)' in callback (?P<callback>[\w.]+)\(\):\s*(?P<message>.*)$")
+_RUNTIME = re.compile(
+    r"Runtime error from mod '(?P<mod>[^']*)' in callback (?P<callback>[\w.]+)\(\):\s*(?P<message>.*)$"
+)
 _OTHER = re.compile(r"(?:Failed to load and run script from \S+|LuaError|Lua error)[:\s]*(?P<message>.*)$")
 _LOCATION = re.compile(r"^(?P<file>\S+?\.lua):(?P<line>\d+): ?(?P<rest>.*)$")
 _FRAME = re.compile(r"^\s*(?P<file>\S+?\.lua|\[C\]):(?:(?P<line>\d+):)? in (?P<what>.+)$")
@@ -95,7 +97,9 @@ def parse_lua_crashes(text: str) -> list[LuaCrash]:
             # The error's own frame: the first traceback frame in the erring file, else the file alone.
             location = next((f for f in frames if f.startswith(location + ":")), location)
         groups = m.groupdict()
-        crashes.append(LuaCrash(message.strip(), groups.get("mod") or "", groups.get("callback") or "", location, tuple(frames)))
+        crashes.append(
+            LuaCrash(message.strip(), groups.get("mod") or "", groups.get("callback") or "", location, tuple(frames))
+        )
     return crashes
 
 

@@ -334,7 +334,9 @@ class MinetestDriver:
                         self.window = await self._find_window()
                         if self.window:
                             await self._xdo("windowfocus", "--sync", self.window)
-                            await self._xdo("mousemove", "--window", self.window, str(SCREEN[0] // 2), str(SCREEN[1] // 2))
+                            await self._xdo(
+                                "mousemove", "--window", self.window, str(SCREEN[0] // 2), str(SCREEN[1] // 2)
+                            )
                             await asyncio.sleep(2.0)  # the first frames of the world
                             return
             await asyncio.sleep(0.5)
@@ -427,11 +429,14 @@ class MinetestDriver:
             state.wielded = str(data.get("wielded") or "")
             inv = data.get("inventory")
             state.inventory = {int(s["slot"]): str(s["item"]) for s in inv} if isinstance(inv, list) else {}
-            state.pointed = data.get("pointed") if isinstance(data.get("pointed"), dict) else {}
+            pointed, nearby = data.get("pointed"), data.get("nearby")
+            state.pointed = pointed if isinstance(pointed, dict) else {}
             state.eye_height = float(data.get("eye_height") or 1.5)
-            for obj in data.get("nearby") if isinstance(data.get("nearby"), list) else []:
+            for obj in nearby if isinstance(nearby, list) else []:
                 p = obj.get("pos") or {}
-                state.nearby.append({"name": str(obj.get("name")), "pos": (p.get("x", 0), p.get("y", 0), p.get("z", 0))})
+                state.nearby.append(
+                    {"name": str(obj.get("name")), "pos": (p.get("x", 0), p.get("y", 0), p.get("z", 0))}
+                )
         if isinstance(data, dict) and isinstance(data.get("chat"), list):
             state.chat = [_ESCAPES.sub("", str(c)) for c in data["chat"]]
         return state
@@ -473,8 +478,13 @@ class MinetestDriver:
                 found[0] = GameCrash("server_exit", first.message, first.signature, first.text)
             else:
                 errors = [line for line in text.splitlines() if "ERROR[" in line]
-                found.append(GameCrash("server_exit", f"minetestserver exited with {self.server.returncode}",
-                                       text="\n".join(errors[-20:])))
+                found.append(
+                    GameCrash(
+                        "server_exit",
+                        f"minetestserver exited with {self.server.returncode}",
+                        text="\n".join(errors[-20:]),
+                    )
+                )
         return found
 
     async def knowledge(self) -> dict[str, Any]:
