@@ -207,6 +207,9 @@ class Settings:
     # -- game reproduction (issue 19): the Minecraft driver on a maintainer's machine --------------------------
     #: REPROBOT_GAME_DISPLAY: an X display (":99") the Minetest client shares; unset: each session starts its Xvfb.
     game_display: str | None = None
+    #: REPROBOT_MOJIRA_RUNNER_LABELS: comma list ("minecraft,1.21"); when set, routed Mojira reports are queued as
+    #: `reproduce.game` jobs for runners with these labels (unset: the route is only recorded).
+    mojira_runner_labels: tuple[str, ...] = ()
     #: REPROBOT_MINECRAFT_DIR: the game folder (crash-reports/, logs/latest.log); unset: no Minecraft here.
     minecraft_dir: Path | None = None
     #: REPROBOT_MINECRAFT_RCON: host:port of the server's RCON for commands (unset: commands typed in the client).
@@ -372,6 +375,11 @@ class Settings:
 def _game_settings(get: Callable[[str], str | None]) -> dict[str, object]:
     """The Minecraft driver's settings (issue 19)."""
     out: dict[str, object] = {}
+    if (v := get("MOJIRA_RUNNER_LABELS")) is not None:
+        labels = tuple(x.strip() for x in v.split(",") if x.strip())
+        if not labels or not all(re.fullmatch(r"[\w.:+-]{1,64}", x) for x in labels):
+            raise SettingsError(f"REPROBOT_MOJIRA_RUNNER_LABELS={v!r}: expected a comma list of labels")
+        out["mojira_runner_labels"] = labels
     if (v := get("GAME_DISPLAY")) is not None:
         out["game_display"] = v
     if (v := get("MINECRAFT_DIR")) is not None:

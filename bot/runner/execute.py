@@ -63,8 +63,18 @@ async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     from sandboxes.runners.game.agent import reproduce_game as run_agent
 
     task = job.get("task") or {}
-    if not task.get("issue_text") or task.get("game") != "minetest" or not task.get("repo_archive"):
-        raise ValueError("a reproduce.game job needs task.issue_text, task.game = minetest and task.repo_archive")
+    if not task.get("issue_text") or task.get("game") not in ("minetest", "minecraft"):
+        raise ValueError("a reproduce.game job needs task.issue_text and task.game (minetest or minecraft)")
+    if task["game"] == "minecraft":  # a maintainer's machine: the game runs there already
+        from bot.config import Settings
+        from bot.runner.minecraft import MinecraftDriver, report_signature
+
+        driver = MinecraftDriver.from_settings(Settings.from_env())
+        driver.check()
+        mc = await run_agent(str(task["issue_text"]), driver, out_dir=out_dir, signature_of=report_signature)
+        return mc.to_json()
+    if not task.get("repo_archive"):
+        raise ValueError("a minetest reproduce.game job needs task.repo_archive (the mod or game)")
     from sandboxes.runners.game.minetest import MinetestDriver
 
     name = "".join(c for c in str(task.get("repo_name") or "repo") if c.isalnum() or c in "_-") or "repo"
