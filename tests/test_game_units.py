@@ -12,12 +12,23 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.apprepro import _model
+from bot.config import Settings
 from bot.crash import crash_signature, parse_crash
 from bot.runner.minecraft import MinecraftDriver, rcon_packet, rcon_parse, report_signature
-from sandboxes.runners.game.agent import ActionModel, GameStep, KnowledgeBase, synthesize_steps
+from sandboxes.runners.game.agent import (
+    ActionModel,
+    GameStep,
+    KnowledgeBase,
+    _synthesize,
+    synthesize_llm,
+    synthesize_steps,
+)
 from sandboxes.runners.game.driver import GameDriverError, GameState, validate_macro
 from sandboxes.runners.game.luacrash import parse_lua_crashes, same_signature
 from tests.conftest import FIXTURES, require_shared
+from tests.fakes.llm_server import ScriptedLLM, approx_tokens
+from tests.llm_helpers import llm_settings
 
 REPROBOT = str(Path(sys.executable).with_name("reprobot"))
 
@@ -186,3 +197,39 @@ def test_without_a_game_the_minecraft_driver_fails_with_one_clear_line(tmp_path:
         env=env,
     )
     assert json.loads(proc.stdout)["status"] == "error"
+
+
+async def test_model_synthesizer_gets_knowledge_and_feedback_through_the_scripted_server(settings: Settings) -> None:
+    """The LLM step synthesizer over the real openai client: a bad answer is fed back, the second is used."""
+    bad = [{"action": "place", "target": "garden:plantr"}]
+    good = [
+        {"action": "place", "target": "garden:planter"},
+        {"action": "command", "text": "/plant carrot 0"},
+        {"action": "use", "target": "garden:hoe", "sky": True},
+    ]
+    report = "# planter\nPlace a wooden planter, then `/plant carrot 0`, then swing the hoe at the sky: crash"
+    script = [{"text": json.dumps(bad)}, {"text": "```json\n" + json.dumps(good) + "\n```"}]
+    async with ScriptedLLM(script) as srv:
+        complete = _model(llm_settings(settings, srv.base_url))
+        steps = await synthesize_llm(report, KB, complete)
+    assert [(s.kind, s.target or s.text, s.sky) for s in steps] == [
+        ("place", "garden:planter", False),
+        ("command", "/plant carrot 0", False),
+        ("use", "garden:hoe", True),
+    ]
+    first, second = srv.requests
+    assert "garden:planter" in first["messages"][1]["content"]  # the retrieved knowledge is in the prompt
+    assert "not a registered name" in second["messages"][-1]["content"]  # the problem is fed back
+    usage = [approx_tokens(json.dumps(r["messages"])) for r in srv.requests]
+    print(f"figures model: requests={len(srv.requests)} prompt_tokens~{sum(usage)}")
+
+
+async def test_a_model_that_keeps_failing_leaves_the_steps_to_the_rules() -> None:
+    def complete(messages: list[dict[str, str]]) -> str:
+        return "I cannot tell"
+
+    with pytest.raises(ValueError, match="no JSON list"):
+        await synthesize_llm("# x\nplace a wooden planter", KB, complete)
+    lines: list[str] = []
+    steps, extractor = await _synthesize("# x\nplace a wooden planter", KB, complete, lines)
+    assert extractor == "rules" and [s.target for s in steps] == ["garden:planter"] and "unusable" in lines[0]

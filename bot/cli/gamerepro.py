@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.cli.apprepro import _model
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
@@ -111,5 +112,6 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
         max_iterations=args.iterations,
         budget_seconds=args.budget,
         signature_of=signature,
+        model=_model(settings),
     )
     return _print(args, result, out)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -31,7 +32,7 @@ from sandboxes.runners.app_repro import AppReproResult
 from sandboxes.runners.game.driver import GameCrash, GameDriver, GameDriverError, GameState, validate_macro
 from sandboxes.runners.game.luacrash import parse_lua_crashes, same_signature
 from sandboxes.runners.oracle import OracleSpec, Verdict, judge_text, oracle_spec
-from sandboxes.runners.s2r import clauses, split_report
+from sandboxes.runners.s2r import Complete, clauses, split_report
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,63 @@ def synthesize_steps(report_text: str, kb: KnowledgeBase) -> list[GameStep]:
         steps.append(GameStep(kind, target, sky=sky_next or bool(_SKY.search(clause)), source=whole))
         sky_next = False
     return steps
+
+
+STEP_KINDS = ("command", "place", "use", "rightclick", "punch", "spawn")
+_SYSTEM = (
+    "You turn a player's game bug report into steps the game can be driven with. Reply with a JSON list only: "
+    '[{"action": ..., "target": ..., "text": ..., "sky": false}]. action is one of '
+    + ", ".join(STEP_KINDS)
+    + "; target is a registered name from the knowledge given (for place, use, rightclick, punch, spawn); "
+    "text is the whole chat command for command (starting with /); sky is true when the step aims at the sky."
+)
+_JSON_LIST = re.compile(r"\[.*\]", re.S)
+
+
+def parse_llm_steps(reply: str, kb: KnowledgeBase) -> list[GameStep]:
+    """The model's steps; ValueError says what is wrong (fed back to the model once)."""
+    m = _JSON_LIST.search(reply)
+    if m is None:
+        raise ValueError("no JSON list in the reply")
+    try:
+        data = json.loads(m.group(0))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the JSON list does not parse: {exc}") from None
+    steps = []
+    for i, item in enumerate(data, 1):
+        if not isinstance(item, dict) or item.get("action") not in STEP_KINDS:
+            raise ValueError(f"step {i}: action must be one of {', '.join(STEP_KINDS)}")
+        kind, target, text = str(item["action"]), str(item.get("target") or ""), str(item.get("text") or "")
+        if kind == "command" and not text.startswith("/"):
+            raise ValueError(f"step {i}: a command step needs text starting with /")
+        if kind != "command" and kb.names and target not in kb.names:
+            raise ValueError(f"step {i}: {target!r} is not a registered name of this game")
+        steps.append(GameStep(kind, target, text, sky=bool(item.get("sky")), source="llm"))
+    if not steps:
+        raise ValueError("the list has no steps")
+    return steps
+
+
+async def synthesize_llm(report_text: str, kb: KnowledgeBase, complete: Complete, attempts: int = 2) -> list[GameStep]:
+    """Steps from the model, given the knowledge retrieved for the report; ValueError when every answer is bad."""
+    knowledge = "\n".join(f"- {h['name']} ({h['kind']}): {h['description'][:80]}" for h in kb.search(report_text, k=15))
+    messages = [
+        {"role": "system", "content": _SYSTEM},
+        {"role": "user", "content": f"Game version: {kb.version}\nKnowledge:\n{knowledge}\n\nReport:\n{report_text}"},
+    ]
+    problem = "no answer"
+    for _ in range(attempts):
+        reply = complete(messages)
+        text = await reply if inspect.isawaitable(reply) else reply
+        try:
+            return parse_llm_steps(str(text), kb)
+        except ValueError as exc:
+            problem = str(exc)
+            messages += [
+                {"role": "assistant", "content": str(text)},
+                {"role": "user", "content": f"That answer is invalid: {problem}. Reply with the corrected JSON list."},
+            ]
+    raise ValueError(problem)
 
 
 def report_signature(report_text: str) -> dict[str, Any] | None:
@@ -383,6 +441,7 @@ async def reproduce_game(
     max_iterations: int = 2,
     budget_seconds: float = 300.0,
     signature_of: Callable[[str], dict[str, Any] | None] | None = None,
+    model: Complete | None = None,
 ) -> GameReproResult:
     """Reproduce a game bug report; write actions.json, screenshots, crash.txt and log.txt into `out_dir`."""
     started = time.monotonic()
@@ -400,18 +459,19 @@ async def reproduce_game(
             result.reasons.append(f"time budget spent before iteration {iteration}")
             break
         result.iterations = iteration
-        model = ActionModel(swap_use=iteration % 2 == 0)
+        actor = ActionModel(swap_use=iteration % 2 == 0)
         prefix = f"it{iteration}-"
         try:
             await driver.start()
             try:
                 if iteration == 1:
                     kb = KnowledgeBase(await driver.knowledge())
-                    steps = synthesize_steps(issue_text, kb)
+                    steps, result.extractor = await _synthesize(issue_text, kb, model, lines)
                     result.steps = [s.to_json() for s in steps]
                     result.knowledge = [h for s in steps for h in kb.search(s.source, k=2)][:8]
                     lines.append(
-                        f"{len(steps)} step(s) synthesized (rules, {len(kb.entries)} known things, {kb.version}); "
+                        f"{len(steps)} step(s) synthesized ({result.extractor}, {len(kb.entries)} known things, "
+                        f"{kb.version}); "
                         f"crash signature wanted: {json.dumps(judge.signature)}; "
                         f"oracle text: {json.dumps(judge.spec.to_json())}"
                     )
@@ -425,7 +485,7 @@ async def reproduce_game(
                     for _pass in range(2):
                         if session.verdict is not None or time.monotonic() > deadline:
                             break
-                        macros = model.macros(step, state)
+                        macros = actor.macros(step, state)
                         for action in macros:
                             state = await session.do(action)
                             if session.verdict is not None:
@@ -450,8 +510,19 @@ async def reproduce_game(
     else:
         status = "not_reproduced"
         result.reasons.append(f"{result.iterations} iteration(s) ran and no oracle fired")
-    result.extractor = "rules"
     return _finish(result, session, out_dir, lines, started, status, judge=judge, game=driver.name)
+
+
+async def _synthesize(
+    issue_text: str, kb: KnowledgeBase, model: Complete | None, lines: list[str]
+) -> tuple[list[GameStep], str]:
+    """The model's steps when there is a model and it answers well, else the rules'."""
+    if model is not None:
+        try:
+            return await synthesize_llm(issue_text, kb, model), "llm"
+        except ValueError as exc:
+            lines.append(f"the model's steps were unusable ({exc}); the rules synthesize them")
+    return synthesize_steps(issue_text, kb), "rules"
 
 
 def _finish(
