@@ -7,19 +7,17 @@ keyed by (issue, kind), so a retried job updates what it already posted instead 
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-import io
 import logging
 import shutil
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
 from bot.forges.base import Forge, PermanentJobError
+from bot.gamejobs import FORGE_FIELDS as _FORGE_FIELDS
+from bot.gamejobs import queue_game_job
 from bot.permissions import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
 from bot.pipeline import JobOutcome, Mode, run_job
 from bot.policy import POLICY_PATH, PolicyError, load_policy
@@ -206,26 +204,20 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
     else:
         raise PermanentJobError(f"unknown job kind {job.kind!r}")
     if mode == "reproduce" and policy["reproduce"]["runner"]["labels"]:
-        return await _queue_for_runner(job, forge, rec, deps, policy["reproduce"]["runner"])
+        queue = queue_game_job if policy["reproduce"]["runner"]["game"] else _queue_for_runner  # games: issue 19
+        return await queue(job, forge, rec, deps, policy["reproduce"]["runner"])
     result = await _run_and_publish(job, forge, rec, deps, policy, mode)
     if comment_id:
         await forge.react(comment_id, "rocket" if result["status"] in ("fixed", "reproduced") else "confused")
     return result
 
 
-_FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
-
-
 async def _queue_for_runner(
     job: Job, forge: Forge, rec: Recorder, deps: JobDeps, runner: dict[str, Any]
 ) -> dict[str, Any]:
-    """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
-
-    The runner sees only the task (report, app address); its finish queues the `<forge>.app_result` job that
-    publishes on this issue with the payload's `_FORGE_FIELDS` (bot/runner_api.py)."""
+    """Queue a `reproduce.app` job (report, app address) for a runner with the labels; its finish queues the
+    `<forge>.app_result` job that publishes on this issue with the payload's `_FORGE_FIELDS` (bot/runner_api.py)."""
     labels = sorted(runner["labels"])
-    if runner.get("game"):
-        return await _queue_game_for_runner(job, forge, rec, deps, runner)
     if not runner["app_url"]:
         body = render_policy_error(
             forge.ref, POLICY_PATH, "reproduce.runner.app_url", "a runner target needs the app's URL"
@@ -249,65 +241,6 @@ async def _queue_for_runner(
         labels=labels,
     )
     stage = f"waiting for a runner with labels {', '.join(labels)} (job {runner_job})"
-    await rec.status(forge, "reproduce", render_progress(forge.ref, stage, []))
-    return {"status": "queued_for_runner", "runner_job": runner_job, "labels": labels}
-
-
-#: The most a game repo may weigh, packed, to travel in a runner task (mods and games are small).
-GAME_REPO_MAX_BYTES = 8 * 1024 * 1024
-GAMES = ("minetest", "minecraft")
-
-
-def _pack_repo(folder: Path) -> bytes:
-    """A tar.gz of a checkout without its .git: the runner gets the mod's files, never a token to fetch them."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for path in sorted(folder.rglob("*")):
-            rel = path.relative_to(folder)
-            if rel.parts[0] == ".git" or path.is_symlink():
-                continue
-            tar.add(path, arcname=str(rel), recursive=False)
-    return buf.getvalue()
-
-
-async def _queue_game_for_runner(
-    job: Job, forge: Forge, rec: Recorder, deps: JobDeps, runner: dict[str, Any]
-) -> dict[str, Any]:
-    """A game repo: queue a `reproduce.game` job (the report and the packed repo) for a runner with the labels."""
-    labels = sorted(runner["labels"])
-    game = str(runner["game"])
-    if game not in GAMES:
-        body = render_policy_error(forge.ref, POLICY_PATH, "reproduce.runner.game", f"one of {', '.join(GAMES)}")
-        await rec.status(forge, "reproduce", body)
-        return {"status": "policy_error", "key": "reproduce.runner.game"}
-    issue = await forge.get_issue()
-    text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
-    with tempfile.TemporaryDirectory(prefix="reprobot-game-") as tmp:
-        checkout = await forge.clone(Path(tmp) / "repo", await forge.default_branch())
-        packed = await asyncio.to_thread(_pack_repo, checkout)
-    if len(packed) > GAME_REPO_MAX_BYTES:
-        raise PermanentJobError(f"the repo packs to {len(packed)} bytes, over {GAME_REPO_MAX_BYTES} for a game runner")
-    name = str(job.payload.get("repo") or "repo").rsplit("/", 1)[-1]
-    task = {
-        "issue_text": text,
-        "game": game,
-        "repo_name": name,
-        "repo_archive": base64.b64encode(packed).decode(),
-        "issue_ref": forge.ref,
-    }
-    publish = {k: job.payload[k] for k in _FORGE_FIELDS if k in job.payload}
-    publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
-    runner_job = await asyncio.to_thread(
-        Queue(deps.store).enqueue,
-        "reproduce.game",
-        job.issue_id,
-        {"task": task, "publish": publish},
-        concurrency_key=None,
-        max_attempts=deps.settings.runner_max_attempts,
-        dedupe_key=f"runner-for-job:{job.id}",
-        labels=labels,
-    )
-    stage = f"waiting for a {game} runner with labels {', '.join(labels)} (job {runner_job})"
     await rec.status(forge, "reproduce", render_progress(forge.ref, stage, []))
     return {"status": "queued_for_runner", "runner_job": runner_job, "labels": labels}
 
