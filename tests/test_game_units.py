@@ -21,11 +21,13 @@ from sandboxes.runners.game.agent import (
     GameStep,
     KnowledgeBase,
     _synthesize,
+    load_macros,
     synthesize_llm,
     synthesize_steps,
 )
 from sandboxes.runners.game.driver import GameDriverError, GameState, validate_macro
 from sandboxes.runners.game.luacrash import parse_lua_crashes, same_signature
+from sandboxes.runners.game.minetest import install_repo
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.llm_server import ScriptedLLM, approx_tokens
 from tests.llm_helpers import llm_settings
@@ -233,3 +235,38 @@ async def test_a_model_that_keeps_failing_leaves_the_steps_to_the_rules() -> Non
     lines: list[str] = []
     steps, extractor = await _synthesize("# x\nplace a wooden planter", KB, complete, lines)
     assert extractor == "rules" and [s.target for s in steps] == ["garden:planter"] and "unusable" in lines[0]
+
+
+def test_repos_are_installed_as_mods_modpacks_or_games_and_anything_else_is_refused(tmp_path: Path) -> None:
+    mod = tmp_path / "lantern-main"
+    mod.mkdir()
+    (mod / "init.lua").write_text("-- a mod\n")
+    assert install_repo(mod, tmp_path / "w1") == (["lantern"], None)
+    assert (tmp_path / "w1" / "worldmods" / "lantern" / "init.lua").is_file()
+    pack = tmp_path / "pack"
+    for name in ("a", "b"):
+        (pack / name).mkdir(parents=True)
+        (pack / name / "init.lua").write_text("")
+        (pack / name / "mod.conf").write_text(f"name = {name}_mod\n")
+    (pack / "modpack.conf").write_text("name = pack\n")
+    assert install_repo(pack, tmp_path / "w2") == (["a_mod", "b_mod"], None)
+    game = tmp_path / "mygame"
+    game.mkdir()
+    (game / "game.conf").write_text("title = My Game\n")
+    assert install_repo(game, tmp_path / "w3") == ([], str(game))
+    (tmp_path / "docs").mkdir()
+    with pytest.raises(GameDriverError, match="not a Minetest mod, modpack or game"):
+        install_repo(tmp_path / "docs", tmp_path / "w4")
+
+
+def test_a_bad_macro_log_is_refused_with_what_is_wrong(tmp_path: Path) -> None:
+    log = tmp_path / "actions.json"
+    log.write_text("not json")
+    with pytest.raises(ValueError, match="cannot read the macro log"):
+        load_macros(log)
+    log.write_text(json.dumps({"actions": [{"action": "command", "text": "/x"}, {"action": "teleport"}]}))
+    with pytest.raises(ValueError, match="unknown macro 'teleport'"):
+        load_macros(log)
+    log.write_text(json.dumps({"actions": [{"action": "wait", "seconds": 1}], "crash_signature": {"frames": []}}))
+    macros, judge = load_macros(log)
+    assert macros == [{"action": "wait", "seconds": 1}] and judge.signature == {"frames": []}
