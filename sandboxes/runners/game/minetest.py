@@ -221,6 +221,10 @@ class MinetestDriver:
                     "mg_name = flat",
                     "static_spawnpoint = 0,9,0",
                     "default_privs = interact, shout, give, teleport, settime, fly, fast, debug",
+                    # Mod security on (the default, stated so): the repo's Lua cannot reach files, processes or
+                    # the network; only our probe gets the HTTP API, and no mod is trusted.
+                    "secure.enable_security = true",
+                    "secure.trusted_mods =",
                     f"secure.http_mods = {PROBE_MOD}",
                     f"reprobot_probe.url = {channel_url}",
                     "enable_rollback_recording = false",
