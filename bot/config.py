@@ -243,6 +243,18 @@ class Settings:
     #: REPROBOT_PUBLIC_URL: the bot's address as readers see it, for artifact links in comments
     #: (unset: the links are relative paths on the bot's server).
     public_url: str | None = None
+    # -- game reproduction (issue 19): the Minecraft driver on a maintainer's machine --------------------------
+    #: REPROBOT_GAME_DISPLAY: an X display (":99") the Minetest client shares; unset: each session starts its Xvfb.
+    game_display: str | None = None
+    #: REPROBOT_MOJIRA_RUNNER_LABELS: comma list ("minecraft,1.21"); when set, routed Mojira reports are queued as
+    #: `reproduce.game` jobs for runners with these labels (unset: the route is only recorded).
+    mojira_runner_labels: tuple[str, ...] = ()
+    #: REPROBOT_MINECRAFT_DIR: the game folder (crash-reports/, logs/latest.log); unset: no Minecraft here.
+    minecraft_dir: Path | None = None
+    #: REPROBOT_MINECRAFT_RCON: host:port of the server's RCON for commands (unset: commands typed in the client).
+    minecraft_rcon: str | None = None
+    #: REPROBOT_MINECRAFT_RCON_PASSWORD: the RCON password (a secret: never logged or published).
+    minecraft_rcon_password: str | None = field(default=None, repr=False)
 
     @property
     def store_path(self) -> Path:
@@ -266,6 +278,7 @@ class Settings:
         values.append(self.runner_registration_token)
         values += [self.jira_token, self.jira_api_token, *(s for _, s in self.jira_webhook_secrets)]
         values += [v for _, c in self.git_credentials for v in (c, c.rpartition(":")[2])]
+        values.append(self.minecraft_rcon_password)
         return [v for v in values if v]
 
     def git_credential(self, name: str) -> str | None:
@@ -386,6 +399,7 @@ class Settings:
                 raise SettingsError(f"REPROBOT_GITHUB_PRIVATE_KEY_PATH={v!r}: {exc.strerror}") from None
         kwargs.update(_mojira_settings(get))
         kwargs |= _jira_settings(get, env)
+        kwargs.update(_game_settings(get))
         settings = cls(**kwargs)  # type: ignore[arg-type]
         if settings.trajectories < 1:
             raise SettingsError("REPROBOT_TRAJECTORIES must be at least 1")
@@ -418,6 +432,28 @@ class Settings:
     def documented_fields(cls) -> list[str]:
         """Names of all settings, for `reprobot doctor` and the README table."""
         return [f.name for f in fields(cls)]
+
+
+def _game_settings(get: Callable[[str], str | None]) -> dict[str, object]:
+    """The Minecraft driver's settings (issue 19)."""
+    out: dict[str, object] = {}
+    if (v := get("MOJIRA_RUNNER_LABELS")) is not None:
+        labels = tuple(x.strip() for x in v.split(",") if x.strip())
+        if not labels or not all(re.fullmatch(r"[\w.:+-]{1,64}", x) for x in labels):
+            raise SettingsError(f"REPROBOT_MOJIRA_RUNNER_LABELS={v!r}: expected a comma list of labels")
+        out["mojira_runner_labels"] = labels
+    if (v := get("GAME_DISPLAY")) is not None:
+        out["game_display"] = v
+    if (v := get("MINECRAFT_DIR")) is not None:
+        out["minecraft_dir"] = Path(v).expanduser()
+    if (v := get("MINECRAFT_RCON")) is not None:
+        host, _, port = v.rpartition(":")
+        if not host or not port.isdigit():
+            raise SettingsError(f"REPROBOT_MINECRAFT_RCON={v!r}: expected host:port")
+        out["minecraft_rcon"] = v
+    if (v := get("MINECRAFT_RCON_PASSWORD")) is not None:
+        out["minecraft_rcon_password"] = v
+    return out
 
 
 def _mojira_settings(get: Callable[[str], str | None]) -> dict[str, object]:

@@ -95,6 +95,10 @@ KEYS: dict[str, Key] = {
     ),
     "reproduce.runner.app_url": Key(None, "str?", "the app a runner reproduces on (an address the runner reaches)"),
     "reproduce.runner.driver": Key("web", "str", "the runner's driver", ("web", "android")),
+    # Game reproduction (issue 19): a game repo (a Minetest mod or game) is reproduced in the game on the runner.
+    "reproduce.runner.game": Key(
+        None, "str?", "the game a runner reproduces in (minetest, minecraft); no app_url then"
+    ),
     "budget.max_cost_usd": Key(1.0, "float", "model spend cap per job (tightens REPROBOT_LLM_MAX_COST)", minimum=0),
     "budget.max_minutes": Key(
         30,

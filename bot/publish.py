@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.forges.base import Forge, PermanentJobError
+from bot.gamejobs import queue_game_job
 from bot.permissions import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
 from bot.pipeline import JobOutcome, Mode, run_job
 from bot.policy import PolicyError, load_policy
@@ -163,7 +164,8 @@ async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]
     else:
         raise PermanentJobError(f"unknown job kind {job.kind!r}")
     if mode == "reproduce" and policy["reproduce"]["runner"]["labels"]:
-        return await queue_for_runner(job, forge, rec, deps, policy["reproduce"]["runner"])
+        queue = queue_game_job if policy["reproduce"]["runner"]["game"] else queue_for_runner  # games: issue 19
+        return await queue(job, forge, rec, deps, policy["reproduce"]["runner"])
     result = await _run_and_publish(job, forge, rec, deps, policy, mode)
     if comment_id:
         await forge.react(comment_id, "rocket" if result["status"] in ("fixed", "reproduced") else "confused")

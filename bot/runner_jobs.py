@@ -17,9 +17,10 @@ from bot.report import artifact_url, render_app_reproduction, render_policy_erro
 from bot.store import Job
 from sandboxes.text import clean_text, clean_title
 
-__all__ = ["publish_app_result", "queue_for_runner"]
+__all__ = ["FORGE_FIELDS", "publish_app_result", "queue_for_runner"]
 
-_FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
+#: The forge job's fields a runner job carries back to publish its result on the issue (bot/runner_api.py).
+FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
 
 
 async def queue_for_runner(
@@ -28,7 +29,7 @@ async def queue_for_runner(
     """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
 
     The runner sees only the task (report, app address); its finish queues the `<forge>.app_result` job that
-    publishes on this issue with the payload's `_FORGE_FIELDS` (bot/runner_api.py)."""
+    publishes on this issue with the payload's `FORGE_FIELDS` (bot/runner_api.py)."""
     labels = sorted(runner["labels"])
     if not runner["app_url"]:
         body = render_policy_error(
@@ -39,7 +40,7 @@ async def queue_for_runner(
     issue = await forge.get_issue()
     text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
     task = {"issue_text": text, "app_url": runner["app_url"], "driver": runner["driver"], "issue_ref": forge.ref}
-    publish = {k: job.payload[k] for k in _FORGE_FIELDS if k in job.payload}
+    publish = {k: job.payload[k] for k in FORGE_FIELDS if k in job.payload}
     publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
     runner_job = await asyncio.to_thread(
         Queue(deps.store).enqueue,

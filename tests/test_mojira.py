@@ -330,3 +330,19 @@ def test_comments_are_searched_for_crashes_too() -> None:
     )
     triage = triage_report(report)
     assert triage.decision.features["crash_parsed"] is True and len(triage.signatures) == 1
+
+
+async def test_routed_reports_become_game_jobs_for_labelled_runners(tmp_path: Path, double: MojiraDouble) -> None:
+    """Issue 19: with REPROBOT_MOJIRA_RUNNER_LABELS, a routed report is queued once as a `reproduce.game` job."""
+    keys = _fill(double, 2)
+    store = Store.memory()
+    poller, _ = await _poller(tmp_path, double, store, mojira_runner_labels=("minecraft", "1.21"))
+    assert (await poller.poll_once()).routed == keys
+    jobs = store.jobs.list_jobs(kind="reproduce.game")
+    assert sorted(j.payload["task"]["issue_ref"] for j in jobs) == keys
+    assert all(j.labels == ["1.21", "minecraft"] and j.payload["task"]["game"] == "minecraft" for j in jobs)
+    double.add(keys[0], "Report 1, edited", NOW + timedelta(minutes=5), versions=("1.20.4",))
+    await poller.poll_once()
+    assert len(store.jobs.list_jobs(kind="reproduce.game")) == 2  # a refreshed report is not queued again
+    unlabelled, _ = await _poller(tmp_path, double, Store.memory())
+    assert unlabelled.settings.mojira_runner_labels == ()

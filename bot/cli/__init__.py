@@ -151,7 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli.apprepro import add_parser_args, add_replay_parser
 
     add_parser_args(rep)
-    add_replay_parser(sub)
+    replay = add_replay_parser(sub)
+    # Game reproduction (issue 19): `reproduce --game` and `replay --game`.
+    from bot.cli.gamerepro import add_game_args
+
+    add_game_args(rep, replay)
     return parser
 
 
@@ -246,6 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     """Run one parsed command."""
+    if args.command in ("reproduce", "replay") and getattr(args, "game", None):
+        from bot.cli.gamerepro import run_game_command
+
+        return asyncio.run(run_game_command(args, settings))
     if args.command == "replay" or (args.command == "reproduce" and (args.app_url or args.repo is None)):
         from bot.cli.apprepro import run_apprepro_command
 

@@ -33,14 +33,15 @@ def add_parser_args(rep: argparse.ArgumentParser) -> None:
     )
 
 
-def add_replay_parser(sub: Any) -> None:
-    """`reprobot replay --app-url URL --actions FILE [--json]`."""
-    p = sub.add_parser("replay", help="re-run a JSON action log of an app reproduction")
-    p.add_argument("--app-url", required=True)
+def add_replay_parser(sub: Any) -> argparse.ArgumentParser:
+    """`reprobot replay --app-url URL --actions FILE [--json]` (or `--game`, see bot.cli.gamerepro)."""
+    p = sub.add_parser("replay", help="re-run a JSON action log of an app or game reproduction")
+    p.add_argument("--app-url")
     p.add_argument("--actions", required=True, type=Path, help="actions.json written by reproduce --app-url")
     p.add_argument("--driver", choices=["web", "android"], default="web")
     p.add_argument("--out", type=Path, help="folder for screenshots and the log")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    return p
 
 
 def _model(settings: Settings) -> Any:
@@ -85,6 +86,12 @@ def _out_dir(args: argparse.Namespace, settings: Settings, kind: str) -> Path:
 async def run_apprepro_command(args: argparse.Namespace, settings: Settings) -> int:
     """`reproduce --app-url` or `replay`."""
     if args.command == "replay":
+        if not args.app_url:
+            message = "reprobot replay: error: one of --app-url or --game is required"
+            if args.json:
+                print(json.dumps({"status": "error", "reasons": [message], "exit_code": EXIT_USAGE}))
+            print(message, file=sys.stderr)
+            return EXIT_USAGE
         out = _out_dir(args, settings, "replay")
         result = await replay_actions(args.actions, args.app_url, out_dir=out, driver=args.driver)
         return _print(args, result, out)

@@ -34,6 +34,7 @@ from bot.mojira.fields import (
 )
 from bot.mojira.sinks import Sink, SinkRejected, build_sink
 from bot.mojira.triage import is_crash_attachment, triage_report
+from bot.queue import Queue
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -177,7 +178,27 @@ class Poller:
             result.new.append(report.key)
             if triage.route:
                 result.routed.append(report.key)
+                await self._queue_for_runner(report, triage.route)
             log.info("mojira %s: %s -> %s (%s)", self.name, report.key, self.sink.name, triage.decision.reasons[0])
+
+    async def _queue_for_runner(self, report: MojiraReport, kind: str) -> None:
+        """A routed report becomes a game job for runners with REPROBOT_MOJIRA_RUNNER_LABELS (once per report)."""
+        labels = sorted(self.settings.mojira_runner_labels)
+        if not labels:
+            return
+        text = f"# {report.summary}\n\n{report.description}"
+        task = {"issue_text": text, "game": "minecraft", "issue_ref": report.key}
+        job_id = await asyncio.to_thread(
+            Queue(self.store).enqueue,
+            kind,
+            None,
+            {"task": task},
+            concurrency_key=None,
+            max_attempts=self.settings.runner_max_attempts,
+            dedupe_key=f"mojira-game:{report.key}",
+            labels=labels,
+        )
+        log.info("mojira %s: %s queued as %s job %s for runners with %s", self.name, report.key, kind, job_id, labels)
 
     async def _crash_attachments(self, report: MojiraReport) -> dict[str, str]:
         limit = self.settings.mojira_crash_attachment_bytes

@@ -61,6 +61,52 @@ async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     return document
 
 
+async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """`reproduce.game`: the game reproduction agent in a real game on this machine (sandboxes.runners.game).
+
+    The task carries the report and the repo (a Minetest mod or game) packed by the bot; it is unpacked beside
+    the job's output folder and loaded into a fresh world.
+    """
+    import base64
+    import io
+    import tarfile
+
+    from sandboxes.runners.game.agent import replay_command
+    from sandboxes.runners.game.agent import reproduce_game as run_agent
+
+    task = job.get("task") or {}
+    if not task.get("issue_text") or task.get("game") not in ("minetest", "minecraft"):
+        raise ValueError("a reproduce.game job needs task.issue_text and task.game (minetest or minecraft)")
+    if task["game"] == "minecraft":  # a maintainer's machine: the game runs there already
+        from bot.config import Settings
+        from bot.runner.minecraft import MinecraftDriver, report_signature
+
+        driver = MinecraftDriver.from_settings(Settings.from_env())
+        driver.check()
+        mc = await run_agent(str(task["issue_text"]), driver, out_dir=out_dir, signature_of=report_signature)
+        return mc.to_json()
+    if not task.get("repo_archive"):
+        raise ValueError("a minetest reproduce.game job needs task.repo_archive (the mod or game)")
+    from sandboxes.runners.game.minetest import MinetestDriver
+
+    name = "".join(c for c in str(task.get("repo_name") or "repo") if c.isalnum() or c in "_-") or "repo"
+    repo = out_dir.parent / f"{out_dir.name}-repo" / name
+    repo.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(str(task["repo_archive"]))), mode="r:gz") as tar:
+        tar.extractall(repo, filter="data")  # "data": no absolute paths, links out or device files
+    result = await run_agent(
+        str(task["issue_text"]),
+        MinetestDriver(repo),
+        out_dir=out_dir,
+        repo_label=name,
+        budget_seconds=float(task.get("budget_seconds") or 300.0),
+    )
+    document: dict[str, Any] = result.to_json()
+    # Readers replay from the uploaded artifact and their own checkout of the repo.
+    document["replay"] = replay_command("minetest", name, Path("actions.json"))
+    return document
+
+
 async def probe(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """`runner.probe`: a diagnostic job that reports what this runner offers, after an optional wait.
 
@@ -88,7 +134,11 @@ async def probe(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
 
 
 #: Job kinds this runner can run in-process, by kind (`reprobot runner --exec KIND=COMMAND` adds others).
-EXECUTORS: dict[str, Executor] = {"reproduce.app": reproduce_app, "runner.probe": probe}
+EXECUTORS: dict[str, Executor] = {
+    "reproduce.app": reproduce_app,
+    "reproduce.game": reproduce_game,
+    "runner.probe": probe,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

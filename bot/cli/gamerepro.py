@@ -1,0 +1,117 @@
+"""`reprobot reproduce --game minetest` and `reprobot replay --game minetest`: game reproduction in local mode.
+
+The repository (a Minetest mod, modpack or game, as maintainers keep them) is loaded into a fresh world with
+minetest_game; the real server and client run here (the client under Xvfb). The macro log, screenshots, crash
+report and log land in the output folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.cli.apprepro import _model
+from bot.config import Settings
+from bot.forges.local import ForgeError, read_issue_file
+from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+from sandboxes.runners.game.agent import GameReproResult, replay_game, reproduce_game
+from sandboxes.runners.game.driver import GameDriverError
+
+GAMES = ("minetest", "minecraft")
+_EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": 3, "error": EXIT_ERROR}
+
+
+def add_game_args(rep: argparse.ArgumentParser, replay: argparse.ArgumentParser) -> None:
+    """`--game` on `reproduce` and on `replay` (with --repo there too: the mod the macro log ran against)."""
+    help_game = "reproduce in a game (minetest: the real server and client; --repo is the mod, modpack or game)"
+    rep.add_argument("--game", choices=GAMES, help=help_game)
+    rep.add_argument("--iterations", type=int, default=2, help="plan attempts of a game reproduction (2)")
+    replay.add_argument("--game", choices=GAMES, help="replay a game macro log (needs --repo)")
+    replay.add_argument("--repo", type=Path, help="with --game: the mod, modpack or game the log ran against")
+
+
+def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
+    if game == "minecraft":
+        from bot.runner.minecraft import MinecraftDriver
+
+        return MinecraftDriver.from_settings(settings)
+    from sandboxes.runners.game.minetest import MinetestDriver
+
+    return MinetestDriver(repo, display=settings.game_display)
+
+
+def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:
+    doc = result.to_json()
+    doc["out_dir"] = str(out)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(f"status: {result.status} ({result.iterations} iteration(s), {result.seconds:.1f}s)")
+        for i, step in enumerate(result.steps, 1):
+            print(f"  step {i}: {step['action']} {step['target'] or step['input']!r}")
+        if result.oracle:
+            print(f"oracle: {result.oracle['fired']}: {result.oracle['message']}")
+        for reason in result.reasons:
+            print(f"  - {reason}")
+        print(f"replay: {result.replay}")
+        print(f"output: {out}")
+    return _EXIT.get(result.status, EXIT_ERROR)
+
+
+def _usage(args: argparse.Namespace, message: str) -> int:
+    if args.json:
+        print(json.dumps({"status": "error", "reasons": [message], "exit_code": EXIT_USAGE}))
+    print(message, file=sys.stderr)
+    return EXIT_USAGE
+
+
+async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`reproduce --game` or `replay --game`."""
+    out: Path = getattr(args, "out", None) or settings.data_dir / "game-runs" / (
+        f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    repo = Path(args.repo).resolve() if args.repo else None
+    if args.game == "minetest" and (repo is None or not repo.is_dir()):
+        return _usage(
+            args, f"reprobot {args.command}: error: --game minetest needs --repo, a mod, modpack or game folder"
+        )
+    driver = _driver(args.game, repo, settings)
+    try:
+        if hasattr(driver, "check"):
+            driver.check()
+    except GameDriverError as exc:
+        if args.json:
+            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": EXIT_ERROR}))
+        print(f"reprobot: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    label = str(repo or ".")
+    if args.command == "replay":
+        result = await replay_game(args.actions, driver, out_dir=out, repo_label=label)
+        return _print(args, result, out)
+    try:
+        issue = read_issue_file(args.issue)
+    except ForgeError as exc:
+        if args.json:
+            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": exc.code}))
+        print(f"reprobot: {exc}", file=sys.stderr)
+        return exc.code
+    signature = None
+    if args.game == "minecraft":
+        from bot.runner.minecraft import report_signature
+
+        signature = report_signature
+    result = await reproduce_game(
+        issue.text,
+        driver,
+        out_dir=out,
+        repo_label=label,
+        max_iterations=args.iterations,
+        budget_seconds=args.budget,
+        signature_of=signature,
+        model=_model(settings),
+    )
+    return _print(args, result, out)
