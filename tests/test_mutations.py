@@ -467,6 +467,43 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], bool], str, int]] = [
         40,
     ),
     (
+        "regex_delimiter",
+        """
+        import re
+
+        def strip_tags(html):
+            return re.sub(r"<[^>]*>", "", html)  # BUG
+        """,
+        lambda ns: ns["strip_tags"]("a < b <i>x</i>") == "a < b x" and ns["strip_tags"]("<b>y</b>") == "y",
+        "regex",
+        40,
+    ),
+    (
+        "early_return_empty",
+        """
+        def header_args(headers, name):
+            value = headers.get(name)
+            args = ["-H", name + ": " + value]  # BUG
+            return args
+        """,
+        lambda ns: ns["header_args"]({}, "X") == [] and ns["header_args"]({"X": "1"}, "X") == ["-H", "X: 1"],
+        "early_return",
+        60,
+    ),
+    (
+        "early_return_pass_through",
+        """
+        def parse_size(text):
+            text = text.strip().lower()  # BUG
+            if text.endswith("k"):
+                return int(text[:-1]) * 1024
+            return int(text)
+        """,
+        lambda ns: ns["parse_size"](2048) == 2048 and ns["parse_size"](" 2K ") == 2048,
+        "early_return",
+        60,
+    ),
+    (
         "call_args_drop",
         """
         def clip(value, low, high):
