@@ -407,6 +407,34 @@ def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
     assert caller in order and plain not in order
 
 
+def test_named_function_lines_in_covered_files_are_noted_not_reordered() -> None:
+    from sandboxes.agents.localize import NAMED_NOTE
+
+    # A helper only the failing call reaches outranks the entry point the report names, which many passing
+    # tests run; the entry point's lines keep their score and order but are marked for a later try.
+    source = "def _part(x):\n    return x[1:]\n\n\ndef tidy(s):\n    s = s.strip()\n    return _part(s)\n"
+    sbfl = {("t.py", 2): 0.7, ("t.py", 6): 0.3, ("t.py", 7): 0.3}
+    ranked = rank_statements(sbfl, [], {"t.py"}, set(), top=5, mentioned=["tidy"], noted={"t.py": source})
+    assert [(loc.line, loc.score) for loc in ranked] == [(2, 0.7), (6, 0.3), (7, 0.3)]
+    assert [NAMED_NOTE in loc.reasons for loc in ranked] == [False, True, True]
+
+
+def test_search_tries_named_function_lines_beyond_the_top_locations() -> None:
+    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
+    from sandboxes.agents.localize import NAMED_NOTE
+
+    covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
+    entry = Location("m.py", 60, 0.2, ("ochiai=0.200", NAMED_NOTE))
+    plain = Location("m.py", 50, 0.1, ("ochiai=0.100",))
+    repro = Reproduction(brt=None, before=None, locations=[*covered, entry, plain])  # type: ignore[arg-type]
+    search = ClassicSearch(repro, None, None, None, SearchLimits(max_locations=8))  # type: ignore[arg-type]
+    order = search._location_order(0)
+    assert order[:8] == covered[:8]
+    assert entry in order and plain not in order
+    none = ClassicSearch(repro, None, None, None, SearchLimits(max_locations=8, max_named_locations=0))  # type: ignore[arg-type]
+    assert entry not in none._location_order(0)
+
+
 def test_rank_can_keep_each_line_of_a_long_statement_apart() -> None:
     source = "def f(d):\n    return g(\n        d['k'],\n    )\n"
     sbfl = {("m.py", 2): 0.6, ("m.py", 3): 0.6}

@@ -467,6 +467,43 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], bool], str, int]] = [
         40,
     ),
     (
+        "regex_delimiter",
+        """
+        import re
+
+        def strip_tags(html):
+            return re.sub(r"<[^>]*>", "", html)  # BUG
+        """,
+        lambda ns: ns["strip_tags"]("a < b <i>x</i>") == "a < b x" and ns["strip_tags"]("<b>y</b>") == "y",
+        "regex",
+        40,
+    ),
+    (
+        "early_return_empty",
+        """
+        def header_args(headers, name):
+            value = headers.get(name)
+            args = ["-H", name + ": " + value]  # BUG
+            return args
+        """,
+        lambda ns: ns["header_args"]({}, "X") == [] and ns["header_args"]({"X": "1"}, "X") == ["-H", "X: 1"],
+        "early_return",
+        60,
+    ),
+    (
+        "early_return_pass_through",
+        """
+        def parse_size(text):
+            text = text.strip().lower()  # BUG
+            if text.endswith("k"):
+                return int(text[:-1]) * 1024
+            return int(text)
+        """,
+        lambda ns: ns["parse_size"](2048) == 2048 and ns["parse_size"](" 2K ") == 2048,
+        "early_return",
+        60,
+    ),
+    (
         "call_args_drop",
         """
         def clip(value, low, high):
@@ -766,3 +803,30 @@ def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_
         ("lib/util.py", 3),
     ]
     assert plan("E   assert 3 == 4") == [("lib/shelf.py", 9), ("lib/util.py", 3)]
+
+
+def test_a_negated_class_learns_the_patterns_delimiters_not_its_group_syntax() -> None:
+    from sandboxes.agents.mutation_exprs import regex_variants
+
+    variants = regex_variants(r"(?P<key>[^=]+)=(?:\w+);")
+    assert r"(?P<key>[^;=]+)=(?:\w+);" in variants  # `;` is matched literally elsewhere in the pattern
+    assert not any("[^<" in v or "[^>" in v or "[^:" in v or "[^?" in v for v in variants)
+    # A class that is not negated is left to the generic widenings.
+    assert r"&([&;]+;)" not in regex_variants(r"&([;]+;)")
+
+
+def test_early_exits_only_for_values_that_may_be_absent_or_of_another_type() -> None:
+    source = textwrap.dedent(
+        """
+        def label(items, sep, prefix=None):
+            first = items[0]
+            name = sep.join(items)
+            return prefix + name
+        """
+    ).lstrip("\n")
+    guards = {c.description for c in generate_candidates(source, 3) if c.operator == "early_return"}
+    # `sep` is a parameter the line uses as a string; `items` and `first` are neither absent nor parsed.
+    assert guards == {"insert `if not isinstance(sep, str): return sep` before line 3"}
+    guards = {c.description for c in generate_candidates(source, 4) if c.operator == "early_return"}
+    assert "insert `if prefix is None: return None` before line 4" in guards
+    assert not any("name is None" in g for g in guards)

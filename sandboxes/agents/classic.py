@@ -13,7 +13,7 @@ from itertools import islice
 from sandboxes.agents.brt_synthesis import BrtCandidate, symptom_matches, synthesize_brts
 from sandboxes.agents.impact import select_tests
 from sandboxes.agents.issue_facts import IssueFacts
-from sandboxes.agents.localize import Location, parse_traceback_frames
+from sandboxes.agents.localize import NAMED_NOTE, Location, parse_traceback_frames
 from sandboxes.agents.mutation_protocols import missing_protocols, special_method_candidates
 from sandboxes.agents.mutations import Candidate, build_context, generate_candidates
 from sandboxes.agents.sbfl_run import localize_in_sandbox
@@ -37,6 +37,8 @@ class SearchLimits:
     max_locations: int = 8
     #: Traceback-frame locations tried beyond the top `max_locations`.
     max_frame_locations: int = 4
+    #: Statements of a function the report names (covered, but ranked below the top) tried after the frames.
+    max_named_locations: int = 4
     per_location: int = 80
     seconds: float = 600.0
     brt_timeout: float = 60.0
@@ -180,6 +182,14 @@ class ClassicSearch:
             if any(r.startswith("traceback") for r in loc.reasons)
         ]
         locs += extra[: self.limits.max_frame_locations]
+        # The function the user calls in the report is the entry point; when its own lines rank below helpers
+        # that the failing test alone reaches, they are still worth a try before giving up.
+        named = [
+            loc
+            for loc in self.repro.locations[self.limits.max_locations :]
+            if NAMED_NOTE in loc.reasons and loc not in locs
+        ]
+        locs += named[: self.limits.max_named_locations]
         if seed == 0 or len(locs) < 2:
             return locs
         # Later trajectories explore a perturbed order: scores jittered, so near-ties swap places.

@@ -20,6 +20,8 @@ FRAME_STRIDE = 2
 #: Added to every statement of a function the report names (in prose, inline code or a snippet); a named
 #: function's statements are candidates even where no failing test covered them.
 NAMED_BOOST = 0.1
+#: The reason a covered statement of a named function carries (its score unchanged).
+NAMED_NOTE = "in a function the report names"
 
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$')
 # pytest --tb=short: "pkg/m.py:6: in outer"; --tb=long/line last entry: "pkg/m.py:2: KeyError[: msg]";
@@ -272,6 +274,7 @@ def rank_statements(
     sources: Mapping[str, str] | None = None,
     mentioned: Iterable[str] = (),
     fold: bool = True,
+    noted: Mapping[str, str] | None = None,
 ) -> list[Location]:
     """Rank suspicious statements: Ochiai, every in-repo traceback frame, and the functions the report names.
 
@@ -284,7 +287,9 @@ def rank_statements(
     statements of functions the report names (`mentioned`: function, `Class.method`, module or file names)
     get NAMED_BOOST, continuation lines fold onto the statement's first line (unless `fold` is False) and
     def/class header lines are dropped. Ties: higher score, then deeper frame, then files the report names,
-    then file and line. Works with only SBFL scores or only frames.
+    then file and line. Works with only SBFL scores or only frames. `noted` (file -> text) are files whose
+    named-function statements keep their score but carry the reason NAMED_NOTE, so a search can try them
+    after its top locations without reordering those.
     """
 
     def eligible(file: str) -> bool:
@@ -328,6 +333,12 @@ def rank_statements(
         for k in {key(file, line) for line in lines & _statement_lines(sources or {}, file)}:
             scores[k] = scores.get(k, 0.0) + NAMED_BOOST
             reasons.setdefault(k, []).append(f"in a function the report names (+{NAMED_BOOST:.3f})")
+    for file, text in (noted or {}).items():
+        if not named or not eligible(file) or file in in_named:
+            continue
+        for line in named_function_lines(text, named) & _statement_lines(noted or {}, file):
+            if (file, line) in scores:
+                reasons.setdefault((file, line), []).append(NAMED_NOTE)
     # A nested `def` line runs at call time and scores, but there is nothing in it to repair.
     scores = {k: v for k, v in scores.items() if k[1] not in headers.get(k[0], ())}
 

@@ -342,6 +342,9 @@ _REGEX_FUNCS = frozenset({"compile", "match", "fullmatch", "search", "findall", 
 _QUANTIFIER_SWAPS = {"*": ("+", "?"), "+": ("*",), "?": ("*", "")}
 #: Characters users most often find missing from a character class.
 _CLASS_ADDITIONS = ("-", "_", ".", " ", "0-9", "A-Z", "a-z")
+#: Regex syntax characters: not literal delimiters when unescaped.
+_REGEX_META = frozenset(".^$*+?{}[]()|")
+_GROUP_SYNTAX = re.compile(r"\(\?(?:P<\w+>|P=\w+\)|<[=!]|[=!:>]|[aiLmsux-]+\)|[aiLmsux-]+:)")
 
 
 def regex_edits(env: Env) -> Iterator[Edit]:
@@ -374,6 +377,12 @@ def regex_variants(pattern: str) -> list[str]:
             in_class = i
         elif in_class >= 0 and ch == "]" and i > in_class + 1:
             body = pattern[in_class + 1 : i]
+            if body.startswith("^"):
+                # A negated class that runs up to a delimiter must also stop at the pattern's other
+                # delimiters: `&([^;]+;)` matches from a stray `&` over a later `&...;` unless `&` is excluded.
+                for lit in _delimiters(pattern):
+                    if lit not in body:
+                        out.append(pattern[: in_class + 2] + _class_escape(lit) + pattern[in_class + 2 :])
             for extra in _CLASS_ADDITIONS:
                 # A "-" inside a range (a-z) is not a literal dash; only one at either end is.
                 present = body.strip("^").startswith("-") or body.endswith("-") if extra == "-" else extra in body
@@ -405,6 +414,36 @@ def regex_variants(pattern: str) -> list[str]:
         if candidate != pattern:
             valid.append(candidate)
     return valid
+
+
+def _delimiters(pattern: str) -> list[str]:
+    """Punctuation the pattern matches literally outside character classes (escaped or not), in order."""
+    # Group syntax (`(?P<name>`, `(?<=`, `(?:`, `(?i)`) is not matched text.
+    pattern = _GROUP_SYNTAX.sub("(", pattern)
+    found: list[str] = []
+    i = 0
+    depth = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not depth and nxt and not nxt.isalnum() and not nxt.isspace() and nxt not in found:
+                found.append(nxt)
+            i += 2
+            continue
+        if ch == "[":
+            depth = 1
+        elif ch == "]" and depth:
+            depth = 0
+        elif not depth and ch not in _REGEX_META and not ch.isalnum() and not ch.isspace() and ch not in found:
+            found.append(ch)
+        i += 1
+    return found
+
+
+def _class_escape(ch: str) -> str:
+    """A character as it must be written inside a class."""
+    return "\\" + ch if ch in "\\]^-[" else ch
 
 
 def call_arguments(env: Env) -> Iterator[Edit]:

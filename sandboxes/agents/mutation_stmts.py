@@ -216,3 +216,146 @@ def accumulators(env: Env) -> Iterator[Edit]:
         yield Edit("accumulate", 2, stmt, stmt.value, call)
     clamp = ast.Call(func=name_node("max"), args=[ast.Constant(0), stmt.value], keywords=[])
     yield Edit("accumulate", 3, stmt, stmt.value, clamp)
+
+
+#: String methods: a value they are called on, or one passed to `re.*`, is expected to be a string.
+_STR_METHODS = frozenset(
+    {"split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper", "startswith", "endswith", "replace"}
+    | {"encode", "decode", "format", "join", "partition", "rpartition", "find", "rfind", "isdigit", "isalpha"}
+)
+#: Statements an early exit never goes before (a guard before `return x` is fine: x may be the absent value).
+_NO_GUARD = (ast.Break, ast.Continue, ast.Raise, ast.Pass, ast.Global, ast.Nonlocal)
+_RE_FUNCS = frozenset({"sub", "subn", "match", "fullmatch", "search", "findall", "finditer", "split"})
+
+
+def early_returns(env: Env) -> Iterator[Edit]:
+    """Missing early exit before a statement that cannot handle a value: the value is absent (None) or of a
+    type the statement does not expect. Inserts `if v is None: return <empty>` (the empty form of what the
+    function returns elsewhere: `[]`, `{}`, `''`, or None) and `if not isinstance(v, T): return v` (pass a
+    value through unchanged when it already is not the type the code parses, e.g. a number given to a
+    string parser)."""
+    stmt = env.target.stmt
+    if env.target.header is not None or not env.target.functions or isinstance(stmt, _NO_GUARD):
+        return
+    if is_docstring(stmt):
+        return
+    func = env.target.functions[0]
+    empties = _empty_results(func)
+    maybe_none = _maybe_none(func)
+    for name in _read_names(stmt, env)[:LOCAL_LIMIT]:
+        is_none = ast.Compare(left=name_node(name), ops=[ast.Is()], comparators=[ast.Constant(None)])
+        for value in empties if name in maybe_none else []:
+            guard = ast.If(test=is_none, body=[ast.Return(value=value)], orelse=[])
+            yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
+        # Only a parameter comes from callers that may pass another type.
+        for type_expr in _expected_types(stmt, name) if name in env.scope.params else []:
+            check = ast.Call(func=name_node("isinstance"), args=[name_node(name), type_expr], keywords=[])
+            test = ast.UnaryOp(op=ast.Not(), operand=check)
+            guard = ast.If(test=test, body=[ast.Return(value=name_node(name))], orelse=[])
+            yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
+
+
+#: Calls that return None for "not found".
+_MAYBE_NONE_CALLS = frozenset({"get", "getattr", "match", "search", "fullmatch", "find_spec", "pop"})
+
+
+def _maybe_none(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names that may hold None: parameters defaulting to None, locals assigned from a lookup that returns
+    None when nothing is found (`d.get(k)`, `re.match(...)`), and names the function compares with None."""
+    names: set[str] = set()
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+        if isinstance(default, ast.Constant) and default.value is None:
+            names.add(arg.arg)
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if isinstance(kw_default, ast.Constant) and kw_default.value is None:
+            names.add(arg.arg)
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            call = node.value
+            if isinstance(call, ast.Call):
+                callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+                if callee in _MAYBE_NONE_CALLS:
+                    names.add(node.targets[0].id)
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+        ):
+            names.add(node.left.id)
+    return names
+
+
+def _read_names(stmt: ast.stmt, env: Env) -> list[str]:
+    """Parameters and locals the statement reads, in source order."""
+    names: list[str] = []
+    for node in ast.walk(stmt):
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id in env.scope.assigned
+            and node.id not in env.scope.callables
+            and node.id not in names
+        ):
+            names.append(node.id)
+    return names
+
+
+def _own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Return]:
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _shape(value: ast.AST | None) -> str:
+    """The empty literal of the value's container or string shape, or "" when unknown."""
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return "[]"
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return "{}"
+    if isinstance(value, ast.Tuple):
+        return "()"
+    if isinstance(value, ast.JoinedStr) or (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        return "''"
+    return ""
+
+
+def _empty_results(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """The empty value of each shape the function returns (most common first), then None. A returned
+    local has the shape of the values assigned to it."""
+    assigned: dict[str, str] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            shape = _shape(node.value)
+            if shape:
+                assigned.setdefault(node.targets[0].id, shape)
+    shapes: dict[str, int] = {}
+    for ret in _own_returns(func):
+        value = ret.value
+        shape = assigned.get(value.id, "") if isinstance(value, ast.Name) else _shape(value)
+        if shape:
+            shapes[shape] = shapes.get(shape, 0) + 1
+    ordered = sorted(shapes, key=lambda s: -shapes[s])
+    out: list[ast.expr] = [ast.parse(s, mode="eval").body for s in ordered]
+    return [*out, ast.Constant(None)]
+
+
+def _expected_types(stmt: ast.stmt, name: str) -> list[ast.expr]:
+    """Types the statement needs `name` to be: a string when it calls string methods on it or passes it to re."""
+    found: dict[str, ast.expr] = {}
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        func = node.func
+        on_name = isinstance(func.value, ast.Name) and func.value.id == name
+        if on_name and func.attr in _STR_METHODS:
+            found.setdefault("str", name_node("str"))
+        regex_call = isinstance(func.value, ast.Name) and func.value.id == "re" and func.attr in _RE_FUNCS
+        if regex_call and any(isinstance(a, ast.Name) and a.id == name for a in node.args[1:]):
+            found.setdefault("str", name_node("str"))
+    return list(found.values())

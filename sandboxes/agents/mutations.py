@@ -56,6 +56,7 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     exprs.regex_edits,
     exprs.call_arguments,
     exprs.two_names,
+    stmts.early_returns,
 )
 
 #: operator name -> tiers it emits (lower is tried first).
@@ -85,6 +86,7 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     "regex": (1,),
     "call_args": (4,),
     "rename2": (4,),
+    "early_return": (2,),
 }
 
 

@@ -100,7 +100,11 @@ async def localize_in_sandbox(
     # assessment and be published.
     suspected = {f for (f, _), score in scores.items() if score > 0}
     uncovered = {f: text for f, text in sources.items() if f not in suspected}
-    rank = functools.partial(rank_statements, top=top, mentioned=mentioned, sources=uncovered, fold=False)
+    # Covered files' named functions are only noted: the search tries them after its top locations.
+    covered = {f: text for f, text in sources.items() if f in suspected}
+    rank = functools.partial(
+        rank_statements, top=top, mentioned=mentioned, sources=uncovered, fold=False, noted=covered
+    )
     return await asyncio.to_thread(rank, scores, frames, python_files, test_files)
 
 
