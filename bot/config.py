@@ -246,6 +246,13 @@ class Settings:
     # -- game reproduction (issue 19): the Minecraft driver on a maintainer's machine --------------------------
     #: REPROBOT_GAME_DISPLAY: an X display (":99") the Minetest client shares; unset: each session starts its Xvfb.
     game_display: str | None = None
+    # -- game reproduction: the model-driven action loop (issue 19 follow-up) ----------------------------------
+    #: REPROBOT_GAME_MODEL_TURNS: most turns of the model-driven action loop per reproduction (8).
+    game_model_turns: int = 8
+    #: REPROBOT_GAME_CONTEXT_TURNS: how many past turns (reply + outcome) stay in the model's context (3).
+    game_context_turns: int = 3
+    #: REPROBOT_GAME_MODEL_IMAGES: send the screenshot as an image part (for models that accept images; off).
+    game_model_images: bool = False
     #: REPROBOT_MOJIRA_RUNNER_LABELS: comma list ("minecraft,1.21"); when set, routed Mojira reports are queued as
     #: `reproduce.game` jobs for runners with these labels (unset: the route is only recorded).
     mojira_runner_labels: tuple[str, ...] = ()
@@ -444,6 +451,15 @@ def _game_settings(get: Callable[[str], str | None]) -> dict[str, object]:
         out["mojira_runner_labels"] = labels
     if (v := get("GAME_DISPLAY")) is not None:
         out["game_display"] = v
+    for key, low in (("GAME_MODEL_TURNS", 1), ("GAME_CONTEXT_TURNS", 0)):
+        if (v := get(key)) is not None:
+            if not v.strip().isdigit() or int(v) < low:
+                raise SettingsError(f"REPROBOT_{key}={v!r}: expected a whole number >= {low}")
+            out[key.lower()] = int(v)
+    if (v := get("GAME_MODEL_IMAGES")) is not None:
+        if v.strip().lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise SettingsError(f"REPROBOT_GAME_MODEL_IMAGES={v!r}: expected true or false")
+        out["game_model_images"] = v.strip().lower() in ("1", "true", "yes", "on")
     if (v := get("MINECRAFT_DIR")) is not None:
         out["minecraft_dir"] = Path(v).expanduser()
     if (v := get("MINECRAFT_RCON")) is not None:

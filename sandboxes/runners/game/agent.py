@@ -29,6 +29,7 @@ from typing import Any
 from rank_bm25 import BM25Okapi
 
 from sandboxes.runners.app_repro import AppReproResult
+from sandboxes.runners.game.actloop import ModelCall, model_loop
 from sandboxes.runners.game.driver import GameCrash, GameDriver, GameDriverError, GameState, validate_macro
 from sandboxes.runners.game.luacrash import parse_lua_crashes, same_signature
 from sandboxes.runners.oracle import OracleSpec, Verdict, judge_text, oracle_spec
@@ -367,10 +368,15 @@ class GameReproResult(AppReproResult):
     iterations: int = 0
     crash: dict[str, Any] | None = None
     knowledge: list[dict[str, str]] = field(default_factory=list)
+    #: With a model driving the actions: calls, tokens and cost of the loop (None on the offline path).
+    model_usage: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, object]:
         """The document `reprobot reproduce --game … --json` prints."""
-        return {**super().to_json(), "iterations": self.iterations, "crash": self.crash, "knowledge": self.knowledge}
+        doc = {**super().to_json(), "iterations": self.iterations, "crash": self.crash, "knowledge": self.knowledge}
+        if self.model_usage is not None:
+            doc["model_usage"] = self.model_usage
+        return doc
 
 
 @dataclass
@@ -442,8 +448,17 @@ async def reproduce_game(
     budget_seconds: float = 300.0,
     signature_of: Callable[[str], dict[str, Any] | None] | None = None,
     model: Complete | None = None,
+    action_model: ModelCall | None = None,
+    model_turns: int = 8,
+    context_turns: int = 3,
+    model_images: bool = False,
 ) -> GameReproResult:
-    """Reproduce a game bug report; write actions.json, screenshots, crash.txt and log.txt into `out_dir`."""
+    """Reproduce a game bug report; write actions.json, screenshots, crash.txt and log.txt into `out_dir`.
+
+    With `action_model`, the first iteration is played by the model-driven loop (actloop.model_loop: at most
+    `model_turns` turns, the last `context_turns` in context, the screenshot as an image when `model_images`);
+    later iterations are the rules'. Without it the rule-based action model plays every iteration.
+    """
     started = time.monotonic()
     deadline = started + budget_seconds
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -480,7 +495,23 @@ async def reproduce_game(
                         break
                 session = _Session(driver, out_dir, judge, prefix, lines)
                 state = await session.begin()
-                for step in steps:
+                if action_model is not None and iteration == 1:
+                    await _model_iteration(
+                        action_model,
+                        session,
+                        state,
+                        issue_text,
+                        steps,
+                        result,
+                        deadline,
+                        model_turns=model_turns,
+                        context_turns=context_turns,
+                        images=model_images,
+                    )
+                    steps_left: list[GameStep] = []
+                else:
+                    steps_left = steps
+                for step in steps_left:
                     # Two passes at most: an interaction whose target is not around spawns it first, then aims.
                     for _pass in range(2):
                         if session.verdict is not None or time.monotonic() > deadline:
@@ -511,6 +542,41 @@ async def reproduce_game(
         status = "not_reproduced"
         result.reasons.append(f"{result.iterations} iteration(s) ran and no oracle fired")
     return _finish(result, session, out_dir, lines, started, status, judge=judge, game=driver.name)
+
+
+async def _model_iteration(
+    model: ModelCall,
+    session: _Session,
+    state: GameState,
+    issue_text: str,
+    steps: list[GameStep],
+    result: GameReproResult,
+    deadline: float,
+    *,
+    model_turns: int,
+    context_turns: int,
+    images: bool,
+) -> None:
+    """One iteration played by the model; its usage is recorded in the result."""
+    planned = json.dumps([s.to_json() for s in steps])
+    goal = f"Report:\n{issue_text[:2000]}\n\nSteps synthesized from it: {planned}"
+    outcome = await model_loop(
+        model,
+        session,
+        state,
+        goal,
+        max_turns=model_turns,
+        context_turns=context_turns,
+        deadline=deadline,
+        images=images,
+        screenshot=lambda: Path(session.screenshots[-1]) if session.screenshots else None,
+        note=session.note,
+    )
+    result.model_usage = {**outcome.usage.to_json(), "turns": outcome.turns, "dropped_actions": outcome.dropped}
+    session.note(
+        f"model loop: {outcome.turns} turn(s), stopped by {outcome.stopped}; {outcome.dropped} action(s) dropped; "
+        f"{outcome.usage.prompt_tokens} prompt + {outcome.usage.completion_tokens} completion tokens"
+    )
 
 
 async def _synthesize(
