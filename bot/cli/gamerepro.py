@@ -16,9 +16,9 @@ from typing import Any
 
 from bot.cli.apprepro import _model
 from bot.config import Settings
-from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
 from sandboxes.runners.game.agent import GameReproResult, replay_game, reproduce_game
 from sandboxes.runners.game.driver import GameDriverError
 
