@@ -65,12 +65,13 @@ def display() -> Iterator[str]:
     pytest.skip("no Xvfb display could be started")
 
 
-def _run(args: list[str], display: str, tmp: Path) -> tuple[int, dict[str, Any]]:
+def _run(args: list[str], display: str, tmp: Path, extra: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp),
         "REPROBOT_DATA_DIR": str(tmp / "data"),
         "REPROBOT_GAME_DISPLAY": display,
+        **(extra or {}),
     }
     proc = subprocess.run([REPROBOT, *args, "--json"], capture_output=True, text=True, env=env, timeout=300)
     with contextlib.suppress(json.JSONDecodeError):
@@ -133,3 +134,34 @@ def test_report_reproduces_replays_and_the_fix_does_not(case: str, display: str,
         tmp_path,
     )
     assert (code, after_fix["status"]) == (1, "not_reproduced"), after_fix
+
+
+def test_scripted_model_actions_reproduce_a_report_on_the_real_game(display: str, tmp_path: Path) -> None:
+    """With a model configured, the action loop's JSON macros drive the real game; an invalid one is filtered."""
+    from tests.llm_helpers import scripted_server_thread
+
+    report = SAMPLES / "warp_cmds" / "report.md"
+    script = [
+        {"text": json.dumps([{"action": "command", "text": "/warp ~ 20 ~"}])},  # the steps
+        {"text": json.dumps([{"action": "look", "yaw": 0, "pitch": 9}, {"action": "command", "text": "/warp ~ 20 ~"}])},
+        {"text": json.dumps([{"action": "wait", "seconds": 2}])},  # in case the crash reaches the log late
+        {"text": json.dumps({"done": True})},
+    ]
+    with scripted_server_thread(script) as srv:
+        env = {
+            "REPROBOT_LLM_BASE_URL": srv.base_url,
+            "REPROBOT_LLM_MODEL": "scripted-model",
+            "REPROBOT_LLM_API_KEY": "sk-test-secret",
+            "REPROBOT_LLM_PRICE_INPUT": "2.5",
+            "REPROBOT_LLM_PRICE_OUTPUT": "10",
+        }
+        args = ["reproduce", "--game", "minetest", "--repo", str(SAMPLES / "warp_cmds" / "buggy")]
+        args += ["--issue", str(report), "--iterations", "1", "--out", str(tmp_path / "run")]
+        code, doc = _run(args, display, tmp_path, env)
+    assert (code, doc["status"], doc["extractor"]) == (0, "reproduced", "llm"), doc
+    assert doc["oracle"]["fired"] == "crash"
+    assert {"action": "command", "text": "/warp ~ 20 ~"} in doc["actions"]
+    assert not any(a.get("pitch") == 9 for a in doc["actions"])  # the invalid look was filtered out
+    usage = doc["model_usage"]
+    assert usage["calls"] >= 1 and usage["dropped_actions"] == 1 and usage["prompt_tokens"] > 0
+    print(f"figures model loop on minetest: seconds={doc['seconds']} {json.dumps(usage)}")
