@@ -421,6 +421,14 @@ def render_app_reproduction(result_json: Mapping[str, Any], artifact_urls: Mappi
     summary = f"{len(actions)} action(s)"
     if isinstance(result_json.get("seconds"), int | float):
         summary += f" in {float(result_json['seconds']):.1f} s"
+    usage = result_json.get("model_usage")
+    if isinstance(usage, Mapping) and usage.get("calls"):
+        # A model drove the actions (game loop): say what it cost.
+        summary += (
+            f" · model: {int(usage['calls'])} call(s), {int(usage.get('prompt_tokens') or 0):,} prompt + "
+            f"{int(usage.get('completion_tokens') or 0):,} completion tokens, "
+            f"${float(usage.get('cost_usd') or 0):.4f}"
+        )
     lines += [f"{summary}" + (f" · {' · '.join(links)}" if links else ""), ""]
     if result_json.get("replay"):
         lines += ["**Replay it yourself**:", "", _fence(str(result_json["replay"]), "sh"), ""]

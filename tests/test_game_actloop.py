@@ -218,3 +218,12 @@ def test_loop_settings_are_read_and_checked() -> None:
     assert (s.game_model_turns, s.game_context_turns, s.game_model_images) == (5, 0, True)
     with pytest.raises(SettingsError, match="GAME_MODEL_TURNS"):
         Settings.from_env({"REPROBOT_GAME_MODEL_TURNS": "0"})
+
+
+def test_the_closing_note_reports_what_the_model_cost() -> None:
+    from bot.report import render_app_reproduction
+
+    usage = {"calls": 4, "prompt_tokens": 2122, "completion_tokens": 96, "cost_usd": 0.006265}
+    body = render_app_reproduction({"status": "reproduced", "actions": [{}] * 5, "model_usage": usage}, {})
+    assert "model: 4 call(s), 2,122 prompt + 96 completion tokens, $0.0063" in body
+    assert "model:" not in render_app_reproduction({"status": "reproduced", "actions": []}, {})
