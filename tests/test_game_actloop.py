@@ -200,6 +200,8 @@ async def test_without_a_model_the_rules_play_and_no_usage_is_reported(tmp_path:
         ({"action": "look", "yaw": 99, "pitch": 0}, "yaw is"),
         ({"action": "click", "button": "middle"}, "left or right"),
         ("wait 3", "an object"),
+        ({"action": "wait", "seconds": [1]}, "a number"),
+        ({"action": "press", "key": "1", "seconds": "long"}, "a number"),
     ],
 )
 def test_out_of_bounds_macros_are_refused(action: object, problem: str) -> None:
@@ -227,3 +229,14 @@ def test_the_closing_note_reports_what_the_model_cost() -> None:
     body = render_app_reproduction({"status": "reproduced", "actions": [{}] * 5, "model_usage": usage}, {})
     assert "model: 4 call(s), 2,122 prompt + 96 completion tokens, $0.0063" in body
     assert "model:" not in render_app_reproduction({"status": "reproduced", "actions": []}, {})
+
+
+async def test_a_failing_model_ends_the_loop_without_charging_tokens() -> None:
+    class Player:
+        verdict = None
+
+        async def do(self, action: dict[str, Any]) -> GameState:
+            return GameState()
+
+    out = await model_loop(lambda messages: "", Player(), GameState(), "goal", max_turns=5)
+    assert (out.stopped, out.turns, out.usage.calls, out.usage.prompt_tokens) == ("model_failed", 2, 2, 0)

@@ -9,6 +9,7 @@ reached. Token counts and cost are summed for the closing note.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import json
@@ -67,6 +68,8 @@ class ModelUsage:
         """Count one reply; return its text."""
         self.calls += 1
         text = str(getattr(reply, "content", reply) or "")
+        if not text and not hasattr(reply, "content"):
+            return ""  # the call failed before the model answered: nothing was charged
         prompt = getattr(reply, "prompt_tokens", None)
         completion = getattr(reply, "completion_tokens", None)
         # A plain-text model reports no usage: estimate four characters per token (images count as their text).
@@ -159,7 +162,7 @@ class LoopOutcome:
     """How the loop ended and what it cost."""
 
     turns: int = 0
-    stopped: str = ""  # "oracle" | "done" | "turns" | "time" | "no_actions"
+    stopped: str = ""  # "oracle" | "done" | "turns" | "time" | "model_failed"
     usage: ModelUsage = field(default_factory=ModelUsage)
     dropped: int = 0
 
@@ -181,10 +184,12 @@ def _image_part(path: Path | None) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
 
 
-def turn_message(goal: str, state: GameState, feedback: str, screenshot: Path | None, images: bool) -> dict[str, Any]:
+async def turn_message(
+    goal: str, state: GameState, feedback: str, screenshot: Path | None, images: bool
+) -> dict[str, Any]:
     """The user message of one turn: the goal, the outcome so far and the state; the screenshot when accepted."""
     text = f"{goal}\n\nOutcome of your last actions: {feedback}\n\nState now:\n{json.dumps(state.to_json())}"
-    part = _image_part(screenshot) if images else None
+    part = await asyncio.to_thread(_image_part, screenshot) if images else None
     if part is None:
         return {"role": "user", "content": text}
     return {"role": "user", "content": [{"type": "text", "text": text}, part]}
@@ -210,6 +215,7 @@ async def model_loop(
     out = LoopOutcome()
     history: list[Turn] = []
     feedback = "nothing played yet"
+    empty = 0
     for turn in range(1, max_turns + 1):
         if deadline is not None and time.monotonic() > deadline:
             out.stopped = "time"
@@ -220,11 +226,16 @@ async def model_loop(
                 {"role": "assistant", "content": past.reply},
                 {"role": "user", "content": f"Outcome: {past.feedback}"},
             ]
-        messages.append(turn_message(goal, state, feedback, screenshot(), images))
+        messages.append(await turn_message(goal, state, feedback, screenshot(), images))
         answer = model(messages)
         raw = await answer if inspect.isawaitable(answer) else answer
         reply = out.usage.add(raw, messages)
         out.turns = turn
+        empty = empty + 1 if not reply.strip() else 0
+        if empty == 2:
+            note(f"model turn {turn}: two empty replies in a row; the loop stops")
+            out.stopped = "model_failed"
+            return out
         actions, problems, done = parse_proposal(reply)
         out.dropped += len(problems)
         if done:

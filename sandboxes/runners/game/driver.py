@@ -33,8 +33,16 @@ def validate_macro(action: object) -> dict[str, Any]:
         raise ValueError(f"macro {kind} needs {', '.join(missing)}")
     if kind == "click" and action.get("button") not in ("left", "right"):
         raise ValueError("click's button is left or right")
-    if kind in ("wait", "press") and not 0 <= float(action.get("seconds") or 0) <= 30:
-        raise ValueError(f"{kind} lasts 0-30 seconds")
+    if kind in ("wait", "press"):
+        seconds = action.get("seconds") or 0
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float, str)):
+            raise ValueError(f"{kind} seconds must be a number")
+        try:
+            seconds = float(seconds)
+        except ValueError:
+            raise ValueError(f"{kind} seconds must be a number") from None
+        if not 0 <= seconds <= 30:
+            raise ValueError(f"{kind} lasts 0-30 seconds")
     return dict(action)
 
 
