@@ -240,3 +240,15 @@ async def test_a_failing_model_ends_the_loop_without_charging_tokens() -> None:
 
     out = await model_loop(lambda messages: "", Player(), GameState(), "goal", max_turns=5)
     assert (out.stopped, out.turns, out.usage.calls, out.usage.prompt_tokens) == ("model_failed", 2, 2, 0)
+
+
+async def test_after_the_model_iteration_the_rules_play_their_usual_first_attempt(tmp_path: Path) -> None:
+    game = FakeGame()
+    report = "# bloom\nSteps: hold a flowers:rose and use it. The server crashes."
+    result = await reproduce_game(
+        report, game, out_dir=tmp_path / "out", max_iterations=2, action_model=lambda m: '{"done": true}'
+    )
+    assert result.status == "not_reproduced" and result.iterations == 2 and game.sessions == 2
+    assert result.model_usage is not None and result.model_usage["turns"] == 1
+    clicks = [a["button"] for a in game.played if a["action"] == "click"]
+    assert clicks == ["left"]  # "use" as the rules first try it (left button), not the swapped variant

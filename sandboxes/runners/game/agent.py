@@ -474,7 +474,9 @@ async def reproduce_game(
             result.reasons.append(f"time budget spent before iteration {iteration}")
             break
         result.iterations = iteration
-        actor = ActionModel(swap_use=iteration % 2 == 0)
+        # The rules' second attempt swaps "use"; with a model, the rules' first attempt is iteration 2.
+        rules_round = iteration - 1 if action_model is not None else iteration
+        actor = ActionModel(swap_use=rules_round % 2 == 0)
         prefix = f"it{iteration}-"
         try:
             await driver.start()
