@@ -203,7 +203,7 @@ class Worker:
 async def run_worker(settings: Settings, concurrency: int | None = None) -> None:
     """`reprobot worker`: open the store and run a worker until interrupted."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = await asyncio.to_thread(Store.open, settings.store_path)
+    store = await asyncio.to_thread(Store.open, settings.store_target)
     stop = asyncio.Event()
     # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
