@@ -114,4 +114,21 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
         return open_url(cls, urls[key], clock=clock)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(Store, "open", classmethod(open_on_pg))
+    request.node.stash[_PG_URLS] = urls
     return "postgresql"
+
+
+_PG_URLS = pytest.StashKey[dict[str, str]]()
+
+
+@pytest.fixture
+def store_target(engine: str, request: pytest.FixtureRequest) -> Callable[[Path], Path | str]:
+    """What another process passes to `Store.open` for `path`: the path itself, or its PostgreSQL URL."""
+
+    def target(path: Path) -> Path | str:
+        if engine == "sqlite":
+            return path
+        Store.open(path).close()  # makes the database for this path if it is new
+        return request.node.stash[_PG_URLS][str(Path(path).resolve())]
+
+    return target

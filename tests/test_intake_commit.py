@@ -15,6 +15,9 @@ from bot.server import GroupCommit
 from bot.store import DeliveryRejected, PlannedJob, Store
 from tests.gh_env import GitHubEnv
 
+# Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
+pytestmark = pytest.mark.usefixtures("engine")
+
 
 def _job(delivery_id: str) -> PlannedJob:
     return PlannedJob(

@@ -20,7 +20,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -222,10 +222,20 @@ class _Table:
         self._db = db
         self._name = name
 
+    @property
+    def count(self) -> int:
+        """How many rows the table holds."""
+        self._check_names(())
+        row = self._db.conn.execute(f"SELECT count(*) FROM {self._name}").fetchone()
+        return int(row[0]) if row else 0
+
+    def _check_names(self, columns: Iterable[str]) -> None:
+        if not re.fullmatch(r"\w+", self._name) or not all(re.fullmatch(r"\w+", c) for c in columns):
+            raise sqlite3.ProgrammingError(f"bad table or column name for table {self._name!r}")
+
     def insert(self, row: Mapping[str, Any], *, replace: bool = False) -> _Inserted:
         """INSERT one row (`replace`: overwrite the row holding the same primary key); last_pk is its id."""
-        if not re.fullmatch(r"\w+", self._name) or not all(re.fullmatch(r"\w+", c) for c in row):
-            raise sqlite3.ProgrammingError(f"bad table or column name in insert into {self._name!r}")
+        self._check_names(row)
         columns = list(row)
         sql = f"INSERT INTO {self._name} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
         if replace:
