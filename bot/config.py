@@ -288,7 +288,9 @@ class Settings:
             kwargs["data_dir"] = Path(v).expanduser()
         if (v := get("DATABASE_URL")) is not None:
             if v.split(":", 1)[0] not in ("postgresql", "postgres"):
-                raise SettingsError(f"REPROBOT_DATABASE_URL: expected a postgresql:// URL, got scheme {v.split(':', 1)[0]!r}")
+                raise SettingsError(
+                    f"REPROBOT_DATABASE_URL: expected a postgresql:// URL, got scheme {v.split(':', 1)[0]!r}"
+                )
             kwargs["database_url"] = v
         if (v := get("SANDBOX")) is not None:
             if v not in ("bwrap", "docker", "none"):

@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-
 _ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"}
 
 
@@ -72,9 +71,9 @@ class PgServer:
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         opts = f"-h {self.listen} -p {self.port} -k {self.root} -c fsync=off -c max_connections=200"
+        ctl = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-w"]
         subprocess.run(
-            [*_as_user(), str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-w"]
-            + ["-o", opts, "start"],
+            [*_as_user(), *ctl, "-o", opts, "start"],
             check=True,
             capture_output=True,
             env=_ENV,

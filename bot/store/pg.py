@@ -34,6 +34,7 @@ WRITE_LOCK_KEY = 0x72657072  # "repr"
 
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|:[A-Za-z_]\w*|%|[^'\"?:%]+|.", re.S)
 _PRAGMA_VERSION = re.compile(r"^\s*PRAGMA\s+user_version\s*(?:=\s*(\d+))?\s*;?\s*$", re.I)
+_PRAGMA_QUERY_ONLY = re.compile(r"^\s*PRAGMA\s+query_only\s*=\s*(\w+)\s*;?\s*$", re.I)
 _PRAGMA_OTHER = re.compile(r"^\s*PRAGMA\s+", re.I)
 _INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
 _DDL = re.compile(r"^\s*(CREATE|ALTER)\s+TABLE\b", re.I)
@@ -50,6 +51,9 @@ def translate(sql: str) -> str:
         if version.group(1) is None:
             return "SELECT version FROM reprobot_schema"
         return f"UPDATE reprobot_schema SET version = {int(version.group(1))}"
+    query_only = _PRAGMA_QUERY_ONLY.match(sql)
+    if query_only:
+        return f"SET default_transaction_read_only = {'on' if query_only.group(1).upper() in ('ON', '1') else 'off'}"
     if _PRAGMA_OTHER.match(sql):
         return "SELECT 1"  # SQLite tuning (foreign_keys, synchronous): PostgreSQL always enforces and syncs
     ignore = bool(_INSERT_OR_IGNORE.match(sql))
@@ -343,7 +347,7 @@ class PgStoreConnection(StoreConnection):
             self._nowait = None
             self._pg_nowait: PgConnection | None = None
             self._autocheckpoint_pages = None
-            migrate(self.db, where=self.where)  # type: ignore[arg-type]
+            migrate(self.db, where=self.where)
         except BaseException:
             conn.close()
             raise
@@ -361,6 +365,10 @@ class PgStoreConnection(StoreConnection):
         if self._pg_nowait is None:
             self._pg_nowait = PgConnection(self.url)
         return self._pg_nowait
+
+    def nowait_connection(self) -> Any:
+        """The webhook path's own connection (it never waits: try_write takes the lock with a try-lock)."""
+        return self._nowait_pg()
 
     @contextlib.contextmanager
     def try_write(self) -> Iterator[Any]:
