@@ -37,7 +37,7 @@ def _worker_env(env: GitHubEnv) -> dict[str, str]:
         "REPROBOT_TRAJECTORIES": str(s.trajectories),
         "REPROBOT_LOG_LEVEL": "INFO",
         "REPROBOT_PUBLISH_UNSURE": "1" if s.publish_unsure else "0",
-    }
+    } | ({"REPROBOT_DATABASE_URL": s.database_url} if s.database_url else {})
 
 
 def _start_worker(env: GitHubEnv, log: Path) -> subprocess.Popen[bytes]:
