@@ -19,8 +19,8 @@ import sys
 import time
 import uuid
 from collections import Counter
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,8 @@ import pytest
 
 from bot.config import Settings
 from bot.store import Store
-from tests.pg_server import PgServer
 from tests.gh_env import GitHubEnv, bot_comments, load_payload
+from tests.pg_server import PgServer
 from tests.soak_fuzz import draw_batch
 from tests.test_github_crash import _worker_env
 

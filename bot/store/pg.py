@@ -72,6 +72,8 @@ def translate(sql: str) -> str:
             out.append("%%")
         elif token.startswith(":") and token != "::" and len(token) > 1:
             out.append(f"%({token[1:]})s")
+        elif token.startswith(("'", '"')):
+            out.append(token.replace("%", "%%"))  # psycopg reads % inside literals too
         else:
             out.append(token)
     text = "".join(out).rstrip().rstrip(";")
