@@ -103,3 +103,40 @@ async def test_labeled_issue_opens_exactly_one_pr_with_the_store_on_postgresql(
     with Store.open(url) as store:  # the run was recorded in PostgreSQL, not in a file under the data dir
         assert [j.status for j in store.jobs.list_jobs()] == ["done"]
     assert not (settings.data_dir / "reprobot.db").exists()
+
+
+async def test_an_artifact_uploaded_on_one_machine_is_served_by_another(
+    tmp_path: Path, settings: Settings, pg_server: PgServer
+) -> None:
+    import asyncio
+    import hashlib
+
+    import httpx
+    from aiohttp import web
+
+    from bot.runner_api import artifact_path
+    from bot.server import make_app
+
+    url = pg_server.new_database()
+    data = b'{"probe": "ok"}'
+    sha = hashlib.sha256(data).hexdigest()
+    with Store.open(url) as store:
+        assert store.runners.shares_blobs
+        await asyncio.to_thread(store.runners.put_blob, sha, data)  # as machine A's upload does
+        other = replace(settings, data_dir=tmp_path / "machine-b", database_url=url)  # nothing of A's files here
+        other.data_dir.mkdir()
+        runner = web.AppRunner(make_app(other, store=store), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                served = await client.get(f"/artifacts/{sha}/probe.json")
+                assert served.status_code == 200 and served.content == data
+                assert (await client.get(f"/artifacts/{'0' * 64}/probe.json")).status_code == 404
+        finally:
+            await runner.cleanup()
+        assert artifact_path(other.data_dir, sha).read_bytes() == data  # kept locally from then on
+    with Store.memory() as sqlite_store:
+        assert not sqlite_store.runners.shares_blobs  # one machine: the files under the data dir are enough

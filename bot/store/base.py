@@ -82,6 +82,9 @@ class StoreConnection:
     #: raises StoreOnEventLoop: it could hold that loop for the whole busy timeout. The test suite turns it
     #: on for every store, so that each test run checks that `serve` and `worker` reach the store off-loop.
     loop_guard: ClassVar[bool] = False
+    #: True when machines that share no filesystem share this store (PostgreSQL): artifact bytes then go
+    #: into the database as well as under the data dir (see Runners.put_blob).
+    shared_blobs: ClassVar[bool] = False
 
     def __init__(self, conn: sqlite3.Connection, *, where: str, clock: Callable[[], float] = time.time) -> None:
         """Wrap an open connection (made with isolation_level=None) and bring its schema up to date."""
