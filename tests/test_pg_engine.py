@@ -140,3 +140,37 @@ async def test_an_artifact_uploaded_on_one_machine_is_served_by_another(
         assert artifact_path(other.data_dir, sha).read_bytes() == data  # kept locally from then on
     with Store.memory() as sqlite_store:
         assert not sqlite_store.runners.shares_blobs  # one machine: the files under the data dir are enough
+
+
+def test_workers_hear_new_work_through_listen_notify(pg_server: PgServer) -> None:
+    import threading
+
+    from bot.store import PlannedJob
+
+    url = pg_server.new_database()
+    with Store.open(url) as store, Store.open(url) as other_machine:
+        listener = store.conn.wakeups()
+        assert listener is not None
+        heard = threading.Semaphore(0)
+        listener.start(heard.release)
+        try:
+            # The listener is up once a notification sent now reaches it; send until one does (bounded).
+            for _ in range(50):
+                other_machine.jobs.insert_job(
+                    "fix", None, {}, concurrency_key=None, max_attempts=1, dedupe_key=None, now=0.0, run_after=0.0
+                )
+                if heard.acquire(timeout=0.2):
+                    break
+            else:
+                raise AssertionError("no notification for a new job")
+            while heard.acquire(timeout=0.5):  # drain the ones sent before the first was heard
+                pass
+            planned = PlannedJob("github.issue", "github", "o/r", "1", {}, None, "dk-1", title="t")
+            other_machine.deliveries.accept_delivery("d-1", "github", "issues", [planned], b"{}")
+            assert heard.acquire(timeout=10), "no notification for a delivery with planned jobs"
+            other_machine.deliveries.accept_delivery("d-2", "github", "ping", [], b"{}")  # nothing for workers
+            assert not heard.acquire(timeout=1)
+        finally:
+            listener.stop()
+    with Store.memory() as sqlite_store:
+        assert sqlite_store.conn.wakeups() is None  # SQLite: workers poll

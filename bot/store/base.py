@@ -107,6 +107,13 @@ class StoreConnection:
             conn.execute("PRAGMA synchronous = NORMAL")
         migrate(self.db, where=where)
 
+    def queue_changed(self, conn: Any) -> None:
+        """Called inside a write transaction that made work for workers; the PostgreSQL engine wakes them."""
+
+    def wakeups(self) -> Any:
+        """A source of "the queue changed" wake-ups for workers (PostgreSQL's LISTEN), or None: workers poll."""
+        return None
+
     def close(self) -> None:
         """Close both connections."""
         with self._nowait_lock:

@@ -90,6 +90,8 @@ class Deliveries:
                 conn.execute("INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (new_row[0], body))
             for action in actions if inserted else ():  # a redelivery's effect is already written
                 apply_action(conn, now, action)
+            if inserted and planned:
+                self._conn.queue_changed(conn)
         except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError) as exc:
             # A data error of this delivery (a lock or disk error is not caught: it fails the whole batch).
             conn.execute("ROLLBACK TO delivery")

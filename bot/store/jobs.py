@@ -44,7 +44,9 @@ class Jobs:
             row |= {"max_attempts": max_attempts, "run_after": iso(run_after), "dedupe_key": dedupe_key}
             row |= {"concurrency_key": concurrency_key, "created_at": iso(now), "updated_at": iso(now)}
             row |= {"labels": None if labels is None else dumps(sorted(set(labels)))}
-            return cast(int, db.table("jobs").insert(row).last_pk), True
+            job_id = cast(int, db.table("jobs").insert(row).last_pk)
+            self._conn.queue_changed(db.conn)
+            return job_id, True
 
     def claim_job(self, worker_id: str, *, now: float, lease_seconds: float) -> Job | None:
         """Atomically lease the oldest runnable job to `worker_id`, or return None.

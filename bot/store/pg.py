@@ -380,12 +380,63 @@ class PgStoreConnection(StoreConnection):
         with try_write(self._nowait_pg, self._nowait_lock) as conn:
             yield conn
 
+    def queue_changed(self, conn: Any) -> None:
+        """NOTIFY the queue channel inside the transaction: listeners hear it at commit, once per transaction."""
+        conn.execute(f"NOTIFY {QUEUE_CHANNEL}")
+
+    def wakeups(self) -> QueueListener:
+        """A LISTEN connection for a worker (not started): it wakes the worker when work arrives."""
+        return QueueListener(self.url)
+
     #: Several machines share this store but no filesystem: artifact bytes are kept in the database too.
     shared_blobs: ClassVar[bool] = True
 
     def wal_checkpointer(self, *, interval: float = 0.25) -> None:
         """No WAL to checkpoint on PostgreSQL."""
         return None
+
+
+#: The channel writers NOTIFY when they make work for workers (a delivery with a plan, a job).
+QUEUE_CHANNEL = "reprobot_queue"
+
+
+class QueueListener:
+    """LISTEN on the queue channel in a daemon thread; calls `on_wake` per notification (polling stays the fallback).
+
+    A lost connection is reopened after a pause; meanwhile workers simply poll as on SQLite.
+    """
+
+    def __init__(self, url: str) -> None:
+        """Listen on the store at `url` once started."""
+        self.url = url
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.heard = 0
+
+    def start(self, on_wake: Callable[[], None]) -> None:
+        """Start listening; `on_wake` runs on the listener's thread (make it thread-safe)."""
+        self._thread = threading.Thread(target=self._listen, args=(on_wake,), name="reprobot-listen", daemon=True)
+        self._thread.start()
+
+    def _listen(self, on_wake: Callable[[], None]) -> None:
+        import psycopg
+
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True) as raw:
+                    raw.execute(f"LISTEN {QUEUE_CHANNEL}")
+                    while not self._stop.is_set():
+                        for _ in raw.notifies(timeout=0.5):
+                            self.heard += 1
+                            on_wake()
+            except psycopg.Error:  # the server went away: poll meanwhile, listen again shortly
+                self._stop.wait(1.0)
+
+    def stop(self) -> None:
+        """Stop listening (within half a second)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
 
 
 def read_schema_version(url: str) -> int | None:
