@@ -41,7 +41,7 @@ def _as_user() -> list[str]:
 class PgServer:
     """One running server; `url(db)` names a database on it; `new_database()` makes a fresh one."""
 
-    def __init__(self, root: Path | None = None, *, listen: str = "127.0.0.1") -> None:
+    def __init__(self, root: Path | None = None, *, listen: str = "127.0.0.1", allow: str | None = None) -> None:
         """Initialise a cluster under `root` (default: a new directory in /tmp; not started).
 
         Run as root, the server's user must reach `root`: pytest's temp dirs are private to root, so the
@@ -67,6 +67,9 @@ class PgServer:
             capture_output=True,
             env=_ENV,
         )
+        if allow is not None:  # clients from this network (e.g. other network namespaces) may connect too
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {allow} trust\n")
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
@@ -105,9 +108,9 @@ class PgServer:
 
 
 @contextlib.contextmanager
-def running(root: Path | None = None, *, listen: str = "127.0.0.1") -> Iterator[PgServer]:
+def running(root: Path | None = None, *, listen: str = "127.0.0.1", allow: str | None = None) -> Iterator[PgServer]:
     """A started server under `root`, stopped on exit."""
-    server = PgServer(root, listen=listen)
+    server = PgServer(root, listen=listen, allow=allow)
     server.start()
     try:
         yield server

@@ -26,11 +26,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from bot.config import Settings
 from bot.store import Store
+from tests import netns
 from tests.gh_env import GitHubEnv, bot_comments, load_payload
 from tests.pg_server import PgServer
+from tests.pg_server import running as pg_running
 from tests.soak_fuzz import draw_batch
 from tests.test_github_crash import _worker_env
 
@@ -239,18 +242,44 @@ async def test_soak_kill9_of_workers_on_separate_machines_sharing_only_postgresq
     tmp_path: Path, settings: Settings, pg_server: PgServer
 ) -> None:
     """Two workers, each with its own data dir (no shared files), reaching each other only through PostgreSQL
-    over TCP, killed with -9 again and again under load: nothing lost, nothing run twice, no duplicate reply."""
-    pg_settings = replace(settings, database_url=pg_server.new_database())
-    await _kill9_soak(tmp_path, pg_settings, machines=2, duration=_duration(20.0, 0.3))
+    over TCP, killed with -9 again and again under load: nothing lost, nothing run twice, no duplicate reply.
+
+    Where root can make network namespaces, each worker runs in its own, linked to the host by a veth pair only:
+    it reaches PostgreSQL and the GitHub double over that link, and nothing else of the host."""
+    why = netns.available()
+    if why is not None:
+        print(f"soak: separate network namespaces unavailable ({why}); the machines are plain processes")
+        pg_settings = replace(settings, database_url=pg_server.new_database())
+        await _kill9_soak(tmp_path, pg_settings, machines=2, duration=_duration(20.0, 0.3))
+        return
+    spaces = []
+    try:
+        spaces = [netns.create(i) for i in range(2)]
+        # Its own server, listening on the veth links too (the session's listens on 127.0.0.1 only).
+        with pg_running(listen="0.0.0.0", allow="10.231.0.0/16") as server:
+            pg_settings = replace(settings, database_url=server.new_database())
+            await _kill9_soak(tmp_path, pg_settings, machines=2, duration=_duration(20.0, 0.3), spaces=spaces)
+    finally:
+        for space in spaces:
+            netns.destroy(space)
 
 
-async def _kill9_soak(tmp_path: Path, settings: Settings, *, machines: int, duration: float) -> None:
+async def _kill9_soak(
+    tmp_path: Path, settings: Settings, *, machines: int, duration: float, spaces: list[netns.Machine] | None = None
+) -> None:
     """Deliveries under load while the server and the workers are killed with -9; prints and checks the figures.
 
     machines > 1: each worker gets its own data dir (its own "machine"); the store must then be PostgreSQL.
+    spaces: the network namespace of each worker machine (it dials the host's end of its veth link).
     """
     assert machines == 1 or settings.database_url, "separate machines share nothing but a PostgreSQL store"
     async with GitHubEnv(tmp_path, settings) as env:
+        linked = ""
+        if spaces:
+            # The double also answers on every address, so that machines behind their veth links reach it.
+            site = web.TCPSite(env.double._runner, "0.0.0.0", 0)
+            await site.start()
+            linked = str(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
         env.small_repo_issue()
         # Comments go to a rolling set of issues, as on a real tracker: a reply looks for its own tag among the
         # issue's comments, and one issue with thousands of bot comments is not what is measured here.
@@ -261,7 +290,15 @@ async def _kill9_soak(tmp_path: Path, settings: Settings, *, machines: int, dura
         workers = []
         for i in range(machines):
             own = {} if machines == 1 else {"REPROBOT_DATA_DIR": str(_machine_dir(tmp_path, i))}
-            workers.append(_soak_worker(env, tmp_path, name=f"worker-{i}", SOAK_KILL_REPLY_P="0.02", **own))
+            space = spaces[i] if spaces else None
+            if space is not None:
+                host = f"http://{space.host_ip}:{linked}"
+                own |= {"REPROBOT_DATABASE_URL": str(settings.database_url).replace("127.0.0.1", space.host_ip)}
+                own |= {"REPROBOT_GITHUB_API_URL": host, "REPROBOT_GITHUB_GIT_URL": f"{host}/git"}
+            worker = _soak_worker(env, tmp_path, name=f"worker-{i}", SOAK_KILL_REPLY_P="0.02", **own)
+            if space is not None:
+                worker.argv = space.argv(worker.argv)
+            workers.append(worker)
         procs = [server, *workers]
         for proc in procs:
             proc.start()
@@ -384,6 +421,7 @@ async def _kill9_soak(tmp_path: Path, settings: Settings, *, machines: int, dura
             "connection_errors": counts["connection_errors"],
             "engine": "postgresql" if settings.database_url else "sqlite",
             "machines": machines,
+            "network_namespaces": len(spaces or []),
             "kills_server": server.kills,
             "kills_worker": sum(w.kills for w in workers),
             "kills_in_reply": sum(w.log.read_text(errors="replace").count("after posting reply") for w in workers),
