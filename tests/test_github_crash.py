@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,16 @@ async def _wait_for(predicate: object, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_redeliveries_and_sigkilled_worker_give_one_pr(tmp_path: Path, settings: Settings) -> None:
-    async with GitHubEnv(tmp_path, settings) as env:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """The settings on each engine: SQLite under the data dir, or a fresh database on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return settings
+    return replace(settings, database_url=request.getfixturevalue("pg_server").new_database())
+
+
+async def test_redeliveries_and_sigkilled_worker_give_one_pr(tmp_path: Path, engine_settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, engine_settings) as env:
         issue = _host_case(env)
         payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
         codes = [(await env.send("issues", payload, delivery_id="delivery-1"))[0] for _ in range(3)]
