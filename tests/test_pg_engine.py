@@ -174,3 +174,43 @@ def test_workers_hear_new_work_through_listen_notify(pg_server: PgServer) -> Non
             listener.stop()
     with Store.memory() as sqlite_store:
         assert sqlite_store.conn.wakeups() is None  # SQLite: workers poll
+
+
+def test_row_lock_hint_becomes_a_clause_only_on_postgresql() -> None:
+    sql = "SELECT j.id FROM jobs j ORDER BY j.id LIMIT 1 /* FOR UPDATE OF j SKIP LOCKED */"
+    assert translate(sql) == "SELECT j.id FROM jobs j ORDER BY j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED"
+    assert translate("SELECT 1 /* a comment */") == "SELECT 1 /* a comment */"
+
+
+def test_concurrent_claims_on_separate_connections_run_one_job_per_key(pg_server: PgServer) -> None:
+    import threading
+
+    url = pg_server.new_database()
+    keys = [f"github:o/r#{i}" for i in range(4)]
+    with Store.open(url) as setup:
+        for n in range(20):
+            setup.jobs.insert_job(
+                "fix", None, {}, concurrency_key=keys[n % 4], max_attempts=3, dedupe_key=None, now=0.0, run_after=0.0
+            )
+    stores = [Store.open(url) for _ in range(6)]  # six workers, each on its own connection
+    claimed: list[int] = []
+    barrier = threading.Barrier(len(stores))
+
+    def claimer(store: Store, name: str) -> None:
+        barrier.wait()
+        for _ in range(10):  # claims never finished: each key's first job keeps running
+            job = store.jobs.claim_job(name, now=1.0, lease_seconds=600)
+            if job is not None:
+                claimed.append(job.id)
+
+    threads = [threading.Thread(target=claimer, args=(s, f"w{i}")) for i, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for store in stores:
+        store.close()
+    with Store.open(url) as check:
+        running = [j for j in check.jobs.list_jobs(limit=100) if j.status == "running"]
+    assert sorted(j.concurrency_key or "" for j in running) == keys  # one per key, never two
+    assert sorted(claimed) == sorted(j.id for j in running)  # every claim a distinct job

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -56,7 +57,17 @@ class Jobs:
         that already used all its attempts is dead-lettered instead, as it may be what kills workers.
         """
         params = {"now": iso(now), "until": iso(now + lease_seconds), "worker": worker_id}
-        with self._conn.write() as db:
+        # On PostgreSQL claims take row locks only (SKIP LOCKED: concurrent claimers pass each other by); the
+        # unique index on running concurrency keys turns a lost race for a key into "nothing claimed".
+        try:
+            return self._claim(params)
+        except sqlite3.IntegrityError:
+            if not self._conn.row_lock_claims:
+                raise  # SQLite's claims are serialized: this would be a bug in the claim, not a race
+            return None
+
+    def _claim(self, params: dict[str, Any]) -> Job | None:
+        with self._conn.write(row_locks=True) as db:
             db.execute(
                 """UPDATE jobs SET status = 'dead', lease_expires_at = NULL, updated_at = :now,
                     last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts
@@ -75,7 +86,7 @@ class Jobs:
                       AND (j.concurrency_key IS NULL OR NOT EXISTS (
                            SELECT 1 FROM jobs r WHERE r.concurrency_key = j.concurrency_key
                              AND r.status = 'running' AND r.id != j.id))
-                    ORDER BY j.id LIMIT 1""",
+                    ORDER BY j.id LIMIT 1 /* FOR UPDATE OF j SKIP LOCKED */""",
                     params,
                 )
             )

@@ -42,11 +42,17 @@ _ROWID_PK = re.compile(r"\bINTEGER\s+PRIMARY\s+KEY\b", re.I)
 _INTEGER = re.compile(r"\bINTEGER\b", re.I)
 _REAL = re.compile(r"\bREAL\b", re.I)
 _BLOB = re.compile(r"\bBLOB\b", re.I)
+_ROW_LOCK_HINT = re.compile(r"/\*\s*(FOR\s+UPDATE\b[^*]*)\*/", re.I)
 _BEGIN = re.compile(r"^\s*BEGIN(\s+(IMMEDIATE|DEFERRED|EXCLUSIVE))?\s*$", re.I)
 
 
 def translate(sql: str) -> str:
-    """The PostgreSQL spelling of one store statement (pure; placeholders become psycopg's `%s` / `%(name)s`)."""
+    """The PostgreSQL spelling of one store statement (pure; placeholders become psycopg's `%s` / `%(name)s`).
+
+    A row-locking clause the shared SQL carries as a comment (`/* FOR UPDATE OF j SKIP LOCKED */`, which SQLite
+    ignores) becomes a real clause here.
+    """
+    sql = _ROW_LOCK_HINT.sub(lambda m: m.group(1).strip(), sql)
     version = _PRAGMA_VERSION.match(sql)
     if version:
         if version.group(1) is None:
@@ -380,6 +386,10 @@ class PgStoreConnection(StoreConnection):
         with try_write(self._nowait_pg, self._nowait_lock) as conn:
             yield conn
 
+    def begin_statement(self, *, row_locks: bool) -> str:
+        """A claim locks only its rows (FOR UPDATE SKIP LOCKED): plain BEGIN; any other write takes the write lock."""
+        return "BEGIN" if row_locks else "BEGIN IMMEDIATE"
+
     def queue_changed(self, conn: Any) -> None:
         """NOTIFY the queue channel inside the transaction: listeners hear it at commit, once per transaction."""
         conn.execute(f"NOTIFY {QUEUE_CHANNEL}")
@@ -390,6 +400,7 @@ class PgStoreConnection(StoreConnection):
 
     #: Several machines share this store but no filesystem: artifact bytes are kept in the database too.
     shared_blobs: ClassVar[bool] = True
+    row_lock_claims: ClassVar[bool] = True
 
     def wal_checkpointer(self, *, interval: float = 0.25) -> None:
         """No WAL to checkpoint on PostgreSQL."""
