@@ -6,6 +6,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,12 @@ def store_target(engine: str, request: pytest.FixtureRequest) -> Callable[[Path]
         return request.node.stash[_PG_URLS][str(Path(path).resolve())]
 
     return target
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """`settings` on each engine: SQLite under the data dir, or REPROBOT_DATABASE_URL set to a fresh database
+    on the session's PostgreSQL (for tests whose bot processes read the store's place from the settings)."""
+    if request.param == "sqlite":
+        return settings
+    return replace(settings, database_url=request.getfixturevalue("pg_server").new_database())

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,14 +54,6 @@ async def _wait_for(predicate: object, timeout: float, what: str) -> None:
             return
         await asyncio.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
-    """The settings on each engine: SQLite under the data dir, or a fresh database on the session's PostgreSQL."""
-    if request.param == "sqlite":
-        return settings
-    return replace(settings, database_url=request.getfixturevalue("pg_server").new_database())
 
 
 async def test_redeliveries_and_sigkilled_worker_give_one_pr(tmp_path: Path, engine_settings: Settings) -> None:

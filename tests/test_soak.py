@@ -451,12 +451,12 @@ async def _kill9_soak(
 
 @pytest.mark.slow
 async def test_soak_kill_between_publishing_and_recording_gives_one_pr_and_one_comment(
-    tmp_path: Path, settings: Settings
+    tmp_path: Path, engine_settings: Settings
 ) -> None:
     from tests.test_github_app import REPO as CASE_REPO
     from tests.test_github_app import _host_case
 
-    async with GitHubEnv(tmp_path, settings) as env:
+    async with GitHubEnv(tmp_path, engine_settings) as env:
         issue = _host_case(env)
         payload = env.payload("issues", "labeled", CASE_REPO, issue, label={"name": "reprobot:fix"})
         assert (await env.send("issues", payload, delivery_id="fix-1"))[0] == 202
