@@ -156,6 +156,8 @@ class PgConnection:
         except psycopg.Error as exc:
             raise _error(exc) from exc
         self._in_tx = False
+        #: Set inside a transaction that made work for workers: COMMIT sends NOTIFY first.
+        self.notify_at_commit = False
         self.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
     @property
@@ -177,6 +179,12 @@ class PgConnection:
                 self._run("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
             return PgCursor(self, [], [], -1)
         stripped = sql.strip().upper()
+        if stripped == "COMMIT" and self.notify_at_commit:
+            # One NOTIFY per transaction however many deliveries it holds (listeners hear it at commit).
+            self.notify_at_commit = False
+            self._run(f"NOTIFY {QUEUE_CHANNEL}", ())
+        elif stripped == "ROLLBACK":
+            self.notify_at_commit = False
         try:
             cursor = self._run(translate(sql), params)
         finally:
@@ -391,8 +399,8 @@ class PgStoreConnection(StoreConnection):
         return "BEGIN" if row_locks else "BEGIN IMMEDIATE"
 
     def queue_changed(self, conn: Any) -> None:
-        """NOTIFY the queue channel inside the transaction: listeners hear it at commit, once per transaction."""
-        conn.execute(f"NOTIFY {QUEUE_CHANNEL}")
+        """NOTIFY the queue channel when this transaction commits (once per transaction)."""
+        conn.notify_at_commit = True
 
     def wakeups(self) -> QueueListener:
         """A LISTEN connection for a worker (not started): it wakes the worker when work arrives."""
