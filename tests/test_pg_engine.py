@@ -214,3 +214,9 @@ def test_concurrent_claims_on_separate_connections_run_one_job_per_key(pg_server
         running = [j for j in check.jobs.list_jobs(limit=100) if j.status == "running"]
     assert sorted(j.concurrency_key or "" for j in running) == keys  # one per key, never two
     assert sorted(claimed) == sorted(j.id for j in running)  # every claim a distinct job
+
+
+def test_dashboard_views_read_the_postgresql_store(pg_server: PgServer) -> None:
+    with Store.open(pg_server.new_database()) as store:
+        runner_id = store.runners.add_runner("box", "a-token", ["web"], "1.0", ephemeral=False)
+        assert [r.name for r in store.views.runners(now=0.0)] == ["box"] and runner_id

@@ -42,6 +42,7 @@ _ROWID_PK = re.compile(r"\bINTEGER\s+PRIMARY\s+KEY\b", re.I)
 _INTEGER = re.compile(r"\bINTEGER\b", re.I)
 _REAL = re.compile(r"\bREAL\b", re.I)
 _BLOB = re.compile(r"\bBLOB\b", re.I)
+_SQLITE_MASTER = re.compile(r"\bsqlite_master\b")
 _ROW_LOCK_HINT = re.compile(r"/\*\s*(FOR\s+UPDATE\b[^*]*)\*/", re.I)
 _BEGIN = re.compile(r"^\s*BEGIN(\s+(IMMEDIATE|DEFERRED|EXCLUSIVE))?\s*$", re.I)
 
@@ -53,6 +54,12 @@ def translate(sql: str) -> str:
     ignores) becomes a real clause here.
     """
     sql = _ROW_LOCK_HINT.sub(lambda m: m.group(1).strip(), sql)
+    # SQLite's catalog, as far as the store reads it (which tables exist), from PostgreSQL's.
+    sql = _SQLITE_MASTER.sub(
+        "(SELECT 'table' AS type, tablename AS name FROM pg_tables"
+        " WHERE schemaname = current_schema()) AS sqlite_master",
+        sql,
+    )
     version = _PRAGMA_VERSION.match(sql)
     if version:
         if version.group(1) is None:
