@@ -68,7 +68,7 @@ def _payload() -> bytes:
     return json.dumps(data).encode()
 
 
-def _serve(data_dir: str) -> None:
+def _serve(data_dir: str, database_url: str | None = None) -> None:
     """The server child: both apps on ephemeral ports, printed as one line "BARE_PORT BOT_PORT"."""
 
     async def bare(request: web.Request) -> web.Response:
@@ -78,7 +78,7 @@ def _serve(data_dir: str) -> None:
     async def main() -> None:
         plain = web.Application()
         plain.router.add_post("/hook", bare)
-        settings = Settings(data_dir=Path(data_dir), github_webhook_secret=SECRET)
+        settings = Settings(data_dir=Path(data_dir), github_webhook_secret=SECRET, database_url=database_url)
         out = []
         for app in (plain, make_app(settings)):
             runner = web.AppRunner(app, access_log=None)
@@ -148,12 +148,26 @@ def main() -> None:
         print(f"  recorded GitHub payload: skipped, {RECORDED} is absent")
     else:
         _scenario("recorded GitHub issues.labeled", recorded)
+    # The same recorded delivery with the store on PostgreSQL (REPROBOT_DATABASE_URL), a real local server.
+    from tests.pg_server import pg_bin, running
+
+    if pg_bin() is None:
+        print("  postgresql: skipped, no pg_ctl under /usr/lib/postgresql/*/bin")
+        return
+    with running() as server:
+        _scenario("recorded GitHub issues.labeled [postgresql]", recorded or _payload(), server.new_database())
 
 
-def _scenario(name: str, body: bytes) -> None:
+def _scenario(name: str, body: bytes, database_url: str | None = None) -> None:
     # A fresh interpreter running this file (not multiprocessing): it works the same under bench/run_all.py.
     with tempfile.TemporaryDirectory() as data_dir:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", data_dir]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--serve",
+            data_dir,
+            *([database_url] if database_url else []),
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         try:
             assert proc.stdout is not None
@@ -163,7 +177,9 @@ def _scenario(name: str, body: bytes) -> None:
         finally:
             proc.terminate()
             proc.wait()
-        promoted, promote_seconds = _promote_all(Settings(data_dir=Path(data_dir)).store_path)
+        promoted, promote_seconds = _promote_all(
+            Settings(data_dir=Path(data_dir), database_url=database_url).store_target
+        )
     print(f" {name} delivery, {len(body):,} bytes:")
     rates = {}
     for server, (lat, spent) in res.items():
@@ -184,7 +200,7 @@ def _scenario(name: str, body: bytes) -> None:
     )
 
 
-def _promote_all(store_path: Path) -> tuple[int, float]:
+def _promote_all(store_path: Path | str) -> tuple[int, float]:
     """Promote every delivery the run recorded, as workers do; (deliveries promoted, seconds spent)."""
     with Store.open(store_path) as store:
         pending = store.deliveries.pending_deliveries()
@@ -198,6 +214,6 @@ def _promote_all(store_path: Path) -> tuple[int, float]:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        _serve(sys.argv[2])
+        _serve(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
     else:
         main()

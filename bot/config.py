@@ -262,11 +262,20 @@ class Settings:
     minecraft_rcon: str | None = None
     #: REPROBOT_MINECRAFT_RCON_PASSWORD: the RCON password (a secret: never logged or published).
     minecraft_rcon_password: str | None = field(default=None, repr=False)
+    # -- the PostgreSQL engine (issue 17) --
+    #: REPROBOT_DATABASE_URL: postgresql://user@host:port/db moves the store and the queue to PostgreSQL
+    #: (unset: the embedded SQLite file under the data dir).
+    database_url: str | None = None
 
     @property
     def store_path(self) -> Path:
         """The SQLite file of this deployment."""
         return self.data_dir / "reprobot.db"
+
+    @property
+    def store_target(self) -> Path | str:
+        """What `Store.open` opens: the PostgreSQL URL when set, else the SQLite file."""
+        return self.database_url or self.store_path
 
     @property
     def cache_dir(self) -> Path:
@@ -304,6 +313,12 @@ class Settings:
         kwargs: dict[str, object] = {}
         if (v := get("DATA_DIR")) is not None:
             kwargs["data_dir"] = Path(v).expanduser()
+        if (v := get("DATABASE_URL")) is not None:
+            if v.split(":", 1)[0] not in ("postgresql", "postgres"):
+                raise SettingsError(
+                    f"REPROBOT_DATABASE_URL: expected a postgresql:// URL, got scheme {v.split(':', 1)[0]!r}"
+                )
+            kwargs["database_url"] = v
         if (v := get("SANDBOX")) is not None:
             if v not in ("bwrap", "docker", "none"):
                 raise SettingsError(f"REPROBOT_SANDBOX={v!r}: expected bwrap, docker or none")

@@ -322,7 +322,10 @@ class RunnerApi:
             return _reply(413, f"artifact larger than {cap} bytes")
         sha = hashlib.sha256(data).hexdigest()
         await asyncio.to_thread(_write_blob, artifact_path(self.settings.data_dir, sha), data)
-        await asyncio.to_thread(self.store_of(request.app).runners.add_artifact, job.id, name, sha, len(data))
+        runners = self.store_of(request.app).runners
+        if runners.shares_blobs:  # another machine's web process may serve the download
+            await asyncio.to_thread(runners.put_blob, sha, data)
+        await asyncio.to_thread(runners.add_artifact, job.id, name, sha, len(data))
         return web.json_response(
             {"name": name, "sha256": sha, "size": len(data), "url": artifact_url(self.settings.public_url, sha, name)}
         )
@@ -375,7 +378,12 @@ class RunnerApi:
             return _reply(404, "no such artifact")
         path = artifact_path(self.settings.data_dir, sha)
         if not await asyncio.to_thread(path.is_file):
-            return _reply(404, "no such artifact")
+            runners = self.store_of(request.app).runners
+            # Uploaded through another machine: its bytes are in the shared store; keep a local copy.
+            blob = await asyncio.to_thread(runners.get_blob, sha) if runners.shares_blobs else None
+            if blob is None or hashlib.sha256(blob).hexdigest() != sha:
+                return _reply(404, "no such artifact")
+            await asyncio.to_thread(_write_blob, path, blob)
         guessed = mimetypes.guess_type(name)[0] or ""
         if name.endswith(".log"):
             guessed = "text/plain"

@@ -349,7 +349,7 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     async def lifecycle(app: web.Application) -> Any:
         if own_store:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-            app[STORE] = await asyncio.to_thread(Store.open, settings.store_path)
+            app[STORE] = await asyncio.to_thread(Store.open, settings.store_target)
         else:
             assert store is not None
             app[STORE] = store

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -92,6 +91,12 @@ class Worker:
                 if self.settings.mojira_poll_interval > 0
                 else None
             )
+            # PostgreSQL: LISTEN wakes the loop as soon as work arrives; the poll interval stays the fallback.
+            wake = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            listener = self.store.conn.wakeups()
+            if listener is not None:
+                listener.start(lambda: loop.call_soon_threadsafe(wake.set))
             try:
                 while not stop.is_set():
                     try:
@@ -103,19 +108,30 @@ class Worker:
                         )
                         job = None
                     if job is None:
-                        with contextlib.suppress(asyncio.TimeoutError):
-                            await asyncio.wait_for(stop.wait(), self.settings.worker_poll)
+                        await self._idle(stop, wake)
                         continue
                     task = asyncio.create_task(self.run_one(job, deps))
                     self._running.add(task)
                     task.add_done_callback(self._running.discard)
             finally:
+                if listener is not None:
+                    await asyncio.to_thread(listener.stop)
                 reaper.cancel()
                 if mojira is not None:
                     mojira.cancel()
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _idle(self, stop: asyncio.Event, wake: asyncio.Event) -> None:
+        """Wait for the poll interval, or less when stopped or woken by a notification."""
+        waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=self.settings.worker_poll, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            wake.clear()
 
     async def _poll(self) -> Job | None:
         """Prune if due, then claim a job (promoting the inbox first), or only promote when at capacity."""
@@ -203,7 +219,7 @@ class Worker:
 async def run_worker(settings: Settings, concurrency: int | None = None) -> None:
     """`reprobot worker`: open the store and run a worker until interrupted."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = await asyncio.to_thread(Store.open, settings.store_path)
+    store = await asyncio.to_thread(Store.open, settings.store_target)
     stop = asyncio.Event()
     # SIGTERM (a deploy, `kill`) stops claiming; running jobs are cancelled and taken over when their lease ends.
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

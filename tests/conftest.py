@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.config import Settings
+from bot.store import Store
 from bot.store.base import StoreConnection
+from bot.store.pg import is_postgres_url
+from tests.pg_server import PgServer, pg_bin
+from tests.pg_server import running as pg_running
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
@@ -71,3 +78,67 @@ def make_git_repo(path: Path, files: dict[str, str]) -> Path:
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
         subprocess.run(["git", *cfg, *args], cwd=path, check=True, capture_output=True)
     return path
+
+
+# -- the PostgreSQL engine (issue 17): a real server for the session, and the `engine` parameter ---------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL server from Debian's package for the whole session (skips when there is no pg_ctl)."""
+    if pg_bin() is None:
+        pytest.skip("no pg_ctl under /usr/lib/postgresql/*/bin: apt-get install postgresql (.ci/system-packages)")
+    with pg_running() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on both engines: on PostgreSQL, `Store.open(path)` opens a fresh database per distinct path.
+
+    The same path opens the same database again, so reopen, two-connection and crash tests keep their meaning.
+    """
+    if request.param == "sqlite":
+        return "sqlite"
+    if request.node.get_closest_marker("sqlite_only"):
+        pytest.skip("SQLite-file behaviour (WAL, the file itself): PostgreSQL has no such file")
+    server: PgServer = request.getfixturevalue("pg_server")
+    urls: dict[str, str] = {}
+    open_url = Store.open_url.__func__  # type: ignore[attr-defined]
+
+    def open_on_pg(cls: type[Store], path: Path | str, *, clock: Callable[[], float] = time.time) -> Store:
+        if isinstance(path, str) and is_postgres_url(path):
+            return open_url(cls, path, clock=clock)  # type: ignore[no-any-return]
+        key = str(Path(path).resolve())
+        if key not in urls:
+            urls[key] = server.new_database()
+        return open_url(cls, urls[key], clock=clock)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Store, "open", classmethod(open_on_pg))
+    request.node.stash[_PG_URLS] = urls
+    return "postgresql"
+
+
+_PG_URLS = pytest.StashKey[dict[str, str]]()
+
+
+@pytest.fixture
+def store_target(engine: str, request: pytest.FixtureRequest) -> Callable[[Path], Path | str]:
+    """What another process passes to `Store.open` for `path`: the path itself, or its PostgreSQL URL."""
+
+    def target(path: Path) -> Path | str:
+        if engine == "sqlite":
+            return path
+        Store.open(path).close()  # makes the database for this path if it is new
+        return request.node.stash[_PG_URLS][str(Path(path).resolve())]
+
+    return target
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """`settings` on each engine: SQLite under the data dir, or REPROBOT_DATABASE_URL set to a fresh database
+    on the session's PostgreSQL (for tests whose bot processes read the store's place from the settings)."""
+    if request.param == "sqlite":
+        return settings
+    return replace(settings, database_url=request.getfixturevalue("pg_server").new_database())

@@ -56,7 +56,7 @@ class GitHubEnv:
             # confirm (no passing test reaches the changed line); test_github_app checks the default too.
             publish_unsure=getattr(self, "publish_unsure", True),
         )
-        self.store = Store.open(self.settings.store_path)
+        self.store = Store.open(self.settings.store_target)
         self.runner = web.AppRunner(make_app(self.settings, store=self.store), access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)

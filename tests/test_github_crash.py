@@ -37,7 +37,7 @@ def _worker_env(env: GitHubEnv) -> dict[str, str]:
         "REPROBOT_TRAJECTORIES": str(s.trajectories),
         "REPROBOT_LOG_LEVEL": "INFO",
         "REPROBOT_PUBLISH_UNSURE": "1" if s.publish_unsure else "0",
-    }
+    } | ({"REPROBOT_DATABASE_URL": s.database_url} if s.database_url else {})
 
 
 def _start_worker(env: GitHubEnv, log: Path) -> subprocess.Popen[bytes]:
@@ -56,8 +56,8 @@ async def _wait_for(predicate: object, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_redeliveries_and_sigkilled_worker_give_one_pr(tmp_path: Path, settings: Settings) -> None:
-    async with GitHubEnv(tmp_path, settings) as env:
+async def test_redeliveries_and_sigkilled_worker_give_one_pr(tmp_path: Path, engine_settings: Settings) -> None:
+    async with GitHubEnv(tmp_path, engine_settings) as env:
         issue = _host_case(env)
         payload = env.payload("issues", "labeled", REPO, issue, label={"name": "reprobot:fix"})
         codes = [(await env.send("issues", payload, delivery_id="delivery-1"))[0] for _ in range(3)]

@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -14,6 +15,9 @@ from bot.config import Settings
 from bot.server import GroupCommit
 from bot.store import DeliveryRejected, PlannedJob, Store
 from tests.gh_env import GitHubEnv
+
+# Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 def _job(delivery_id: str) -> PlannedJob:
@@ -33,9 +37,12 @@ def _delivery(delivery_id: str) -> tuple[str, str, str, list[PlannedJob], bytes]
     return (delivery_id, "github", "issues", [_job(delivery_id)], b'{"x": 1}')
 
 
-def _hold_write_lock(path: Path) -> sqlite3.Connection:
-    """Another connection (as another process would) that holds the store's write lock until it commits."""
-    other = sqlite3.connect(path, isolation_level=None)
+def _hold_write_lock(path: Path) -> Any:
+    """Another connection (as another process would) that holds the store's write lock until it commits.
+
+    Opened through Store.open, so that on the PostgreSQL engine it is a connection to the same database.
+    """
+    other = Store.open(path).conn.db.conn
     other.execute("BEGIN IMMEDIATE")
     return other
 
@@ -55,8 +62,9 @@ def test_try_accept_writes_when_free_and_writes_nothing_when_locked(tmp_path: Pa
         )  # acknowledged, not yet promoted
         assert len(store.deliveries.promote_deliveries()) == 1
         assert len(store.jobs.list_jobs()) == 1
-        # The busy timeout is back to normal after the non-waiting attempt.
-        assert store.db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+        # The busy timeout is back to normal after the non-waiting attempt (SQLite's; PostgreSQL's try-lock has none).
+        if isinstance(store.db.conn, sqlite3.Connection):
+            assert store.db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
 
 
 def test_try_accept_gives_way_to_another_thread_of_this_process(tmp_path: Path) -> None:
@@ -159,6 +167,7 @@ async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) 
         assert await commits.accept(_delivery("d-1")) is True  # and the commit path still works
 
 
+@pytest.mark.sqlite_only
 def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Store.open(path) as store:

@@ -23,6 +23,9 @@ from bot.worker import Worker
 from handlers.github_payload import PayloadError, validate_payload
 from tests.gh_env import GitHubEnv, bot_comments, load_payload
 
+# Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
+pytestmark = pytest.mark.usefixtures("engine")
+
 pytestmark = [pytest.mark.shared]
 
 

@@ -7,13 +7,17 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.queue import LeaseLost, Queue
 from bot.store import Job, Store, iso
+
+# Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
+pytestmark = pytest.mark.usefixtures("engine")
+StoreTarget = Callable[[Path], "Path | str"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_700_000_000.0
@@ -279,7 +283,7 @@ _CLAIMER = textwrap.dedent(
     from bot.store import Store
 
     db, worker, ready, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
-    store = Store.open(Path(db))
+    store = Store.open(db if "://" in db else Path(db))
     queue = Queue(store)
     ready.touch()
     while not go.exists():
@@ -292,7 +296,7 @@ _CLAIMER = textwrap.dedent(
 )
 
 
-def test_separate_processes_racing_never_double_claim(tmp_path: Path) -> None:
+def test_separate_processes_racing_never_double_claim(tmp_path: Path, store_target: StoreTarget) -> None:
     path = tmp_path / "procs.db"
     n_jobs, n_procs = 150, 3
     with Store.open(path) as store:
@@ -304,7 +308,7 @@ def test_separate_processes_racing_never_double_claim(tmp_path: Path) -> None:
     ready = [tmp_path / f"ready-{i}" for i in range(n_procs)]
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(path), f"proc-{i}", str(ready[i]), str(go)],
+            [sys.executable, str(script), str(store_target(path)), f"proc-{i}", str(ready[i]), str(go)],
             cwd=REPO_ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

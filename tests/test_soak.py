@@ -20,15 +20,20 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from bot.config import Settings
 from bot.store import Store
+from tests import netns
 from tests.gh_env import GitHubEnv, bot_comments, load_payload
+from tests.pg_server import PgServer
+from tests.pg_server import running as pg_running
 from tests.soak_fuzz import draw_batch
 from tests.test_github_crash import _worker_env
 
@@ -41,6 +46,13 @@ REPO = "octo/app"
 
 def _duration(short: float, share: float) -> float:
     return SOAK_SECONDS * share if SOAK_SECONDS > 0 else short
+
+
+def _machine_dir(tmp: Path, i: int) -> Path:
+    """A worker's own data dir (its "machine"): nothing in it is shared with the other workers."""
+    path = tmp / f"machine-{i}"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def _free_port() -> int:
@@ -91,10 +103,10 @@ def _serve(env: GitHubEnv, tmp: Path, port: int, workers: int = 0) -> Proc:
     return Proc(argv, _worker_env(env), tmp / f"serve-{port}.log")
 
 
-def _soak_worker(env: GitHubEnv, tmp: Path, **extra: str) -> Proc:
+def _soak_worker(env: GitHubEnv, tmp: Path, *, name: str = "worker", **extra: str) -> Proc:
     environ = _worker_env(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "REPROBOT_WORKERS": "4"}
     environ |= {"SOAK_FLAG_DIR": str(tmp)} | extra
-    return Proc([sys.executable, "-m", "tests.soak_worker"], environ, tmp / "worker.log")
+    return Proc([sys.executable, "-m", "tests.soak_worker"], environ, tmp / f"{name}.log")
 
 
 async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -223,8 +235,51 @@ async def test_soak_fuzzed_signed_deliveries_with_a_worker_running(tmp_path: Pat
 async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_nothing(
     tmp_path: Path, settings: Settings
 ) -> None:
-    duration = _duration(20.0, 0.6)
+    await _kill9_soak(tmp_path, settings, machines=1, duration=_duration(20.0, 0.6))
+
+
+async def test_soak_kill9_of_workers_on_separate_machines_sharing_only_postgresql(
+    tmp_path: Path, settings: Settings, pg_server: PgServer
+) -> None:
+    """Two workers, each with its own data dir (no shared files), reaching each other only through PostgreSQL
+    over TCP, killed with -9 again and again under load: nothing lost, nothing run twice, no duplicate reply.
+
+    Where root can make network namespaces, each worker runs in its own, linked to the host by a veth pair only:
+    it reaches PostgreSQL and the GitHub double over that link, and nothing else of the host."""
+    why = netns.available()
+    if why is not None:
+        print(f"soak: separate network namespaces unavailable ({why}); the machines are plain processes")
+        pg_settings = replace(settings, database_url=pg_server.new_database())
+        await _kill9_soak(tmp_path, pg_settings, machines=2, duration=_duration(20.0, 0.3))
+        return
+    spaces = []
+    try:
+        spaces = [netns.create(i) for i in range(2)]
+        # Its own server, listening on the veth links too (the session's listens on 127.0.0.1 only).
+        with pg_running(listen="0.0.0.0", allow="10.231.0.0/16") as server:
+            pg_settings = replace(settings, database_url=server.new_database())
+            await _kill9_soak(tmp_path, pg_settings, machines=2, duration=_duration(20.0, 0.3), spaces=spaces)
+    finally:
+        for space in spaces:
+            netns.destroy(space)
+
+
+async def _kill9_soak(
+    tmp_path: Path, settings: Settings, *, machines: int, duration: float, spaces: list[netns.Machine] | None = None
+) -> None:
+    """Deliveries under load while the server and the workers are killed with -9; prints and checks the figures.
+
+    machines > 1: each worker gets its own data dir (its own "machine"); the store must then be PostgreSQL.
+    spaces: the network namespace of each worker machine (it dials the host's end of its veth link).
+    """
+    assert machines == 1 or settings.database_url, "separate machines share nothing but a PostgreSQL store"
     async with GitHubEnv(tmp_path, settings) as env:
+        linked = ""
+        if spaces:
+            # The double also answers on every address, so that machines behind their veth links reach it.
+            site = web.TCPSite(env.double._runner, "0.0.0.0", 0)
+            await site.start()
+            linked = str(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
         env.small_repo_issue()
         # Comments go to a rolling set of issues, as on a real tracker: a reply looks for its own tag among the
         # issue's comments, and one issue with thousands of bot comments is not what is measured here.
@@ -232,9 +287,21 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
         server = _serve(env, tmp_path, port)
-        worker = _soak_worker(env, tmp_path, SOAK_KILL_REPLY_P="0.02")
-        server.start()
-        worker.start()
+        workers = []
+        for i in range(machines):
+            own = {} if machines == 1 else {"REPROBOT_DATA_DIR": str(_machine_dir(tmp_path, i))}
+            space = spaces[i] if spaces else None
+            if space is not None:
+                host = f"http://{space.host_ip}:{linked}"
+                own |= {"REPROBOT_DATABASE_URL": str(settings.database_url).replace("127.0.0.1", space.host_ip)}
+                own |= {"REPROBOT_GITHUB_API_URL": host, "REPROBOT_GITHUB_GIT_URL": f"{host}/git"}
+            worker = _soak_worker(env, tmp_path, name=f"worker-{i}", SOAK_KILL_REPLY_P="0.02", **own)
+            if space is not None:
+                worker.argv = space.argv(worker.argv)
+            workers.append(worker)
+        procs = [server, *workers]
+        for proc in procs:
+            proc.start()
         bodies: dict[str, bytes] = {}
         acked: set[str] = set()
         counts: Counter[str] = Counter()
@@ -285,7 +352,7 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                 async def killer() -> None:
                     while time.monotonic() < deadline - 1:
                         await asyncio.sleep(random.uniform(1.0, 4.0))
-                        victims = random.choice([[server], [worker], [server, worker]])
+                        victims = random.choice([[server], *([w] for w in workers), procs])
                         for proc in victims:
                             proc.kill9()
                         await asyncio.sleep(random.uniform(0.0, 0.5))
@@ -296,7 +363,7 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                 async def watchdog() -> None:
                     """Restart a process that died on its own (the worker's kill points), as systemd would."""
                     while not done.is_set():
-                        for proc in (server, worker):
+                        for proc in procs:
                             if not proc.alive():
                                 proc.start()
                         with contextlib.suppress(TimeoutError):
@@ -311,7 +378,7 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                     # they cannot count as lost, but they must not be lost or doubled either.
                     unacked = [d for d in bodies if d not in acked]
                     await asyncio.gather(*(deliver(d, time.monotonic() + 30) for d in unacked))
-                    with Store.open(env.settings.store_path) as store:
+                    with Store.open(env.settings.store_target) as store:
 
                         def settled() -> bool:
                             return store.deliveries.pending_deliveries() == 0 and not [
@@ -322,13 +389,13 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
                 finally:
                     done.set()
                     await guard
-            with Store.open(env.settings.store_path) as store:
+            with Store.open(env.settings.store_target) as store:
                 jobs = store.jobs.list_jobs(limit=100_000)
                 by_delivery = Counter(str(j.payload.get("delivery_id")) for j in jobs)
                 deliveries = {d: store.deliveries.get_delivery(d) for d in acked}
         finally:
-            server.stop()
-            worker.stop()
+            for proc in procs:
+                proc.stop()
         tags: Counter[str] = Counter()
         for issue in issues:
             for c in bot_comments(env.double, REPO, issue["number"]):
@@ -352,9 +419,12 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
             "sends": counts["sends"],
             "redeliveries": counts["redeliveries"],
             "connection_errors": counts["connection_errors"],
+            "engine": "postgresql" if settings.database_url else "sqlite",
+            "machines": machines,
+            "network_namespaces": len(spaces or []),
             "kills_server": server.kills,
-            "kills_worker": worker.kills,
-            "kills_in_reply": worker.log.read_text(errors="replace").count("after posting reply"),
+            "kills_worker": sum(w.kills for w in workers),
+            "kills_in_reply": sum(w.log.read_text(errors="replace").count("after posting reply") for w in workers),
             "5xx": counts["5xx"],
             "lost": len(lost),
             "unsettled": len(unsettled),
@@ -366,8 +436,11 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
             "dead_without_reply": sum(1 for i in dead if tags[job_tag[i]] == 0),
             "pulls": len(env.double.repos[REPO].pulls),
         }
-        _figures("kill9", figures)
-        assert server.kills + worker.kills > 0
+        if machines > 1:
+            # Which machines ran jobs: each worker's lease owner names its host and pid.
+            figures["lease_owners"] = len({j.lease_owner for j in jobs if j.lease_owner})
+        _figures(f"kill9-{figures['engine']}-{machines}", figures)
+        assert server.kills + sum(w.kills for w in workers) > 0
         assert figures["duplicate_jobs"] == 0 and figures["duplicate_comments"] == 0
         assert counts["5xx"] == 0
         assert lost == [], lost[:5]
@@ -378,12 +451,12 @@ async def test_soak_kill9_of_server_and_worker_under_load_loses_and_duplicates_n
 
 @pytest.mark.slow
 async def test_soak_kill_between_publishing_and_recording_gives_one_pr_and_one_comment(
-    tmp_path: Path, settings: Settings
+    tmp_path: Path, engine_settings: Settings
 ) -> None:
     from tests.test_github_app import REPO as CASE_REPO
     from tests.test_github_app import _host_case
 
-    async with GitHubEnv(tmp_path, settings) as env:
+    async with GitHubEnv(tmp_path, engine_settings) as env:
         issue = _host_case(env)
         payload = env.payload("issues", "labeled", CASE_REPO, issue, label={"name": "reprobot:fix"})
         assert (await env.send("issues", payload, delivery_id="fix-1"))[0] == 202

@@ -35,7 +35,9 @@ class Check:
 
 
 def check_engine(settings: Settings) -> Check:
-    """The SQLite store: reachable (read-only: doctor creates nothing) and its schema version."""
+    """The store: reachable (read-only: doctor creates nothing) and its schema version, SQLite or PostgreSQL."""
+    if settings.database_url:
+        return check_postgres(settings.database_url)
     path = settings.store_path
     if not path.exists():
         return Check("engine", "ok", f"sqlite: {path} not created yet (the first serve or worker creates it)")
@@ -52,6 +54,24 @@ def check_engine(settings: Settings) -> Check:
     if version < LATEST_VERSION:
         return Check("engine", "ok", f"sqlite: schema {version}, migrated to {LATEST_VERSION} on next open")
     return Check("engine", "ok", f"sqlite: {path}, schema {version} (current)")
+
+
+def check_postgres(url: str) -> Check:
+    """The PostgreSQL store at `url`: reachable, and its schema version (read-only)."""
+    from bot.store.pg import read_schema_version, redact
+
+    where = redact(url)
+    try:
+        version = read_schema_version(url)
+    except sqlite3.Error as exc:
+        return Check("engine", "fail", f"postgresql: {where} unreachable: {exc}")
+    if version is None:
+        return Check("engine", "ok", f"postgresql: {where} reachable, schema not created yet (first open creates it)")
+    if version > LATEST_VERSION:
+        return Check("engine", "fail", f"postgresql: schema {version} is newer than this reprobot ({LATEST_VERSION})")
+    if version < LATEST_VERSION:
+        return Check("engine", "ok", f"postgresql: schema {version}, migrated to {LATEST_VERSION} on next open")
+    return Check("engine", "ok", f"postgresql: {where}, schema {version} (current)")
 
 
 async def check_chromium() -> Check:

@@ -132,7 +132,7 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # The store is reached on a thread: this runs on an event loop, which a store call may block for long.
-    store = await asyncio.to_thread(Store.open, settings.store_path)
+    store = await asyncio.to_thread(Store.open, settings.store_target)
     queue = Queue(store)
     worker_id = f"cli-{os.getpid()}"
     stored_issue = await asyncio.to_thread(

@@ -236,7 +236,7 @@ async def poll_periodically(settings: Settings, store: Store, stop: asyncio.Even
 async def run_poll_command(settings: Settings, *, jql: str | None, once: bool, as_json: bool) -> int:
     """`reprobot mojira poll`: exit 0 after a clean --once, 1 when Mojira failed, 2 on bad settings."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = await asyncio.to_thread(Store.open, settings.store_path)
+    store = await asyncio.to_thread(Store.open, settings.store_target)
     try:
         async with httpx.AsyncClient(timeout=60.0) as http, aiohttp.ClientSession() as session:
             try:

@@ -82,6 +82,11 @@ class StoreConnection:
     #: raises StoreOnEventLoop: it could hold that loop for the whole busy timeout. The test suite turns it
     #: on for every store, so that each test run checks that `serve` and `worker` reach the store off-loop.
     loop_guard: ClassVar[bool] = False
+    #: True when machines that share no filesystem share this store (PostgreSQL): artifact bytes then go
+    #: into the database as well as under the data dir (see Runners.put_blob).
+    shared_blobs: ClassVar[bool] = False
+    #: True when claims lock rows (FOR UPDATE SKIP LOCKED) instead of the whole store (PostgreSQL).
+    row_lock_claims: ClassVar[bool] = False
 
     def __init__(self, conn: sqlite3.Connection, *, where: str, clock: Callable[[], float] = time.time) -> None:
         """Wrap an open connection (made with isolation_level=None) and bring its schema up to date."""
@@ -103,6 +108,17 @@ class StoreConnection:
             # NORMAL is safe against application crashes in WAL mode and avoids an fsync per commit.
             conn.execute("PRAGMA synchronous = NORMAL")
         migrate(self.db, where=where)
+
+    def begin_statement(self, *, row_locks: bool) -> str:
+        """How a write transaction begins: SQLite always takes the write lock up front."""
+        return "BEGIN IMMEDIATE"
+
+    def queue_changed(self, conn: Any) -> None:
+        """Called inside a write transaction that made work for workers; the PostgreSQL engine wakes them."""
+
+    def wakeups(self) -> Any:
+        """A source of "the queue changed" wake-ups for workers (PostgreSQL's LISTEN), or None: workers poll."""
+        return None
 
     def close(self) -> None:
         """Close both connections."""
@@ -127,13 +143,17 @@ class StoreConnection:
             )
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Database]:
-        """A BEGIN IMMEDIATE transaction: committed on exit, rolled back on an exception."""
+    def write(self, *, row_locks: bool = False) -> Iterator[Database]:
+        """A BEGIN IMMEDIATE transaction: committed on exit, rolled back on an exception.
+
+        row_locks: the transaction needs only the rows it locks itself (`FOR UPDATE ... SKIP LOCKED`, a claim)
+        rather than the store's write lock. SQLite has no row locks and takes the write lock all the same.
+        """
         self.check_thread()
         # BEGIN IMMEDIATE takes the write lock up front, so no other connection or process slips in between
         # our read and our write; a deferred transaction could instead fail to upgrade with SQLITE_BUSY.
         with self._lock:
-            self.db.conn.execute("BEGIN IMMEDIATE")
+            self.db.conn.execute(self.begin_statement(row_locks=row_locks))
             try:
                 yield self.db
             except BaseException:

@@ -79,18 +79,19 @@ class Deliveries:
         delivery_id, source, event, planned, body, actions = row
         conn.execute("SAVEPOINT delivery")
         try:
-            cursor = conn.execute(
+            # RETURNING rather than lastrowid: one round trip on PostgreSQL, where lastval() would be another.
+            new_row = conn.execute(
                 """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
-                VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING""",
+                VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING RETURNING id""",
                 (delivery_id, source, event, now, planned),
-            )
-            inserted = cursor.rowcount == 1
+            ).fetchone()
+            inserted = new_row is not None
             if inserted and body:
-                conn.execute(
-                    "INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (cursor.lastrowid, body)
-                )
+                conn.execute("INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (new_row[0], body))
             for action in actions if inserted else ():  # a redelivery's effect is already written
                 apply_action(conn, now, action)
+            if inserted and planned:
+                self._conn.queue_changed(conn)
         except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError) as exc:
             # A data error of this delivery (a lock or disk error is not caught: it fails the whole batch).
             conn.execute("ROLLBACK TO delivery")

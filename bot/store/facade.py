@@ -47,14 +47,26 @@ class Store:
         self.runners = Runners(conn)
 
     @classmethod
-    def open(cls, path: Path, *, clock: Callable[[], float] = time.time) -> Self:
-        """Open the store file at `path`, creating it and its directory if needed, and migrate it."""
-        sqlite = connect(path)
+    def open(cls, path: Path | str, *, clock: Callable[[], float] = time.time) -> Self:
+        """Open the store file at `path`, creating it and its directory if needed, and migrate it.
+
+        A postgresql:// URL instead opens that PostgreSQL database (see `open_url`).
+        """
+        if isinstance(path, str) and path.split(":", 1)[0] in ("postgresql", "postgres"):
+            return cls.open_url(path, clock=clock)
+        sqlite = connect(Path(path))
         try:
             return cls(StoreConnection(sqlite, where=str(path), clock=clock))
         except BaseException:
             sqlite.close()
             raise
+
+    @classmethod
+    def open_url(cls, url: str, *, clock: Callable[[], float] = time.time) -> Self:
+        """Open the PostgreSQL store at `url` (postgresql://...), creating and migrating its schema if needed."""
+        from bot.store.pg import PgStoreConnection
+
+        return cls(PgStoreConnection(url, clock=clock))
 
     @classmethod
     def memory(cls, *, clock: Callable[[], float] = time.time) -> Self:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -44,7 +45,9 @@ class Jobs:
             row |= {"max_attempts": max_attempts, "run_after": iso(run_after), "dedupe_key": dedupe_key}
             row |= {"concurrency_key": concurrency_key, "created_at": iso(now), "updated_at": iso(now)}
             row |= {"labels": None if labels is None else dumps(sorted(set(labels)))}
-            return cast(int, db.table("jobs").insert(row).last_pk), True
+            job_id = cast(int, db.table("jobs").insert(row).last_pk)
+            self._conn.queue_changed(db.conn)
+            return job_id, True
 
     def claim_job(self, worker_id: str, *, now: float, lease_seconds: float) -> Job | None:
         """Atomically lease the oldest runnable job to `worker_id`, or return None.
@@ -54,7 +57,17 @@ class Jobs:
         that already used all its attempts is dead-lettered instead, as it may be what kills workers.
         """
         params = {"now": iso(now), "until": iso(now + lease_seconds), "worker": worker_id}
-        with self._conn.write() as db:
+        # On PostgreSQL claims take row locks only (SKIP LOCKED: concurrent claimers pass each other by); the
+        # unique index on running concurrency keys turns a lost race for a key into "nothing claimed".
+        try:
+            return self._claim(params)
+        except sqlite3.IntegrityError:
+            if not self._conn.row_lock_claims:
+                raise  # SQLite's claims are serialized: this would be a bug in the claim, not a race
+            return None
+
+    def _claim(self, params: dict[str, Any]) -> Job | None:
+        with self._conn.write(row_locks=True) as db:
             db.execute(
                 """UPDATE jobs SET status = 'dead', lease_expires_at = NULL, updated_at = :now,
                     last_error = 'lease expired on attempt ' || attempts || ' of ' || max_attempts
@@ -73,7 +86,7 @@ class Jobs:
                       AND (j.concurrency_key IS NULL OR NOT EXISTS (
                            SELECT 1 FROM jobs r WHERE r.concurrency_key = j.concurrency_key
                              AND r.status = 'running' AND r.id != j.id))
-                    ORDER BY j.id LIMIT 1""",
+                    ORDER BY j.id LIMIT 1 /* FOR UPDATE OF j SKIP LOCKED */""",
                     params,
                 )
             )

@@ -97,7 +97,7 @@ class Publications:
                 """INSERT INTO publications
                     (job_id, issue_id, kind, forge_ref, body_hash, created_at, updated_at)
                 VALUES (:job, :issue, :kind, :ref, :hash, :now, :now)
-                ON CONFLICT (issue_id, kind) DO UPDATE SET job_id = COALESCE(excluded.job_id, job_id),
+                ON CONFLICT (issue_id, kind) DO UPDATE SET job_id = COALESCE(excluded.job_id, publications.job_id),
                     forge_ref = excluded.forge_ref, body_hash = excluded.body_hash,
                     updated_at = excluded.updated_at""",
                 params | {"now": self._conn.now()},

@@ -184,6 +184,25 @@ class Runners:
         with self._conn.write() as db:
             db.table("job_artifacts").insert(row | {"created_at": self._conn.now()}, replace=True)
 
+    @property
+    def shares_blobs(self) -> bool:
+        """True when artifact bytes must be kept in the store (machines share it, not a filesystem)."""
+        return self._conn.shared_blobs
+
+    def put_blob(self, sha256: str, data: bytes) -> None:
+        """Keep an artifact's bytes in the store (content-addressed: the same bytes are written once)."""
+        with self._conn.write() as db:
+            db.execute(
+                """INSERT INTO artifact_blobs (sha256, data, created_at) VALUES (?, ?, ?)
+                ON CONFLICT (sha256) DO NOTHING""",
+                (sha256, data, self._conn.now()),
+            )
+
+    def get_blob(self, sha256: str) -> bytes | None:
+        """An artifact's bytes kept in the store, if any."""
+        rows = self._conn.rows("SELECT data FROM artifact_blobs WHERE sha256 = ?", (sha256,))
+        return bytes(rows[0]["data"]) if rows else None
+
     def artifacts(self, job_id: int) -> list[JobArtifact]:
         """The job's artifacts, by name."""
         sql = "SELECT * FROM job_artifacts WHERE job_id = ? ORDER BY name"

@@ -278,6 +278,17 @@ _V7_RUNNERS = (
 )
 
 
+_V8_SHARED_BLOBS = (
+    # On PostgreSQL several machines share the store but not a filesystem: a runner's upload reaches one web
+    # process, a download may reach another. The bytes then live here too (SQLite keeps them as files only).
+    """CREATE TABLE artifact_blobs (
+        sha256 TEXT PRIMARY KEY,
+        data BLOB NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+)
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -296,6 +307,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _run(_V5_INBOX),  # 5: planned jobs on the delivery, promoted into jobs by the worker; bodies apart
     _run(_V6_MOJIRA),  # 6: the Mojira poller's cursors and the reports it handed to its sink
     _run(_V7_RUNNERS),  # 7: runner jobs' labels, runners, their logs and artifacts
+    _run(_V8_SHARED_BLOBS),  # 8: artifact bytes in the database, for engines shared by several machines
 )
 LATEST_VERSION = len(MIGRATIONS)
 
