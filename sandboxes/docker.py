@@ -412,7 +412,8 @@ class DockerSandbox:
         inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
         session = self._session
         if session is not None and not session.dead:
-            return await self._run_warm(argv, merged_env(self.spec.env, env), inside_cwd, stdin, wall)
+            warm = await self._run_warm(argv, merged_env(self.spec.env, env), inside_cwd, stdin, wall)
+            return count_execution("docker", warm)
         # `env -i`: the container's own variables (HOSTNAME, Docker's PATH) are dropped too.
         env_args = [f"{k}={v}" for k, v in merged_env(self.spec.env, env).items()]
         command = ["/usr/bin/env", "-i", *env_args, *argv]

@@ -173,7 +173,7 @@ class ProcessSandbox:
             try:
                 session = await self._warm()
                 if session is not None:
-                    return await session.run(
+                    warm = await session.run(
                         argv,
                         env=merged,
                         cwd=self._session_cwd(host_cwd),
@@ -182,6 +182,7 @@ class ProcessSandbox:
                         output_bytes=limits.output_bytes,
                         cgroup=self._cgroup,
                     )
+                    return count_execution(self.metrics_backend, warm)
             finally:
                 self._session_busy = False
         launch, fds = self._launch(argv, host_cwd, merged)
