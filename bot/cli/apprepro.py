@@ -21,7 +21,13 @@ from bot.llm import LLMError, client_from_settings, ledger_from_settings
 from sandboxes.runners.app_repro import AppReproResult, replay_actions, reproduce_app
 
 #: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (the README's exit codes).
-_EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": EXIT_ABSTAINED, "error": EXIT_ERROR}
+#: Shared by `reproduce --game`.
+EXIT_BY_STATUS = {
+    "reproduced": EXIT_OK,
+    "not_reproduced": EXIT_NOT_FIXED,
+    "abstained": EXIT_ABSTAINED,
+    "error": EXIT_ERROR,
+}
 
 
 def add_parser_args(rep: argparse.ArgumentParser) -> None:
@@ -69,13 +75,18 @@ def _print(args: argparse.Namespace, result: AppReproResult, out: Path) -> int:
         print(f"status: {result.status}")
         for i, step in enumerate(result.steps, 1):
             print(f"  step {i}: {step['action']} {step['target']!r} {step['input']!r}".rstrip())
-        if result.oracle:
-            print(f"oracle: {result.oracle['fired']}: {result.oracle['message']}")
-        for reason in result.reasons:
-            print(f"  - {reason}")
-        print(f"replay: {result.replay}")
-        print(f"output: {out}")
-    return _EXIT.get(result.status, EXIT_ERROR)
+        print_outcome(result, out)
+    return EXIT_BY_STATUS.get(result.status, EXIT_ERROR)
+
+
+def print_outcome(result: Any, out: Path) -> None:
+    """The text tail of an app or game reproduction: what the oracle saw, the reasons, how to replay, where."""
+    if result.oracle:
+        print(f"oracle: {result.oracle['fired']}: {result.oracle['message']}")
+    for reason in result.reasons:
+        print(f"  - {reason}")
+    print(f"replay: {result.replay}")
+    print(f"output: {out}")
 
 
 def _out_dir(args: argparse.Namespace, settings: Settings, kind: str) -> Path:

@@ -14,16 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.cli.apprepro import _model
+from bot.cli.apprepro import EXIT_BY_STATUS, _model, print_outcome
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
-from bot.jobtypes import EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+from bot.jobtypes import EXIT_ERROR, EXIT_USAGE
 from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
 from sandboxes.runners.game.agent import GameReproResult, replay_game, reproduce_game
 from sandboxes.runners.game.driver import GameDriverError
 
 GAMES = ("minetest", "minecraft")
-_EXIT = {"reproduced": EXIT_OK, "not_reproduced": EXIT_NOT_FIXED, "abstained": 3, "error": EXIT_ERROR}
 
 
 def add_game_args(rep: argparse.ArgumentParser, replay: argparse.ArgumentParser) -> None:
@@ -70,13 +69,8 @@ def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:
         print(f"status: {result.status} ({result.iterations} iteration(s), {result.seconds:.1f}s)")
         for i, step in enumerate(result.steps, 1):
             print(f"  step {i}: {step['action']} {step['target'] or step['input']!r}")
-        if result.oracle:
-            print(f"oracle: {result.oracle['fired']}: {result.oracle['message']}")
-        for reason in result.reasons:
-            print(f"  - {reason}")
-        print(f"replay: {result.replay}")
-        print(f"output: {out}")
-    return _EXIT.get(result.status, EXIT_ERROR)
+        print_outcome(result, out)
+    return EXIT_BY_STATUS.get(result.status, EXIT_ERROR)
 
 
 def _usage(args: argparse.Namespace, message: str) -> int:
