@@ -346,3 +346,25 @@ async def test_routed_reports_become_game_jobs_for_labelled_runners(tmp_path: Pa
     assert len(store.jobs.list_jobs(kind="reproduce.game")) == 2  # a refreshed report is not queued again
     unlabelled, _ = await _poller(tmp_path, double, Store.memory())
     assert unlabelled.settings.mojira_runner_labels == ()
+
+
+def test_seen_keys_come_in_the_order_first_seen_on_both_engines(engine: str, tmp_path: Path) -> None:
+    """Both engines answer keys() in first-seen order (PostgreSQL has no rowid); a tie goes by key."""
+    times = iter([100.0, 101.0, 102.0, 103.0, 103.0])
+    store = Store.open(tmp_path / "order.db", clock=lambda: next(times))
+    try:
+        for key in ("MC-9", "MC-10", "MC-2", "MC-7", "MC-5"):
+            assert store.mojira.record(
+                key,
+                "2026-01-01T00:00:00.000+0000",
+                summary=key,
+                report={},
+                triage={},
+                route=None,
+                signature=None,
+                sink="store",
+                sink_ref=None,
+            )
+        assert store.mojira.keys() == ["MC-9", "MC-10", "MC-2", "MC-5", "MC-7"]
+    finally:
+        store.close()

@@ -119,4 +119,4 @@ class MojiraReports:
 
     def keys(self) -> list[str]:
         """Every seen report's key, in the order first seen."""
-        return [str(r["key"]) for r in self._conn.rows("SELECT key FROM mojira_reports ORDER BY rowid")]
+        return [str(r["key"]) for r in self._conn.rows("SELECT key FROM mojira_reports ORDER BY first_seen_at, key")]
