@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.apprepro import _model
+from bot.cli.apprepro import model_call
 from bot.config import Settings
 from sandboxes.runners.driver import Element, Signal, state_hash
 from sandboxes.runners.oracle import OracleSpec, judge_signals, judge_text, oracle_spec
@@ -127,7 +127,9 @@ async def test_model_that_keeps_failing_falls_back_to_the_rules() -> None:
 async def test_model_through_the_openai_client_and_scripted_server(settings: Settings) -> None:
     reply = [{"action": "input", "target": "search", "input": "Lamp"}, {"action": "click", "target": "Search"}]
     async with ScriptedLLM([{"text": "```json\n" + json.dumps(reply) + "\n```"}]) as srv:
-        complete = _model(llm_settings(settings, srv.base_url))
+        complete = model_call(
+            llm_settings(settings, srv.base_url), purpose="s2r", fallback="the rules extract the steps"
+        )
         steps, extractor = await extract_steps((WEBAPPS / "search" / "issue.md").read_text(), complete)
     assert extractor == "llm"
     assert [s.to_json() for s in steps] == [{**r, "input": r.get("input", "")} for r in reply]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.cli.gamerepro import _action_model
+from bot.cli.apprepro import model_call
 from bot.config import Settings, SettingsError
 from sandboxes.runners.game.actloop import check_model_macro, model_loop, parse_proposal
 from sandboxes.runners.game.agent import reproduce_game
@@ -90,7 +90,9 @@ async def test_the_model_loop_filters_feeds_back_keeps_last_n_and_stops_on_the_o
     ]
     game = FakeGame()
     async with ScriptedLLM(script) as srv:
-        model = _action_model(llm_settings(settings, srv.base_url))
+        model = model_call(
+            llm_settings(settings, srv.base_url), purpose="game_actions", fallback="no actions", whole_reply=True
+        )
         result = await reproduce_game(
             REPORT, game, out_dir=tmp_path / "out", max_iterations=1, action_model=model, context_turns=2
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.apprepro import _model
+from bot.cli.apprepro import model_call
 from bot.config import Settings
 from bot.crash import crash_signature, parse_crash
 from bot.runner.minecraft import MinecraftDriver, rcon_packet, rcon_parse, report_signature
@@ -212,7 +212,9 @@ async def test_model_synthesizer_gets_knowledge_and_feedback_through_the_scripte
     report = "# planter\nPlace a wooden planter, then `/plant carrot 0`, then swing the hoe at the sky: crash"
     script = [{"text": json.dumps(bad)}, {"text": "```json\n" + json.dumps(good) + "\n```"}]
     async with ScriptedLLM(script) as srv:
-        complete = _model(llm_settings(settings, srv.base_url))
+        complete = model_call(
+            llm_settings(settings, srv.base_url), purpose="s2r", fallback="the rules extract the steps"
+        )
         steps = await synthesize_llm(report, KB, complete)
     assert [(s.kind, s.target or s.text, s.sky) for s in steps] == [
         ("place", "garden:planter", False),

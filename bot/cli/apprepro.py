@@ -17,7 +17,7 @@ from bot.cli.types import float_range
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
-from bot.llm import LLMError, client_from_settings, ledger_from_settings
+from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
 from sandboxes.runners.app_repro import AppReproResult, replay_actions, reproduce_app
 
 #: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (the README's exit codes).
@@ -50,18 +50,23 @@ def add_replay_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _model(settings: Settings) -> Any:
-    """The model's complete(messages) callable when one is configured, else None (the rules extract)."""
+def model_call(settings: Settings, *, purpose: str, fallback: str, whole_reply: bool = False) -> Any:
+    """A model's complete(messages) callable when one is configured, else None (the rules work alone).
+
+    A failed call prints `fallback` (what happens instead) and answers "", so a reproduction goes on offline.
+    `whole_reply` keeps the reply with its token counts and cost; otherwise the call answers its text.
+    """
     if not settings.llm_configured:
         return None
     client = client_from_settings(settings, ledger_from_settings(settings))
 
-    async def complete(messages: list[dict[str, str]]) -> str:
+    async def complete(messages: list[dict[str, Any]]) -> ModelReply | str:
         try:
-            return (await client.complete(list(messages), purpose="s2r")).content
+            reply = await client.complete(list(messages), purpose=purpose)
         except LLMError as exc:
-            print(f"reprobot: the model failed ({exc}); the rules extract the steps", file=sys.stderr)
+            print(f"reprobot: the model failed ({exc}); {fallback}", file=sys.stderr)
             return ""
+        return reply if whole_reply else reply.content
 
     return complete
 
@@ -125,7 +130,7 @@ async def run_apprepro_command(args: argparse.Namespace, settings: Settings) -> 
         args.app_url,
         out_dir=out,
         driver=args.driver,
-        model=_model(settings),
+        model=model_call(settings, purpose="s2r", fallback="the rules extract the steps"),
         budget_seconds=args.budget,
         cache_dir=settings.cache_dir / "utg",
     )

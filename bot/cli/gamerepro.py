@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.cli.apprepro import EXIT_BY_STATUS, _model, print_outcome
+from bot.cli.apprepro import EXIT_BY_STATUS, model_call, print_outcome
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ERROR, EXIT_USAGE
-from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
 from sandboxes.runners.game.agent import GameReproResult, replay_game, reproduce_game
 from sandboxes.runners.game.driver import GameDriverError
 
@@ -42,22 +41,6 @@ def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
     from sandboxes.runners.game.minetest import MinetestDriver
 
     return MinetestDriver(repo, display=settings.game_display)
-
-
-def _action_model(settings: Settings) -> Any:
-    """The action loop's model call (the reply keeps its token counts and cost), or None offline."""
-    if not settings.llm_configured:
-        return None
-    client = client_from_settings(settings, ledger_from_settings(settings))
-
-    async def complete(messages: list[dict[str, Any]]) -> ModelReply | str:
-        try:
-            return await client.complete(list(messages), purpose="game_actions")
-        except LLMError as exc:
-            print(f"reprobot: the model failed ({exc}); the loop goes on without its actions", file=sys.stderr)
-            return ""
-
-    return complete
 
 
 def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:
@@ -123,8 +106,10 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
         max_iterations=args.iterations,
         budget_seconds=args.budget,
         signature_of=signature,
-        model=_model(settings),
-        action_model=_action_model(settings),
+        model=model_call(settings, purpose="s2r", fallback="the rules extract the steps"),
+        action_model=model_call(
+            settings, purpose="game_actions", fallback="the loop goes on without its actions", whole_reply=True
+        ),
         model_turns=settings.game_model_turns,
         context_turns=settings.game_context_turns,
         model_images=settings.game_model_images,
