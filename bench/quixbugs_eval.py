@@ -99,6 +99,12 @@ def main() -> None:
             f"median per case: previous {before['median_seconds_per_case']:.1f}s, current "
             f"{after['median_seconds_per_case']:.1f}s ({speedup:.2f}x); same plausible counts: {same}"
         )
+        # The job alone (issue to verified patch), without the benchmark's own oracle scoring of each patch.
+        job_before, job_after = before["median_job_seconds_per_case"], after["median_job_seconds_per_case"]
+        print(
+            f"median job seconds (without the oracle scoring): previous {job_before:.1f}s, current "
+            f"{job_after:.1f}s ({job_before / max(job_after, 1e-9):.2f}x)"
+        )
         rows = [
             f"  {k:12} {before['median_stage_seconds'].get(k, 0.0):8.1f} {v:8.1f}"
             for k, v in after["median_stage_seconds"].items()
