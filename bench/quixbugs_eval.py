@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +18,7 @@ if __package__ in (None, ""):
 from rich.console import Console
 
 from bot.config import Settings
-from bot.evaluate import parse_ks, run_eval
+from bot.evaluate import load_cases, parse_ks, run_eval
 
 QUIXBUGS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "quixbugs"
 TRAJECTORIES = 8
@@ -32,22 +33,24 @@ METHODS: dict[str, dict[str, Any]] = {
 
 
 def _run(bench: Path, settings: Settings, out: Path, jobs: int, only: set[str] | None) -> dict[str, Any]:
-    return asyncio.run(
-        run_eval(
-            bench,
-            settings,
-            trajectories=TRAJECTORIES,
-            ks=parse_ks("1,5,M", TRAJECTORIES),
-            out=out,
-            jobs=jobs,
-            only=only,
-            sandbox=settings.sandbox,
-            console=Console(stderr=True, quiet=True),
-        )
+    return asyncio.run(_run_async(bench, settings, out, jobs, only))
+
+
+async def _run_async(bench: Path, settings: Settings, out: Path, jobs: int, only: set[str] | None) -> dict[str, Any]:
+    return await run_eval(
+        bench,
+        settings,
+        trajectories=TRAJECTORIES,
+        ks=parse_ks("1,5,M", TRAJECTORIES),
+        out=out,
+        jobs=jobs,
+        only=only,
+        sandbox=settings.sandbox,
+        console=Console(stderr=True, quiet=True),
     )
 
 
-def _print(name: str, doc: dict[str, Any], jobs: int, out: Path) -> None:
+def _print(name: str, doc: dict[str, Any], pace: str, out: Path) -> None:
     s = doc["summary"]
     counts = s["selected_counts"]["ranked"]
     both = sum(
@@ -55,7 +58,7 @@ def _print(name: str, doc: dict[str, Any], jobs: int, out: Path) -> None:
         for c in doc["cases"]
         if c["selections"]["ranked"]["plausible_fix"] and c["selections"]["ranked"]["plausible_brt"]
     )
-    print(f"quixbugs [{name}] (classic agent, M={TRAJECTORIES}, {s['cases']} cases, {jobs} at a time):")
+    print(f"quixbugs [{name}] (classic agent, M={TRAJECTORIES}, {s['cases']} cases, {pace}):")
     print(f"  selected patch is a plausible fix (passes the oracle BRT): {counts['plausible_fix']}/{s['cases']}")
     brt_line = f"{counts['plausible_brt']}/{s['cases']}"
     print(f"  selected patch carries a plausible BRT (fails buggy, passes oracle fix): {brt_line}")
@@ -65,6 +68,49 @@ def _print(name: str, doc: dict[str, Any], jobs: int, out: Path) -> None:
     print("  median seconds per stage: " + json.dumps(s["median_stage_seconds"]))
     print("  success@k: " + json.dumps(s["success_at_k"]))
     print(f"  report: {out / 'report.md'}")
+
+
+def _median(values: list[float]) -> float:
+    return round(statistics.median(values), 2) if values else 0.0
+
+
+def _combine(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One method's per-case documents (one case each) as one: the cases, the counts and the medians."""
+    cases = [c for d in docs for c in d["cases"]]
+    counts = {
+        k: sum(d["summary"]["selected_counts"]["ranked"][k] for d in docs) for k in ("plausible_fix", "plausible_brt")
+    }
+    stages = sorted({k for c in cases for k in c["stage_seconds"]})
+    return {
+        "cases": cases,
+        "summary": {
+            "cases": len(cases),
+            "selected_counts": {"ranked": counts},
+            "median_seconds_per_case": _median([c["seconds"] for c in cases]),
+            "median_job_seconds_per_case": _median([c["job_seconds"] for c in cases]),
+            "median_stage_seconds": {k: _median([c["stage_seconds"].get(k, 0.0) for c in cases]) for k in stages},
+            "success_at_k": {"per case": "see each case's results.json"},
+        },
+    }
+
+
+async def _paired(
+    bench: Path, settings: dict[str, Settings], root: Path, only: set[str] | None
+) -> dict[str, dict[str, Any]]:
+    """Each case run by every method at the same time, one case after another.
+
+    Run one method after the other, the second meets different load than the first (other work on the
+    machine comes and goes over half an hour); paired per case, both methods share the machine alike, and
+    the faster one then finishes alone, which, if anything, favours the slower one.
+    """
+    per_method: dict[str, list[dict[str, Any]]] = {name: [] for name in settings}
+    for case in load_cases(bench, only):
+        docs = await asyncio.gather(
+            *(_run_async(bench, method, root / name / case.name, 1, {case.name}) for name, method in settings.items())
+        )
+        for name, doc in zip(settings, docs, strict=True):
+            per_method[name].append(doc)
+    return {name: _combine(docs) for name, docs in per_method.items()}
 
 
 def main() -> None:
@@ -82,12 +128,20 @@ def main() -> None:
     only = {c.strip() for c in os.environ.get("REPROBOT_BENCH_CASES", "").split(",") if c.strip()} or None
     jobs = max(1, (os.cpu_count() or 1))
     methods = METHODS if os.environ.get("REPROBOT_BENCH_COMPARE", "1") != "0" else {"current": METHODS["current"]}
-    docs: dict[str, dict[str, Any]] = {}
-    for name, overrides in methods.items():
-        # Each method builds its environments in its own data folder: neither profits from the other's cache.
-        method = dataclasses.replace(settings, data_dir=settings.data_dir / f"bench-{name}", **overrides)
-        docs[name] = _run(bench, method, root / name, jobs, only)
-        _print(name, docs[name], jobs, root / name)
+    # Each method builds its environments in its own data folder: neither profits from the other's cache.
+    per_method = {
+        name: dataclasses.replace(settings, data_dir=settings.data_dir / f"bench-{name}", **overrides)
+        for name, overrides in methods.items()
+    }
+    docs: dict[str, dict[str, Any]]
+    if len(per_method) == 2:
+        docs = asyncio.run(_paired(bench, per_method, root, only))
+        for name, doc in docs.items():
+            _print(name, doc, "each case beside the other method's run of it", root / name)
+    else:
+        docs = {name: _run(bench, method, root / name, jobs, only) for name, method in per_method.items()}
+        for name, doc in docs.items():
+            _print(name, doc, f"{jobs} at a time", root / name)
     if len(docs) == 2:
         before, after = (docs[n]["summary"] for n in ("previous", "current"))
         speedup = before["median_seconds_per_case"] / max(after["median_seconds_per_case"], 1e-9)
