@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -12,16 +13,33 @@ from types import TracebackType
 from typing import Self
 
 from sandboxes import hostfs
-from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, resolve_in_workspace
+from sandboxes.base import (
+    TRUNCATION_MARKER,
+    ExecResult,
+    SandboxError,
+    SandboxSpec,
+    minimal_env,
+    resolve_in_workspace,
+)
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.metrics import count_execution
-from sandboxes.process import Launch, Running, make_preexec, run_capped
-from sandboxes.session import SESSION_MODES, SessionPlan, WarmSession, socket_pair
+from sandboxes.process import Launch, Running, exit_code, make_preexec, run_capped
+from sandboxes.session import SESSION_LOST, SESSION_MODES, SessionPlan, WarmSession, socket_pair
 
 log = logging.getLogger(__name__)
 
 #: How long close() waits for killed commands to be reaped.
 CLOSE_WAIT_SECONDS = 10.0
+#: The pytest server enforces a run's timeout itself; the host waits this much longer before killing it.
+PYTEST_SERVER_GRACE_SECONDS = 10.0
+#: After this many pytest servers died under a sandbox, its pytest runs stay ordinary.
+PYTEST_SERVER_MAX_DEATHS = 3
+
+
+@functools.lru_cache(maxsize=1)
+def pytest_server_source() -> str:
+    """The pytest server's code (sandboxes/pytest_server.py), handed to the environment's python with -c."""
+    return Path(__file__).with_name("pytest_server.py").read_text()
 
 
 def merged_env(spec_env: dict[str, str], env: dict[str, str] | None) -> dict[str, str]:
@@ -44,6 +62,9 @@ class ProcessSandbox:
     metrics_backend = "process"
     #: Extra processes the backend itself uses inside the pids cgroup (bwrap and its pid-1 monitor).
     pids_overhead = 0
+    #: How the pytest server clears a run's leftovers: "ns" (the session has its own pid namespace: every
+    #: other process of the sandbox uid) or "group" (the run's process group, as the none backend's agent).
+    pytest_sweep = "group"
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
@@ -58,6 +79,10 @@ class ProcessSandbox:
         #: Set when the warm session cannot run here (e.g. no python3 in a root filesystem): cold from then on.
         self._session_off = spec.session != "warm"
         self._session_busy = False
+        #: pytest servers that could not start here, by (python, env, cwd): those runs stay ordinary.
+        self._pytest_failed: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
+        self._pytest_deaths = 0
+        self._pytest_noted: set[str] = set()
 
     async def __aenter__(self) -> Self:
         await self._ensure_open()
@@ -212,6 +237,98 @@ class ProcessSandbox:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
+    async def run_pytest(
+        self,
+        python: str,
+        args: list[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult | None:
+        """`python -m pytest ARGS` through the warm session's pytest server; None: run it the ordinary way.
+
+        The server (sandboxes/pytest_server.py) is a sandboxed command like any other, started with the
+        same environment and working directory as the ordinary run, and kept between runs with the same
+        (python, env, cwd). None when the sandbox runs cold, the session is busy, or the server cannot
+        serve this run (it did not start, died, or the project shadows a module it preloaded).
+        """
+        if not self.spec.pytest_server or self._session_off or self._session_busy:
+            return None
+        if self._pytest_deaths >= PYTEST_SERVER_MAX_DEATHS:
+            return None
+        if not all(isinstance(a, str) and "\x00" not in a for a in [python, *args]):
+            raise SandboxError(f"invalid pytest arguments {args!r}")
+        wall = self.spec.limits.wall_seconds if timeout is None else timeout
+        if wall <= 0:
+            raise SandboxError(f"invalid timeout {wall}")
+        await self._ensure_open()
+        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else None
+        host_cwd = host_cwd or self.spec.workspace.resolve()
+        if not host_cwd.is_dir():
+            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
+        merged = merged_env(self.spec.env, env)
+        self._session_busy = True
+        try:
+            session = await self._warm()
+            if session is None:
+                return None
+            inside = self._session_cwd(host_cwd)
+            key = (python, tuple(sorted(merged.items())), inside)
+            if key in self._pytest_failed:
+                return None
+            resident = session.resident
+            if resident is not None and resident.tag != key:
+                # Another environment or folder: this server's preload does not fit; start another.
+                await resident.close()
+                resident = None
+            if resident is None:
+                try:
+                    resident = await session.open(
+                        [python, "-c", pytest_server_source(), self.pytest_sweep], env=merged, cwd=inside
+                    )
+                except SandboxError as exc:
+                    self._pytest_failed.add(key)
+                    self._note("start", "pytest server unavailable, pytest runs start fresh interpreters: %s", exc)
+                    return None
+                resident.tag = key
+            cgroup = self._cgroup
+            oom_before = cgroup.oom_kills() if cgroup is not None else 0
+            start = time.monotonic()
+            request = {"args": args, "timeout": wall, "output_bytes": self.spec.limits.output_bytes}
+            try:
+                reply = await resident.request(request, wall + PYTEST_SERVER_GRACE_SECONDS)
+            except TimeoutError:
+                # The server did not enforce the timeout itself; the agent killed it with the run.
+                result = ExecResult(
+                    exit_code=SESSION_LOST,
+                    stdout="",
+                    stderr="[reprobot: the test run timed out; the pytest server was killed with it]\n",
+                    duration=time.monotonic() - start,
+                    timed_out=True,
+                )
+                return count_execution(self.metrics_backend, result)
+            status = reply.get("status") if reply is not None else None
+            if reply is None or not isinstance(status, int) or isinstance(status, bool):
+                if reply is None or "error" not in reply:
+                    self._pytest_deaths += 1
+                    await resident.close()
+                self._note(
+                    "run",
+                    "pytest server could not serve a run (%s); running it the ordinary way",
+                    reply.get("error") if reply is not None else "it ended",
+                )
+                return None
+            return count_execution(self.metrics_backend, _served_result(reply, status, start, cgroup, oom_before))
+        finally:
+            self._session_busy = False
+
+    def _note(self, kind: str, message: str, *args: object) -> None:
+        """Log a fallback once per sandbox and kind: it costs speed, never a result."""
+        if kind not in self._pytest_noted:
+            self._pytest_noted.add(kind)
+            log.warning(message, *args)
+
     def read_file(self, relpath: str) -> str:
         """Read a workspace file as text."""
         return hostfs.read_text(self.spec.workspace, relpath)
@@ -253,3 +370,24 @@ class ProcessSandbox:
                 await asyncio.to_thread(self._cgroup.destroy)
                 self._cgroup = None
             await self._close()
+
+
+def _served_result(
+    reply: dict[str, object], status: int, start: float, cgroup: SandboxCgroup | None, oom_before: int
+) -> ExecResult:
+    """The ExecResult of a run the pytest server answered: stdout and stderr arrive merged as stdout."""
+    head, tail, dropped = reply.get("head"), reply.get("tail"), reply.get("dropped")
+    text = head if isinstance(head, str) else ""
+    cut = isinstance(dropped, int) and dropped > 0
+    if cut:
+        text += TRUNCATION_MARKER.format(dropped=dropped)
+    text += tail if isinstance(tail, str) else ""
+    return ExecResult(
+        exit_code=exit_code(os.waitstatus_to_exitcode(status)),
+        stdout=text,
+        stderr="",
+        duration=time.monotonic() - start,
+        timed_out=reply.get("timed_out") is True,
+        oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
+        stdout_truncated=cut,
+    )
