@@ -280,6 +280,7 @@ def _serve(req: dict[str, object], cwd: str, mode: str, private: list[int], spar
                     deadline = time.monotonic() + _GRACE
                     if pidfd is not None:
                         poll.unregister(pidfd)
+                    continue
             now = time.monotonic()
             if now >= deadline:
                 if status is not None:
