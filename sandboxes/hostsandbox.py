@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import time
@@ -13,33 +12,17 @@ from types import TracebackType
 from typing import Self
 
 from sandboxes import hostfs
-from sandboxes.base import (
-    TRUNCATION_MARKER,
-    ExecResult,
-    SandboxError,
-    SandboxSpec,
-    minimal_env,
-    resolve_in_workspace,
-)
+from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, resolve_in_workspace
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.metrics import count_execution
-from sandboxes.process import Launch, Running, exit_code, make_preexec, run_capped
-from sandboxes.session import SESSION_LOST, SESSION_MODES, SessionPlan, WarmSession, socket_pair
+from sandboxes.process import Launch, Running, make_preexec, run_capped
+from sandboxes.pytest_client import PytestServerClient
+from sandboxes.session import SESSION_MODES, SessionPlan, WarmSession, socket_pair
 
 log = logging.getLogger(__name__)
 
 #: How long close() waits for killed commands to be reaped.
 CLOSE_WAIT_SECONDS = 10.0
-#: The pytest server enforces a run's timeout itself; the host waits this much longer before killing it.
-PYTEST_SERVER_GRACE_SECONDS = 10.0
-#: After this many pytest servers died under a sandbox, its pytest runs stay ordinary.
-PYTEST_SERVER_MAX_DEATHS = 3
-
-
-@functools.lru_cache(maxsize=1)
-def pytest_server_source() -> str:
-    """The pytest server's code (sandboxes/pytest_server.py), handed to the environment's python with -c."""
-    return Path(__file__).with_name("pytest_server.py").read_text()
 
 
 def merged_env(spec_env: dict[str, str], env: dict[str, str] | None) -> dict[str, str]:
@@ -79,10 +62,7 @@ class ProcessSandbox:
         #: Set when the warm session cannot run here (e.g. no python3 in a root filesystem): cold from then on.
         self._session_off = spec.session != "warm"
         self._session_busy = False
-        #: pytest servers that could not start here, by (python, env, cwd): those runs stay ordinary.
-        self._pytest_failed: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
-        self._pytest_deaths = 0
-        self._pytest_noted: set[str] = set()
+        self._pytest = PytestServerClient(self.pytest_sweep)
 
     async def __aenter__(self) -> Self:
         await self._ensure_open()
@@ -253,9 +233,7 @@ class ProcessSandbox:
         (python, env, cwd). None when the sandbox runs cold, the session is busy, or the server cannot
         serve this run (it did not start, died, or the project shadows a module it preloaded).
         """
-        if not self.spec.pytest_server or self._session_off or self._session_busy:
-            return None
-        if self._pytest_deaths >= PYTEST_SERVER_MAX_DEATHS:
+        if not self.spec.pytest_server or self._session_off or self._session_busy or not self._pytest.usable:
             return None
         if not all(isinstance(a, str) and "\x00" not in a for a in [python, *args]):
             raise SandboxError(f"invalid pytest arguments {args!r}")
@@ -273,61 +251,20 @@ class ProcessSandbox:
             session = await self._warm()
             if session is None:
                 return None
-            inside = self._session_cwd(host_cwd)
-            key = (python, tuple(sorted(merged.items())), inside)
-            if key in self._pytest_failed:
-                return None
-            resident = session.resident
-            if resident is not None and resident.tag != key:
-                # Another environment or folder: this server's preload does not fit; start another.
-                await resident.close()
-                resident = None
-            if resident is None:
-                try:
-                    resident = await session.open(
-                        [python, "-c", pytest_server_source(), self.pytest_sweep], env=merged, cwd=inside
-                    )
-                except SandboxError as exc:
-                    self._pytest_failed.add(key)
-                    self._note("start", "pytest server unavailable, pytest runs start fresh interpreters: %s", exc)
-                    return None
-                resident.tag = key
             cgroup = self._cgroup
-            oom_before = cgroup.oom_kills() if cgroup is not None else 0
-            start = time.monotonic()
-            request = {"args": args, "timeout": wall, "output_bytes": self.spec.limits.output_bytes}
-            try:
-                reply = await resident.request(request, wall + PYTEST_SERVER_GRACE_SECONDS)
-            except TimeoutError:
-                # The server did not enforce the timeout itself; the agent killed it with the run.
-                result = ExecResult(
-                    exit_code=SESSION_LOST,
-                    stdout="",
-                    stderr="[reprobot: the test run timed out; the pytest server was killed with it]\n",
-                    duration=time.monotonic() - start,
-                    timed_out=True,
-                )
-                return count_execution(self.metrics_backend, result)
-            status = reply.get("status") if reply is not None else None
-            if reply is None or not isinstance(status, int) or isinstance(status, bool):
-                if reply is None or "error" not in reply:
-                    self._pytest_deaths += 1
-                    await resident.close()
-                self._note(
-                    "run",
-                    "pytest server could not serve a run (%s); running it the ordinary way",
-                    reply.get("error") if reply is not None else "it ended",
-                )
-                return None
-            return count_execution(self.metrics_backend, _served_result(reply, status, start, cgroup, oom_before))
+            result = await self._pytest.run(
+                session,
+                python,
+                args,
+                env=merged,
+                cwd=self._session_cwd(host_cwd),
+                timeout=wall,
+                output_bytes=self.spec.limits.output_bytes,
+                oom_kills=cgroup.oom_kills if cgroup is not None else lambda: 0,
+            )
+            return count_execution(self.metrics_backend, result) if result is not None else None
         finally:
             self._session_busy = False
-
-    def _note(self, kind: str, message: str, *args: object) -> None:
-        """Log a fallback once per sandbox and kind: it costs speed, never a result."""
-        if kind not in self._pytest_noted:
-            self._pytest_noted.add(kind)
-            log.warning(message, *args)
 
     def read_file(self, relpath: str) -> str:
         """Read a workspace file as text."""
@@ -370,24 +307,3 @@ class ProcessSandbox:
                 await asyncio.to_thread(self._cgroup.destroy)
                 self._cgroup = None
             await self._close()
-
-
-def _served_result(
-    reply: dict[str, object], status: int, start: float, cgroup: SandboxCgroup | None, oom_before: int
-) -> ExecResult:
-    """The ExecResult of a run the pytest server answered: stdout and stderr arrive merged as stdout."""
-    head, tail, dropped = reply.get("head"), reply.get("tail"), reply.get("dropped")
-    text = head if isinstance(head, str) else ""
-    cut = isinstance(dropped, int) and dropped > 0
-    if cut:
-        text += TRUNCATION_MARKER.format(dropped=dropped)
-    text += tail if isinstance(tail, str) else ""
-    return ExecResult(
-        exit_code=exit_code(os.waitstatus_to_exitcode(status)),
-        stdout=text,
-        stderr="",
-        duration=time.monotonic() - start,
-        timed_out=reply.get("timed_out") is True,
-        oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
-        stdout_truncated=cut,
-    )

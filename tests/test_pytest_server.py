@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sandboxes.base import TRUNCATION_MARKER, WORKSPACE_MOUNT, ExecResult, Limits, SandboxSpec
+from sandboxes.base import TRUNCATION_MARKER, WORKSPACE_MOUNT, ExecResult, Limits, PytestServing, SandboxSpec
 from sandboxes.environment import BuiltEnvironment, prepare_environment
 from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.hostsandbox import ProcessSandbox
@@ -23,7 +24,7 @@ from tests.test_envspec import write
 
 pytestmark = pytest.mark.timeout(300)
 
-BACKENDS = ["bwrap", "none"]
+BACKENDS = ["bwrap", "docker", "none"]
 
 PROJECT = {
     "setup.py": "from setuptools import setup\nsetup(name='calc', version='0.1', py_modules=['calc'])\n",
@@ -69,8 +70,8 @@ class Side:
     def __init__(self, backend: str, workspace: Path, built: BuiltEnvironment, **limits: int) -> None:
         spec = SandboxSpec(workspace=workspace, mounts=built.mounts, limits=Limits(wall_seconds=60, **limits))
         sb = make_sandbox(backend, spec)
-        assert isinstance(sb, ProcessSandbox)
-        self.sb = sb
+        assert isinstance(sb, PytestServing)
+        self.sb: Any = sb  # ProcessSandbox or DockerSandbox: run(), run_pytest() and the warm session
         self.workspace = workspace
         if backend == "none":
             # The none backend applies no mounts: the environment's python at its host path.
@@ -183,8 +184,8 @@ async def test_background_processes_die_with_their_run(backend: str, built: Buil
         ),
     }
     side = Side(backend, write(tmp_path / "ws", files), built)
-    if backend == "bwrap":
-        side.env["CHECK_AWAY"] = "1"
+    if backend != "none":
+        side.env["CHECK_AWAY"] = "1"  # own pid namespace: even what left the run's session is found
     async with side.sb:
         spawned = await side.served(*BASE, "tests/test_spawn.py")
         assert spawned is not None and spawned.exit_code == 0, spawned and spawned.output
