@@ -111,6 +111,10 @@ def _worker(args: list[str], cwd: str, write_fd: int, private: list[int]) -> Non
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.path.insert(0, cwd)  # as `python -m` does: the absolute working directory first
+        # The import system's folder listings date from the preload; files created since must be found.
+        import importlib
+
+        importlib.invalidate_caches()
         sys.argv = ["-m", *args]
         if "random" in sys.modules:
             sys.modules["random"].seed()  # a fresh process would not share the server's sequence

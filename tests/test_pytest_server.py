@@ -226,6 +226,11 @@ async def test_other_commands_close_the_server_and_edited_sources_are_seen(
         second = await side.served(*BASE, "tests/test_calc.py::test_fresh")
         assert second is not None and second.exit_code == 1 and "assert 2 == 1" in second.output
         assert session.resident is not None
+        # A module and a test file created after the server started are found (no stale folder listings).
+        side.sb.write_file("extra.py", "WORD = 'new'\n")
+        side.sb.write_file("tests/test_extra.py", "import extra\n\ndef test_extra():\n    assert extra.WORD == 'new'\n")
+        third = await side.served(*BASE, "tests/test_extra.py")
+        assert third is not None and third.exit_code == 0, third and third.output
 
 
 async def test_output_is_capped_like_an_ordinary_runs(backend: str, built: BuiltEnvironment, tmp_path: Path) -> None:
