@@ -1,6 +1,6 @@
 """A preloaded pytest that forks a worker per run: runs INSIDE the sandbox, standard library + pytest only.
 
-Started by the host (sandboxes/hostsandbox.py, through the warm session's exec agent) as
+Started by the host (sandboxes/pytest_client.py, through the warm session's exec agent) as
 `PYTHON -c SOURCE MODE` with the same environment and working directory as an ordinary
 `PYTHON -m pytest` run. It imports pytest (with its built-in plugins) once, but never
 the project's code: the worker forked for each run imports that itself, so edited sources are always

@@ -417,22 +417,28 @@ class ResidentCommand:
             self._stdin.close()
         loop = asyncio.get_running_loop()
         reply = b""
-        if not session.dead:
-            try:
-                if kill:
-                    session.sock.send(b"kill")
-                reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), wait)
-            except TimeoutError:
-                with contextlib.suppress(OSError):
-                    session.sock.send(b"kill")
-                with contextlib.suppress(TimeoutError, OSError):
-                    reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), KILL_WAIT_SECONDS)
-            except OSError:
-                reply = b""
-            if _status(reply) is None:
-                log.warning("warm sandbox session lost while ending %s; killing it", self.name)
-                session.kill()
-        self.release()
+        try:
+            if not session.dead:
+                try:
+                    if kill:
+                        session.sock.send(b"kill")
+                    reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), wait)
+                except TimeoutError:
+                    with contextlib.suppress(OSError):
+                        session.sock.send(b"kill")
+                    with contextlib.suppress(TimeoutError, OSError):
+                        reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), KILL_WAIT_SECONDS)
+                except OSError:
+                    reply = b""
+                if _status(reply) is None:
+                    log.warning("warm sandbox session lost while ending %s; killing it", self.name)
+                    session.kill()
+        except BaseException:
+            # Cancelled before its status came: that status must not be taken for the next command's.
+            session.kill()
+            raise
+        finally:
+            self.release()
 
 
 def _status(reply: bytes) -> int | None:
