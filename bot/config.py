@@ -78,6 +78,10 @@ class Settings:
     #: REPROBOT_TEST_IMPACT: 1 runs a candidate's BRT, then the regression tests covering its changed lines, then
     #: (for a survivor) the full suite; 0 runs the full suite for every candidate (the previous method).
     test_impact: bool = True
+    #: REPROBOT_PYTEST_SERVER: 1 lets pytest runs in a warm sandbox session go through a resident server that
+    #: has imported pytest once and forks a worker per run (sandboxes/pytest_server.py); 0 starts a fresh
+    #: interpreter for every run. Cold sessions and coverage runs never use it.
+    pytest_server: bool = True
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
     test_timeout: float = 300.0
     #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
@@ -331,6 +335,10 @@ class Settings:
             if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise SettingsError(f"REPROBOT_TEST_IMPACT must be 1/0, true/false or yes/no, not {v!r}")
             kwargs["test_impact"] = v.strip().lower() in ("1", "true", "yes")
+        if (v := get("PYTEST_SERVER")) is not None:
+            if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no"):
+                raise SettingsError(f"REPROBOT_PYTEST_SERVER must be 1/0, true/false or yes/no, not {v!r}")
+            kwargs["pytest_server"] = v.strip().lower() in ("1", "true", "yes")
         if (v := get("SANDBOX_PYTHON")) is not None:
             kwargs["sandbox_python"] = Path(v)
         if (v := get("ROOTFS")) is not None:

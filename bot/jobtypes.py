@@ -79,6 +79,8 @@ class JobSettings(Protocol):
     def sandbox_session(self) -> str: ...
     @property
     def test_impact(self) -> bool: ...
+    @property
+    def pytest_server(self) -> bool: ...
 
 
 class TrajectoryStore(Protocol):
@@ -447,6 +449,7 @@ def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: JobSettings, 
         limits=Limits(wall_seconds=timeout, disk_bytes=settings.sandbox_disk_quota),
         rootfs=settings.rootfs,
         session=settings.sandbox_session,
+        pytest_server=settings.pytest_server,
     )
 
 

@@ -86,6 +86,9 @@ class SandboxSpec:
     #: "warm": one sandbox lives for the whole spec's lifetime and forks each command (sandboxes/session.py);
     #: "cold": a new sandbox per command. Same guarantees either way.
     session: str = "warm"
+    #: Warm sessions only: pytest runs may go through a resident server that has imported pytest once and
+    #: forks a worker per run (sandboxes/pytest_server.py); off, every run starts a fresh interpreter.
+    pytest_server: bool = True
 
 
 @runtime_checkable
@@ -130,6 +133,23 @@ class Sandbox(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class PytestServing(Protocol):
+    """An optional capability of a sandbox: `python -m pytest ARGS` through a preloaded pytest server."""
+
+    async def run_pytest(
+        self,
+        python: str,
+        args: list[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult | None:
+        """The result `run([python, "-m", "pytest", *args], ...)` would give, or None: run it that way instead."""
+        ...
 
 
 def resolve_in_workspace(workspace: Path, relpath: str) -> Path:

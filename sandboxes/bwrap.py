@@ -146,6 +146,7 @@ class BwrapSandbox(ProcessSandbox):
     metrics_backend = "bwrap"
 
     pids_overhead = 2  # bwrap and its pid-1 reaper live in the cgroup too
+    pytest_sweep = "ns"  # the session has its own pid namespace
 
     def __init__(self, spec: SandboxSpec, *, bwrap: str | None = None) -> None:
         super().__init__(spec)

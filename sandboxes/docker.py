@@ -31,6 +31,7 @@ from sandboxes.hostfs import WorkspaceGrant
 from sandboxes.hostsandbox import merged_env
 from sandboxes.metrics import count_execution
 from sandboxes.process import CappedBuffer, owner_alive, process_started
+from sandboxes.pytest_client import PytestServerClient
 from sandboxes.quota import WorkspaceQuota, workspace_quota
 from sandboxes.session import SESSION_MODES, WarmSession, accept_session, agent_path
 
@@ -158,6 +159,8 @@ class DockerSandbox:
         self._agent_dir: Path | None = None
         self._listener: socket.socket | None = None
         self._kill_task: asyncio.Task[None] | None = None
+        #: The container has its own pid namespace: a served run's leftovers are swept from all of it.
+        self._pytest = PytestServerClient("ns")
         for mount in spec.mounts:
             inside = PurePosixPath(mount.inside)
             if not inside.is_absolute() or ".." in inside.parts or str(inside) in ("/", WORKSPACE_MOUNT):
@@ -483,6 +486,55 @@ class DockerSandbox:
             stderr_truncated=err_cut,
         )
         return count_execution("docker", result)
+
+    async def run_pytest(
+        self,
+        python: str,
+        args: list[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult | None:
+        """`python -m pytest ARGS` through the container's pytest server (sandboxes/pytest_client.py).
+
+        None when the container has no warm session or the server cannot serve the run: run it as usual.
+        Served runs queue behind other warm commands, as those do.
+        """
+        if not self.spec.pytest_server or self.spec.session != "warm" or not self._pytest.usable:
+            return None
+        if not all(isinstance(a, str) and "\x00" not in a for a in [python, *args]):
+            raise SandboxError(f"invalid pytest arguments {args!r}")
+        wall = self.spec.limits.wall_seconds if timeout is None else timeout
+        if wall <= 0:
+            raise SandboxError(f"invalid timeout {wall}")
+        await self._ensure_open()
+        workspace = self.spec.workspace.resolve()
+        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else workspace
+        if not host_cwd.is_dir():
+            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
+        rel = host_cwd.relative_to(workspace).as_posix()
+        inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
+        merged = merged_env(self.spec.env, env)
+        async with self._session_lock:
+            session = self._session
+            if session is None or session.dead:
+                return None
+            self._inflight += 1
+            try:
+                result = await self._pytest.run(
+                    session,
+                    python,
+                    args,
+                    env=merged,
+                    cwd=inside_cwd,
+                    timeout=wall,
+                    output_bytes=self.spec.limits.output_bytes,
+                    oom_kills=self._oom_kills,
+                )
+            finally:
+                self._inflight -= 1
+        return count_execution("docker", result) if result is not None else None
 
     async def _run_warm(
         self, argv: list[str], env: dict[str, str], cwd: str, stdin: bytes | None, wall: float

@@ -16,6 +16,7 @@ from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, r
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.metrics import count_execution
 from sandboxes.process import Launch, Running, make_preexec, run_capped
+from sandboxes.pytest_client import PytestServerClient
 from sandboxes.session import SESSION_MODES, SessionPlan, WarmSession, socket_pair
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,9 @@ class ProcessSandbox:
     metrics_backend = "process"
     #: Extra processes the backend itself uses inside the pids cgroup (bwrap and its pid-1 monitor).
     pids_overhead = 0
+    #: How the pytest server clears a run's leftovers: "ns" (the session has its own pid namespace: every
+    #: other process of the sandbox uid) or "group" (the run's process group, as the none backend's agent).
+    pytest_sweep = "group"
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
@@ -58,6 +62,7 @@ class ProcessSandbox:
         #: Set when the warm session cannot run here (e.g. no python3 in a root filesystem): cold from then on.
         self._session_off = spec.session != "warm"
         self._session_busy = False
+        self._pytest = PytestServerClient(self.pytest_sweep)
 
     async def __aenter__(self) -> Self:
         await self._ensure_open()
@@ -211,6 +216,55 @@ class ProcessSandbox:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    async def run_pytest(
+        self,
+        python: str,
+        args: list[str],
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult | None:
+        """`python -m pytest ARGS` through the warm session's pytest server; None: run it the ordinary way.
+
+        The server (sandboxes/pytest_server.py) is a sandboxed command like any other, started with the
+        same environment and working directory as the ordinary run, and kept between runs with the same
+        (python, env, cwd). None when the sandbox runs cold, the session is busy, or the server cannot
+        serve this run (it did not start, died, or the project shadows a module it preloaded).
+        """
+        if not self.spec.pytest_server or self._session_off or self._session_busy or not self._pytest.usable:
+            return None
+        if not all(isinstance(a, str) and "\x00" not in a for a in [python, *args]):
+            raise SandboxError(f"invalid pytest arguments {args!r}")
+        wall = self.spec.limits.wall_seconds if timeout is None else timeout
+        if wall <= 0:
+            raise SandboxError(f"invalid timeout {wall}")
+        await self._ensure_open()
+        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else None
+        host_cwd = host_cwd or self.spec.workspace.resolve()
+        if not host_cwd.is_dir():
+            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
+        merged = merged_env(self.spec.env, env)
+        self._session_busy = True
+        try:
+            session = await self._warm()
+            if session is None:
+                return None
+            cgroup = self._cgroup
+            result = await self._pytest.run(
+                session,
+                python,
+                args,
+                env=merged,
+                cwd=self._session_cwd(host_cwd),
+                timeout=wall,
+                output_bytes=self.spec.limits.output_bytes,
+                oom_kills=cgroup.oom_kills if cgroup is not None else lambda: 0,
+            )
+            return count_execution(self.metrics_backend, result) if result is not None else None
+        finally:
+            self._session_busy = False
 
     def read_file(self, relpath: str) -> str:
         """Read a workspace file as text."""

@@ -74,6 +74,8 @@ class WarmSession:
         self.dead = False
         #: How to end a session with no local process (the container's own kill).
         self.on_kill = on_kill
+        #: A long-lived command holding the session (see open()); closed before any other command runs.
+        self.resident: ResidentCommand | None = None
 
     @classmethod
     async def start(cls, plan: SessionPlan, host_sock: socket.socket) -> WarmSession:
@@ -138,6 +140,8 @@ class WarmSession:
     async def close(self, cgroup: SandboxCgroup | None = None) -> None:
         """End the session: the agent exits on end of input; anything left is killed."""
         self.dead = True
+        if self.resident is not None:
+            self.resident.release()
         self.close_socket()
         if self.proc is None:
             return
@@ -160,6 +164,9 @@ class WarmSession:
         cgroup: SandboxCgroup | None,
     ) -> ExecResult:
         """Run one command through the agent; same result shape and guarantees as process.run_capped."""
+        if self.resident is not None:
+            # One command at a time: a resident one (a pytest server) gives the session back first.
+            await self.resident.close()
         if self.dead:
             raise SandboxError("warm session is closed")
         loop = asyncio.get_running_loop()
@@ -252,6 +259,186 @@ class WarmSession:
             stdout_truncated=out_cut,
             stderr_truncated=err_cut,
         )
+
+    async def open(
+        self, argv: list[str], *, env: dict[str, str], cwd: str, ready_timeout: float = START_SECONDS
+    ) -> ResidentCommand:
+        """Start a long-lived command that answers JSON lines on its stdin with JSON lines on its stdout.
+
+        It holds the session until closed (any run() closes it first). Its first line must be
+        `{"ready": ...}`; SandboxError (with what it said on stderr) when it is not.
+        """
+        if self.resident is not None:
+            await self.resident.close()
+        if self.dead:
+            raise SandboxError("warm session is closed")
+        loop = asyncio.get_running_loop()
+        in_r, in_w = _pipe()
+        out_r, out_w = _pipe()
+        err_r, err_w = _pipe()
+        request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
+        try:
+            # The agent's order: stdout, stderr, then stdin.
+            fds = array.array("i", [out_w, err_w, in_r])
+            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        except OSError as exc:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            self.kill()
+            raise SandboxError(f"warm session is gone: {exc}") from exc
+        finally:
+            for fd in (out_w, err_w, in_r):
+                os.close(fd)
+        resident = ResidentCommand(self, argv[0])
+        self.resident = resident
+        try:
+            await resident.attach(loop, in_w, out_r, err_r)
+            first = await resident.read_line(ready_timeout)
+        except TimeoutError:
+            await resident.close(kill=True)
+            raise SandboxError(f"{argv[0]} did not say it was ready within {ready_timeout:.0f}s") from None
+        except BaseException:
+            # Cancelled while starting: the session goes, nothing of the command survives.
+            self.kill()
+            resident.release()
+            raise
+        if first is None or "ready" not in first:
+            detail = first.get("error") if first is not None else None
+            await resident.close()
+            raise SandboxError(f"{argv[0]} did not start: {detail or resident.stderr_text().strip()[-500:]}")
+        return resident
+
+
+class ResidentCommand:
+    """A long-lived command in a warm session (sandboxes/pytest_server.py), spoken to in JSON lines.
+
+    While it runs, the agent waits for it as for any command: "kill" on the socket kills its tree, its end
+    is reported as a wait status, which close() collects so the next command's status is its own.
+    """
+
+    #: A reply line may hold the whole capped output, JSON-escaped.
+    LINE_LIMIT = 64 * 1024 * 1024
+
+    def __init__(self, session: WarmSession, name: str) -> None:
+        self.session = session
+        self.name = name
+        self.closed = False
+        #: What the owner started it for (the pytest server's python, env and cwd).
+        self.tag: object = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._stdout: asyncio.StreamReader | None = None
+        self._transports: list[asyncio.BaseTransport] = []
+        self._stderr = CappedBuffer(64 * 1024)
+        self._stderr_done: asyncio.Future[None] | None = None
+
+    async def attach(self, loop: asyncio.AbstractEventLoop, in_w: int, out_r: int, err_r: int) -> None:
+        """Take over the host's ends of the command's pipes."""
+        pending = {in_w: "wb", out_r: "rb", err_r: "rb"}
+        try:
+            self._stdout = asyncio.StreamReader(limit=self.LINE_LIMIT)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(self._stdout),  # type: ignore[arg-type]
+                os.fdopen(out_r, "rb", buffering=0),
+            )
+            del pending[out_r]
+            self._transports.append(transport)
+            self._stderr_done = loop.create_future()
+            transport, _ = await loop.connect_read_pipe(
+                lambda: _PipeReader(self._stderr, self._stderr_done),  # type: ignore[arg-type]
+                os.fdopen(err_r, "rb", buffering=0),
+            )
+            del pending[err_r]
+            self._transports.append(transport)
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(in_w, "wb", buffering=0))
+            del pending[in_w]
+            self._stdin = writer
+            self._transports.append(writer)
+        finally:
+            for fd in pending:
+                os.close(fd)
+
+    def stderr_text(self) -> str:
+        """What the command wrote on stderr (capped), for diagnostics."""
+        return self._stderr.text()[0]
+
+    async def read_line(self, timeout: float) -> dict[str, object] | None:
+        """The next JSON line; None when the command ended or wrote something else. TimeoutError as is."""
+        assert self._stdout is not None
+        try:
+            line = await asyncio.wait_for(self._stdout.readline(), timeout)
+        except (ValueError, asyncio.LimitOverrunError, OSError):
+            return None
+        if not line:
+            return None
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def request(self, obj: dict[str, object], timeout: float) -> dict[str, object] | None:
+        """Send one request and wait for its reply; None when the command is gone (then closed).
+
+        On timeout the agent kills the command's tree and TimeoutError is raised (the command is closed).
+        """
+        if self.closed or self._stdin is None:
+            return None
+        try:
+            self._stdin.write(json.dumps(obj).encode() + b"\n")
+            reply = await self.read_line(timeout)
+        except TimeoutError:
+            await self.close(kill=True)
+            raise
+        except BaseException:
+            # Cancelled mid-request: nothing of it may outlive the caller.
+            self.session.kill()
+            self.release()
+            raise
+        if reply is None:
+            await self.close()
+        return reply
+
+    def release(self) -> None:
+        """Forget the command (its pipes closed); the session is free again."""
+        self.closed = True
+        for transport in self._transports:
+            transport.close()
+        self._transports.clear()
+        if self.session.resident is self:
+            self.session.resident = None
+
+    async def close(self, *, kill: bool = False, wait: float = 5.0) -> None:
+        """End the command (end of its input, or the agent's kill) and collect its status from the agent."""
+        if self.closed:
+            return
+        self.closed = True
+        session = self.session
+        if self._stdin is not None:
+            self._stdin.close()
+        loop = asyncio.get_running_loop()
+        reply = b""
+        try:
+            if not session.dead:
+                try:
+                    if kill:
+                        session.sock.send(b"kill")
+                    reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), wait)
+                except TimeoutError:
+                    with contextlib.suppress(OSError):
+                        session.sock.send(b"kill")
+                    with contextlib.suppress(TimeoutError, OSError):
+                        reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), KILL_WAIT_SECONDS)
+                except OSError:
+                    reply = b""
+                if _status(reply) is None:
+                    log.warning("warm sandbox session lost while ending %s; killing it", self.name)
+                    session.kill()
+        except BaseException:
+            # Cancelled before its status came: that status must not be taken for the next command's.
+            session.kill()
+            raise
+        finally:
+            self.release()
 
 
 def _status(reply: bytes) -> int | None:

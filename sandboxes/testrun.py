@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from sandboxes.base import WORKSPACE_MOUNT, ExecResult, Sandbox
+from sandboxes.base import WORKSPACE_MOUNT, ExecResult, PytestServing, Sandbox
 from sandboxes.envspec import EnvironmentSpec
 from sandboxes.results import junit_collection_errors, parse_junit_xml, parse_report
 from sandboxes.rust import sandbox_env as rust_sandbox_env
@@ -201,7 +201,15 @@ class TestRunner:
             argv = [self.env.python, "-m", "coverage", "run", f"--rcfile={coverage_rc}", "-m", "pytest"]
         else:
             argv = [self.env.python, "-m", "pytest"]
-        result = await sandbox.run([*argv, *pytest_args], timeout=timeout or self.timeout, env=self._env_vars())
+        served: ExecResult | None = None
+        if not coverage_rc and isinstance(sandbox, PytestServing):
+            # A warm sandbox's preloaded pytest: the same run without starting an interpreter (None: not here).
+            served = await sandbox.run_pytest(
+                self.env.python, pytest_args, timeout=timeout or self.timeout, env=self._env_vars()
+            )
+        result = served or await sandbox.run(
+            [*argv, *pytest_args], timeout=timeout or self.timeout, env=self._env_vars()
+        )
         tests: dict[str, str] = {}
         errors: dict[str, str] = {}
         report_path = sandbox.spec.workspace / report

@@ -36,5 +36,9 @@ def test_session_and_impact_settings() -> None:
     s = Settings.from_env({"REPROBOT_SANDBOX_SESSION": "cold", "REPROBOT_TEST_IMPACT": "0"})
     assert s.sandbox_session == "cold" and s.test_impact is False
     assert Settings.from_env({}).sandbox_session == "warm"
+    assert Settings.from_env({}).pytest_server is True
+    assert Settings.from_env({"REPROBOT_PYTEST_SERVER": "0"}).pytest_server is False
+    with pytest.raises(SettingsError, match="REPROBOT_PYTEST_SERVER"):
+        Settings.from_env({"REPROBOT_PYTEST_SERVER": "maybe"})
     with pytest.raises(SettingsError, match="REPROBOT_SANDBOX_SESSION"):
         Settings.from_env({"REPROBOT_SANDBOX_SESSION": "tepid"})
