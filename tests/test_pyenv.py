@@ -155,3 +155,30 @@ async def test_a_project_its_dependencies_pull_in_gets_an_environment_of_its_own
         dataclasses.replace(pulled_in, project=("other", "1.0")), cache, python=Path("/usr/bin/python3")
     )
     assert other.cache_hit and other.path == shared[0]
+
+
+def test_installed_distributions_are_read_as_files_without_following_links(tmp_path: Path) -> None:
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "PyYAML-6.0.dist-info").mkdir(parents=True)
+    (site / "PyYAML-6.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: PyYAML\n\nName: not-me\n")
+    # A folder name that disagrees with its METADATA: both names count.
+    (site / "renamed-5.0.dist-info").mkdir()
+    (site / "renamed-5.0.dist-info" / "METADATA").write_text("Name: Original.Name\nVersion: 5.0\n")
+    (site / "old_pkg-1.0-py3.11.egg-info").write_text("Metadata-Version: 1.1\nName: Old-Pkg\n")
+    # A METADATA that is a link to a host file is not opened; the folder name still counts.
+    secret = tmp_path / "secret"
+    secret.write_text("Name: leaked\n")
+    (site / "linky-1.0.dist-info").mkdir()
+    (site / "linky-1.0.dist-info" / "METADATA").symlink_to(secret)
+    (site / "not_a_dist").mkdir()
+    assert pyenv.installed_distributions(tmp_path / "env") == [
+        "linky",
+        "old-pkg",
+        "original-name",
+        "pyyaml",
+        "renamed",
+    ]
+    # A site-packages reached through a link is not read at all.
+    (tmp_path / "other" / "lib").mkdir(parents=True)
+    (tmp_path / "other" / "lib" / "python3.11").symlink_to(site.parent)
+    assert pyenv.installed_distributions(tmp_path / "other") == []
