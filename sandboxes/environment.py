@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from sandboxes.base import Mount, Sandbox, SandboxError
 from sandboxes.envspec import (
     BASE_TEST_DEPS,
@@ -28,7 +30,7 @@ from sandboxes.envspec import (
 from sandboxes.hostrun import run_host
 from sandboxes.interpreters import available_interpreters
 from sandboxes.pydeps import Classified, DependencyError
-from sandboxes.pyenv import build_python_env, refuse_direct_references
+from sandboxes.pyenv import build_python_env, installed_distributions, refuse_direct_references
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
@@ -100,7 +102,10 @@ async def build_environment(
     rootfs: Path | None = None,
     allow_direct_references: bool = False,
 ) -> BuiltEnvironment:
-    """Build (or reuse) the environment for `spec`, cached by spec hash.
+    """Build (or reuse) the environment for `spec`, cached by spec hash; the result carries `spec` itself.
+
+    Projects with the same dependencies share one environment unless a dependency installs the project
+    itself, which then gets one of its own with that copy uninstalled (see the README, "One environment").
 
     Python gets a virtualenv created and filled inside a `sandbox` sandbox from wheels the host only
     downloaded (sandboxes/pyenv.py): nothing a repo declares runs on the host. Direct-reference
@@ -121,20 +126,91 @@ async def build_environment(
         if toolchain is None:
             raise EnvironmentError_("rust toolchain missing on this host: no rustc with a cargo next to it")
         extra = (toolchain.mount,)
-    key = spec.cache_key(str(python))
     envs = cache_dir / "envs"
     envs.mkdir(parents=True, exist_ok=True)
+    build = functools.partial(
+        _cached_env,
+        envs,
+        spec,
+        toolchain=toolchain,
+        workspace=workspace,
+        classified=classified,
+        python=python,
+        index_url=index_url,
+        timeout=timeout,
+        sandbox=sandbox,
+        rootfs=rootfs,
+        pip_cache=cache_dir / "pip",
+    )
+    shared_key = spec.cache_key(str(python))
+    # Only a Python project is linked into its env (and uninstalled from it): any other spec shares by its key.
+    if spec.project is None or spec.language != "python":
+        path, hit = await build(shared_key, remove=None)
+        return BuiltEnvironment(spec, path, hit, loop.time() - started, extra)
+    project = spec.project[0]
+    own_key = spec.cache_key(str(python), own=True)
+    if _ready(envs / own_key) or any(c.kind == "path" for c in classified):
+        # Built before because a dependency pulled the project in (the shared env would not do either), or a
+        # path requirement points into this workspace, whose content the requirement text does not capture.
+        path, hit = await build(own_key, remove=project)
+        return BuiltEnvironment(spec, path, hit, loop.time() - started, extra)
+    path, hit = await build(shared_key, remove=None)
+    installed = await asyncio.to_thread(_read_dists, path)
+    if installed is not None and canonicalize_name(project) not in installed:
+        return BuiltEnvironment(spec, path, hit, loop.time() - started, extra)
+    # A dependency installed the project itself (attrs via hypothesis), or the record is unreadable: the
+    # tests must see the workspace's copy only, so the project gets an env of its own, that copy uninstalled.
+    log.info("%s is installed by its own dependencies: building an environment of its own", project)
+    path, own_hit = await build(own_key, remove=project)
+    return BuiltEnvironment(spec, path, hit and own_hit, loop.time() - started, extra)
+
+
+#: The file, in a built environment, listing the canonical names of the distributions installed in it.
+DISTS_FILE = "reprobot-dists.json"
+
+
+def _ready(target: Path) -> bool:
+    return (target / ".reprobot-ready").exists()
+
+
+def _read_dists(target: Path) -> frozenset[str] | None:
+    """The distributions recorded after the build, or None when the record is missing or unreadable."""
+    try:
+        data = json.loads((target / DISTS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, list) or not all(isinstance(n, str) for n in data):
+        return None
+    return frozenset(data)
+
+
+async def _cached_env(
+    envs: Path,
+    spec: EnvironmentSpec,
+    key: str,
+    *,
+    remove: str | None,
+    toolchain: RustToolchain | None,
+    workspace: Path | None,
+    classified: list[Classified],
+    python: Path,
+    index_url: str | None,
+    timeout: float,
+    sandbox: str,
+    rootfs: Path | None,
+    pip_cache: Path,
+) -> tuple[Path, bool]:
+    """The env folder for `key`, built unless ready, and whether it was ready (a cache hit)."""
     target = envs / key
-    ready = target / ".reprobot-ready"
-    if ready.exists():
-        return BuiltEnvironment(spec, target, True, loop.time() - started, extra)
+    if _ready(target):
+        return target, True
     lock_path = envs / f"{key}.lock"
     with lock_path.open("w") as lock:
-        # Two jobs on the same repo must not build the same environment at once.
+        # Two jobs must not build the same environment at once.
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
         try:
-            if ready.exists():
-                return BuiltEnvironment(spec, target, True, loop.time() - started, extra)
+            if _ready(target):
+                return target, True
             staging = envs / f"{key}.build-{os.getpid()}"
             await asyncio.to_thread(_remove_build_dirs, staging)
             try:
@@ -145,26 +221,31 @@ async def build_environment(
                         staging,
                         spec,
                         classified,
+                        remove=remove,
                         python=python,
                         index_url=index_url,
                         timeout=timeout,
                         workspace=workspace,
                         sandbox=sandbox,
                         rootfs=rootfs,
-                        pip_cache=cache_dir / "pip",
+                        pip_cache=pip_cache,
                     )
             except BaseException:
                 await asyncio.to_thread(_remove_build_dirs, staging)
                 raise
             await asyncio.to_thread(shutil.rmtree, _scratch(staging), True)
             # The sandbox could write into staging: the bot's own files are created afresh, never followed.
+            # The spec recorded is the first builder's: other projects may share this env.
             _write_new(staging / "reprobot-spec.json", json.dumps(spec.to_json(), indent=2))
+            if toolchain is None:
+                dists = await asyncio.to_thread(installed_distributions, staging)
+                _write_new(staging / DISTS_FILE, json.dumps(dists, indent=0))
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
-            _write_new(ready, "ok\n")
+            _write_new(target / ".reprobot-ready", "ok\n")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    return BuiltEnvironment(spec, target, False, loop.time() - started, extra)
+    return target, False
 
 
 def _scratch(staging: Path) -> Path:
@@ -200,6 +281,7 @@ async def _build_venv(
     spec: EnvironmentSpec,
     classified: list[Classified],
     *,
+    remove: str | None,
     python: Path,
     index_url: str | None,
     timeout: float,
@@ -218,7 +300,7 @@ async def _build_venv(
             rootfs=rootfs,
             index_url=index_url,
             workspace=workspace,
-            project=spec.project[0] if spec.project else None,
+            remove=remove,
             python_path=spec.python_path,
             link_workspace=spec.language == "python",
             timeout=timeout,

@@ -69,8 +69,9 @@ _IMPORT_NAMES = {
     "tensorflow-gpu": "tensorflow", "torch": "torch", "pyjwt": "jwt", "msgpack-python": "msgpack",
 }  # fmt: skip
 #: Bumped when the on-disk layout of built environments changes, so old caches are not reused (4: built in the
-#: sandbox from host-downloaded wheels; 5: the interpreter and pytest era are part of the spec).
-ENV_LAYOUT = 5
+#: sandbox from host-downloaded wheels; 5: the interpreter and pytest era are part of the spec; 6: shared across
+#: projects, the .pth always lists the metadata folder and reprobot-dists.json lists what is installed).
+ENV_LAYOUT = 6
 _PY_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "pytest.ini", "conftest.py")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-\[\],]*\s*(?:[<>=!~;].*)?)$")
 #: Requirement-file lines that name a path, URL or VCS checkout instead of a project on an index.
@@ -124,8 +125,14 @@ class EnvironmentSpec:
     #: What detection could not honour, or left out on purpose (optional stacks), for the job's report.
     notes: tuple[str, ...] = ()
 
-    def cache_key(self, python: str) -> str:
-        """Hash of everything that determines the built environment."""
+    def cache_key(self, python: str, *, own: bool = False) -> str:
+        """Hash of everything that determines the built environment.
+
+        Without `own` the project's name is left out: projects with the same dependencies, interpreter and
+        python_path share one environment (build_environment checks that none of its distributions is the
+        project). `own` keys the project's own environment, the one its copy pulled in by a dependency is
+        uninstalled from.
+        """
         blob = json.dumps(
             {
                 "deps": sorted(self.deps),
@@ -134,7 +141,7 @@ class EnvironmentSpec:
                 "fetch": list(self.fetch_steps),
                 "layout": ENV_LAYOUT,
                 "paths": list(self.python_path),
-                "project": self.project[0] if self.project else None,
+                "project": self.project[0] if own and self.project else None,
                 **({"manifests": self.manifest_digest} if self.manifest_digest else {}),
             }
         )

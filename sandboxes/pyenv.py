@@ -175,15 +175,15 @@ class PythonBuild:
         if not res.ok:
             raise DependencyError(f"installing test dependencies in the sandbox failed: {_tail(res.output)}")
 
-    async def link_workspace(self, project: str | None, entries: list[str]) -> None:
+    async def link_workspace(self, remove: str | None, entries: list[str]) -> None:
         """Make the workspace the project's only copy in the env, like an editable install would.
 
-        A dependency may have pulled the project itself from the index (attrs via hypothesis): that copy is
-        removed, and a .pth file puts the workspace source folders and the static metadata on sys.path,
-        where tools that read site-packages (mypy) find them too. Both happen in the sandbox.
+        A dependency may have pulled the project itself from the index (attrs via hypothesis): that copy
+        (`remove`) is uninstalled, and a .pth file puts the workspace source folders and the static metadata
+        on sys.path, where tools that read site-packages (mypy) find them too. Both happen in the sandbox.
         """
-        if project is not None:
-            await self._run([_ENV_PY, "-m", "pip", "uninstall", *_PIP_QUIET, "-y", project])
+        if remove is not None:
+            await self._run([_ENV_PY, "-m", "pip", "uninstall", *_PIP_QUIET, "-y", remove])
         code = (
             "import pathlib, sys, sysconfig\n"
             "pth = pathlib.Path(sysconfig.get_paths()['purelib'], '_reprobot_workspace.pth')\n"
@@ -238,7 +238,7 @@ async def build_python_env(
     rootfs: Path | None,
     index_url: str | None,
     workspace: Path | None,
-    project: str | None,
+    remove: str | None,
     python_path: tuple[str, ...],
     link_workspace: bool,
     timeout: float,
@@ -246,6 +246,8 @@ async def build_python_env(
 ) -> None:
     """Create and fill the virtualenv at `staging` inside a `backend` sandbox (see the module docstring).
 
+    With `link_workspace` the workspace's `python_path` folders and the metadata folder are put on sys.path
+    and the distribution `remove` (the project, when a dependency pulled it in) is uninstalled.
     Raises DependencyError (what could not be provided, and why) or SandboxError (the sandbox failed).
     """
     if backend == "none":
@@ -294,7 +296,76 @@ async def build_python_env(
         await build.download(host_reqs)
         await build.install(box_reqs)
         entries = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in python_path]
-        if project is not None:
-            entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
+        # Listed whether or not this project has metadata, so the env does not depend on the project: site
+        # skips a .pth folder that does not exist.
+        entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
         if link_workspace:
-            await build.link_workspace(project, entries)
+            await build.link_workspace(remove, entries)
+
+
+#: How much of a METADATA / PKG-INFO file is read for its Name header (the headers come first).
+_METADATA_HEAD = 64 * 1024
+
+
+def installed_distributions(env: Path) -> list[str]:
+    """Canonical names of the distributions installed in the virtualenv at `env`, read on the host.
+
+    The sandbox wrote that folder: only files are read (nothing from the env is imported or run), no link is
+    followed and nothing but a regular file is opened. Each distribution counts under the name in its folder
+    name and under its METADATA Name when they differ, so a project is never missed for a spelling.
+    """
+    names: set[str] = set()
+    for site in _site_packages(env):
+        for entry in os.scandir(site):
+            stem, dot, suffix = entry.name.rpartition(".")
+            if not dot or suffix not in ("dist-info", "egg-info"):
+                continue
+            names.add(canonicalize_name(stem.partition("-")[0]))
+            if entry.is_dir(follow_symlinks=False):
+                meta = Path(entry.path) / ("METADATA" if suffix == "dist-info" else "PKG-INFO")
+            elif entry.is_file(follow_symlinks=False):
+                meta = Path(entry.path)  # a single-file .egg-info holds PKG-INFO itself
+            else:
+                continue
+            name = _metadata_name(meta)
+            if name:
+                names.add(canonicalize_name(name))
+    names.discard("")
+    return sorted(names)
+
+
+def _site_packages(env: Path) -> list[Path]:
+    """env/lib/python*/site-packages folders that are real folders (a link could point anywhere on the host)."""
+    lib = env / "lib"
+    if not lib.is_dir() or lib.is_symlink():
+        return []
+    found: list[Path] = []
+    for entry in os.scandir(lib):
+        if entry.name.startswith("python") and entry.is_dir(follow_symlinks=False):
+            site = Path(entry.path) / "site-packages"
+            if site.is_dir() and not site.is_symlink():
+                found.append(site)
+    return sorted(found)
+
+
+def _metadata_name(path: Path) -> str | None:
+    """The Name header of a metadata file, or None when it is missing, not a regular file or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, _METADATA_HEAD).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    for line in head.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "name":
+            return value.strip()
+    return None

@@ -140,3 +140,16 @@ def test_cache_key_changes_with_deps_and_interpreter(tmp_path: Path) -> None:
     assert a.cache_key("/usr/bin/python3") != b.cache_key("/usr/bin/python3")
     assert a.cache_key("/usr/bin/python3") != a.cache_key("/usr/bin/python3.12")
     assert a.cache_key("/usr/bin/python3") == detect_spec(tmp_path / "a").cache_key("/usr/bin/python3")
+
+
+def test_the_shared_cache_key_leaves_the_project_name_out(tmp_path: Path) -> None:
+    a = detect_spec(
+        write(tmp_path / "a", {"pyproject.toml": '[project]\nname="a"\nversion="1"\ndependencies=["six"]\n'})
+    )
+    b = detect_spec(
+        write(tmp_path / "b", {"pyproject.toml": '[project]\nname="b"\nversion="2"\ndependencies=["six"]\n'})
+    )
+    assert a.project == ("a", "1") and a.deps == b.deps
+    assert a.cache_key("/usr/bin/python3") == b.cache_key("/usr/bin/python3")
+    assert a.cache_key("/usr/bin/python3", own=True) != b.cache_key("/usr/bin/python3", own=True)
+    assert a.cache_key("/usr/bin/python3", own=True) != a.cache_key("/usr/bin/python3")

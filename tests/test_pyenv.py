@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -10,7 +12,14 @@ import pytest
 
 from sandboxes import pyenv
 from sandboxes.base import SandboxSpec
-from sandboxes.environment import BASE_TEST_DEPS, EnvironmentError_, EnvironmentSpec, TestRunner, build_environment
+from sandboxes.environment import (
+    BASE_TEST_DEPS,
+    BuiltEnvironment,
+    EnvironmentError_,
+    EnvironmentSpec,
+    TestRunner,
+    build_environment,
+)
 from sandboxes.factory import available_backends, make_sandbox
 from tests.conftest import WHEELHOUSE, make_git_repo
 
@@ -70,3 +79,106 @@ async def test_the_rounds_are_bounded(chain: EnvironmentSpec, tmp_path: Path, mo
         await build_environment(chain, tmp_path / "cache", python=Path("/usr/bin/python3"))
     leftovers = list((tmp_path / "cache" / "envs").glob("*.build-*"))
     assert leftovers == [], "a failed build leaves no staging folder behind"
+
+
+@pytest.fixture
+def pulled_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EnvironmentSpec:
+    """outer-lib (source only) needs inner-lib (source only): a project named inner-lib gets itself pulled in."""
+    problem = available_backends()["bwrap"]
+    if problem is not None:
+        pytest.skip(f"bwrap backend unavailable: {problem}")
+    if not any(WHEELHOUSE.glob("setuptools-*.whl")):
+        pytest.skip(f"no setuptools wheel in {WHEELHOUSE} (run `make wheelhouse`)")
+    links = tmp_path / "links"
+    sdist(links, "outer-lib", ["inner-lib"], "import inner_lib\n\ndef where():\n    return inner_lib.WHERE\n")
+    sdist(links, "inner-lib", [], "WHERE = 'index'\n")
+    monkeypatch.setenv("PIP_FIND_LINKS", f"{WHEELHOUSE} {links}")
+    return EnvironmentSpec(deps=(*BASE_TEST_DEPS, "outer-lib"), python_path=(".",))
+
+
+async def run_in(env: BuiltEnvironment, ws: Path) -> dict[str, str]:
+    """The statuses of the workspace's tests run against `env` in a bwrap sandbox."""
+    async with make_sandbox("bwrap", SandboxSpec(workspace=ws, mounts=env.mounts)) as sb:
+        run = await TestRunner(env, timeout=120).run(sb, [])
+    assert run.tests, run.result.output[-2000:]
+    return run.tests
+
+
+def env_folders(cache: Path) -> list[Path]:
+    return [p for p in (cache / "envs").iterdir() if p.is_dir()]
+
+
+async def test_projects_with_the_same_dependencies_share_one_environment(
+    pulled_in: EnvironmentSpec, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    envs = []
+    for name, version in (("alpha", "1.0"), ("beta", "2.0")):
+        spec = dataclasses.replace(pulled_in, project=(name, version))
+        env = await build_environment(spec, cache, python=Path("/usr/bin/python3"))
+        assert env.spec == spec  # each caller gets its own spec back
+        test = (
+            "import importlib.metadata, outer_lib\n\ndef test_own_metadata():\n"
+            f"    assert importlib.metadata.version({name!r}) == {version!r}\n"
+            "    assert outer_lib.where() == 'index'\n"
+        )
+        ws = make_git_repo(tmp_path / name, {"test_it.py": test})
+        assert await run_in(env, ws) == {"test_it.py::test_own_metadata": "passed"}
+        envs.append(env)
+    assert not envs[0].cache_hit and envs[1].cache_hit and envs[0].path == envs[1].path
+    assert len(env_folders(cache)) == 1
+    assert "inner-lib" in json.loads((envs[0].path / "reprobot-dists.json").read_text())
+
+
+async def test_a_project_its_dependencies_pull_in_gets_an_environment_of_its_own(
+    pulled_in: EnvironmentSpec, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    spec = dataclasses.replace(pulled_in, project=("Inner_Lib", "9.9"))  # any spelling of the name
+    env = await build_environment(spec, cache, python=Path("/usr/bin/python3"))
+    (site,) = env.path.glob("lib/python3*/site-packages")
+    assert not list(site.glob("inner_lib*")), "the index copy of the project is uninstalled"
+    assert list(site.glob("outer_lib*"))
+    # The shared environment was built first and kept: other projects with these dependencies use it.
+    shared = [p for p in env_folders(cache) if p != env.path]
+    assert len(shared) == 1 and list(shared[0].glob("lib/python3*/site-packages/inner_lib*"))
+    test = (
+        "import importlib.metadata, inner_lib, outer_lib\n\ndef test_workspace_copy():\n"
+        "    assert inner_lib.WHERE == outer_lib.where() == 'workspace'\n"
+        "    assert importlib.metadata.version('inner-lib') == '9.9'\n"
+    )
+    ws = make_git_repo(tmp_path / "ws", {"test_it.py": test, "inner_lib/__init__.py": "WHERE = 'workspace'\n"})
+    assert await run_in(env, ws) == {"test_it.py::test_workspace_copy": "passed"}
+    again = await build_environment(spec, cache, python=Path("/usr/bin/python3"))
+    assert again.cache_hit and again.path == env.path
+    other = await build_environment(
+        dataclasses.replace(pulled_in, project=("other", "1.0")), cache, python=Path("/usr/bin/python3")
+    )
+    assert other.cache_hit and other.path == shared[0]
+
+
+def test_installed_distributions_are_read_as_files_without_following_links(tmp_path: Path) -> None:
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "PyYAML-6.0.dist-info").mkdir(parents=True)
+    (site / "PyYAML-6.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: PyYAML\n\nName: not-me\n")
+    # A folder name that disagrees with its METADATA: both names count.
+    (site / "renamed-5.0.dist-info").mkdir()
+    (site / "renamed-5.0.dist-info" / "METADATA").write_text("Name: Original.Name\nVersion: 5.0\n")
+    (site / "old_pkg-1.0-py3.11.egg-info").write_text("Metadata-Version: 1.1\nName: Old-Pkg\n")
+    # A METADATA that is a link to a host file is not opened; the folder name still counts.
+    secret = tmp_path / "secret"
+    secret.write_text("Name: leaked\n")
+    (site / "linky-1.0.dist-info").mkdir()
+    (site / "linky-1.0.dist-info" / "METADATA").symlink_to(secret)
+    (site / "not_a_dist").mkdir()
+    assert pyenv.installed_distributions(tmp_path / "env") == [
+        "linky",
+        "old-pkg",
+        "original-name",
+        "pyyaml",
+        "renamed",
+    ]
+    # A site-packages reached through a link is not read at all.
+    (tmp_path / "other" / "lib").mkdir(parents=True)
+    (tmp_path / "other" / "lib" / "python3.11").symlink_to(site.parent)
+    assert pyenv.installed_distributions(tmp_path / "other") == []
