@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from bot.config import Settings
-from bot.server import GroupCommit
+from bot.group_commit import GroupCommit
 from bot.store import DeliveryRejected, PlannedJob, Store
 from tests.gh_env import GitHubEnv
 
