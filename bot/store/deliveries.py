@@ -11,6 +11,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from bot.store.base import StoreConnection
+from bot.store.bodies import unpack_body
 from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.publications import apply_action
 from bot.store.rows import Delivery
@@ -96,7 +97,7 @@ class Deliveries:
 
     def _insert(self, conn: sqlite3.Connection, now: str, row: Prepared) -> bool:
         """Write one prepared delivery (no savepoint of its own); False for a redelivery."""
-        delivery_id, source, event, planned, body, actions = row
+        delivery_id, source, event, planned, packed, actions = row
         # RETURNING rather than lastrowid: one round trip on PostgreSQL, where lastval() would be another.
         new_row = conn.execute(
             """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
@@ -105,8 +106,11 @@ class Deliveries:
         ).fetchone()
         if new_row is None:
             return False  # a redelivery: its effect is already written
-        if body:
-            conn.execute("INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (new_row[0], body))
+        if packed is not None:
+            # `payload` (NOT NULL) holds the text of bodies written before schema 9 only; see bot/store/bodies.py.
+            conn.execute(
+                "INSERT INTO delivery_bodies (delivery_id, payload, packed) VALUES (?, '', ?)", (new_row[0], packed)
+            )
         for action in actions:
             apply_action(conn, now, action)
         if planned:
@@ -259,7 +263,13 @@ class Deliveries:
             db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (job_id, delivery_id))
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
-        """The recorded delivery, if any."""
-        sql = """SELECT d.*, b.payload FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
+        """The recorded delivery, if any, with its body as text (None once pruned or when it had none)."""
+        sql = """SELECT d.*, b.payload, b.packed FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
             WHERE d.delivery_id = ?"""
-        return self._conn.one(Delivery, sql, (delivery_id,))
+        rows = self._conn.rows(sql, (delivery_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        if row["packed"] is not None:  # written since schema 9: the raw bytes, packed
+            row["payload"] = unpack_body(row["packed"]).decode("utf-8", "replace")
+        return Delivery.from_row(row)

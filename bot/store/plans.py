@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from bot.store.bodies import pack_body
 from bot.store.schema import FORGES
 from bot.store.sql import check_choice, dumps
 
@@ -59,8 +60,9 @@ class PlannedAction:
 #: One webhook delivery for the inbox: (delivery id, source, event name, what it plans, raw body).
 DeliveryRecord = tuple[str, str, str, Sequence[PlannedJob | PlannedAction], bytes]
 
-#: A delivery ready for its INSERTs: (delivery id, source, event, planned jobs as JSON text, body text, actions).
-Prepared = tuple[str, str, str, str | None, str, list[PlannedAction]]
+#: A delivery ready for its INSERTs: (delivery id, source, event, planned jobs as JSON text, packed body or None
+#: for an empty one, actions).
+Prepared = tuple[str, str, str, str | None, bytes | None, list[PlannedAction]]
 
 
 def prepare(delivery: DeliveryRecord) -> Prepared | DeliveryRejected:
@@ -79,5 +81,5 @@ def prepare(delivery: DeliveryRecord) -> Prepared | DeliveryRejected:
             text.encode("utf-8")
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
         return DeliveryRejected(f"delivery {delivery_id!r} cannot be stored: {exc}")
-    body = payload.decode("utf-8", "replace") if payload else ""
-    return delivery_id, source, event, planned, body, actions
+    # Packed here, before the write lock is taken: the lock is then held only for the INSERTs.
+    return delivery_id, source, event, planned, pack_body(payload) if payload else None, actions
