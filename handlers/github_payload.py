@@ -94,7 +94,8 @@ def _bool(path: str, value: object) -> None:
 
 
 def _object(path: str, value: object) -> None:
-    if not isinstance(value, Mapping):
+    # dict first: JSON objects are dicts, and isinstance against the Mapping ABC costs several times more.
+    if not isinstance(value, dict) and not isinstance(value, Mapping):
         raise PayloadError(f"`{path}` must be an object, not {_describe(value)}")
 
 
@@ -184,7 +185,7 @@ def validate_payload(event: str, data: object) -> None:
 
     Events no handler reads pass with only the top-level check (the body must be a JSON object).
     """
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict) and not isinstance(data, Mapping):  # dict first, as in _object
         raise PayloadError(f"the JSON body must be an object, not {_describe(data)}")
     handled = event in _FIELDS
     for path, keys, check, required, nullable in _PLANS.get(event, _UNHANDLED):

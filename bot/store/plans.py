@@ -39,12 +39,16 @@ class PlannedJob:
     def to_json(self) -> dict[str, Any]:
         """The planned job as a JSON object (the inverse of `from_json`)."""
         # Not dataclasses.asdict: it deep-copies, and this runs on every acknowledged delivery.
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"payload": dict(self.payload)}
+        return {name: getattr(self, name) for name in _JOB_FIELDS} | {"payload": dict(self.payload)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PlannedJob:
         """Rebuild a planned job from `to_json` output; TypeError when a field is missing or unknown."""
         return cls(**data)
+
+
+#: PlannedJob's field names, read once (dataclasses.fields builds its answer on every call).
+_JOB_FIELDS = tuple(f.name for f in fields(PlannedJob))
 
 
 @dataclass(frozen=True)
