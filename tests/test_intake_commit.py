@@ -189,6 +189,16 @@ def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: P
         assert again.deliveries.pending_deliveries() == 50
 
 
+@pytest.mark.sqlite_only
+def test_savepoint_journals_stay_in_memory_on_both_connections(tmp_path: Path) -> None:
+    # A batch's savepoint copies each page it changes; on disk that was a new temp file per group commit.
+    with Store.open(tmp_path / "s.db") as store:
+        for conn in (store.db.conn, store.conn.nowait_connection()):
+            assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
+        big = [(f"d-{i}", "github", "issues", [_job(f"d-{i}")], bytes(range(256)) * 64) for i in range(40)]
+        assert store.deliveries.try_accept_deliveries(big) == [True] * 40
+
+
 def test_memory_store_has_no_checkpointer() -> None:
     assert Store.memory().wal_checkpointer() is None
 
