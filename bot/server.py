@@ -160,7 +160,8 @@ def _off_loop_store(handler: Handler) -> Handler:
 @_off_loop_store
 async def webhook(request: web.Request) -> web.Response:
     """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
-    settings = request.app[SETTINGS]
+    app = request.app  # a property that walks the match info: read once
+    settings = app[SETTINGS]
     secret = settings.github_webhook_secret
     # Everything that can be refused without the body is refused before a byte of it is read.
     if not secret:
@@ -178,10 +179,8 @@ async def webhook(request: web.Request) -> web.Response:
         return event
     if event.event == "ping":
         return _reply(200, "pong", zen=event.data.get("zen"))
-    intake = Intake(
-        request.app[STORE], permission=request.app[PERMISSION], permission_timeout=settings.permission_timeout
-    )
-    intake.jira_mapping = request.app[JIRA_MAPPING]
+    intake = Intake(app[STORE], permission=app[PERMISSION], permission_timeout=settings.permission_timeout)
+    intake.jira_mapping = app[JIRA_MAPPING]
     try:
         await router.dispatch(event, None, intake=intake)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a shape validate_payload does not know
