@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
 import aiohttp
+import orjson
 from aiohttp import web
 from gidgethub import BadRequest, ValidationFailure
-from gidgethub.sansio import Event
+from gidgethub.sansio import Event, validate_event
 
 from bot.config import Settings
 from bot.dashboard import setup_dashboard
+from bot.group_commit import GroupCommit
 from bot.http_metrics import add_metrics_route, counted
 from bot.jira_mapping import JiraMapping, load_mapping
 from bot.runner_api import add_runner_routes
@@ -37,96 +39,14 @@ SUPERVISOR: web.AppKey[Any] = web.AppKey("supervisor", object)
 JIRA_MAPPING: web.AppKey[JiraMapping] = web.AppKey("jira_mapping", JiraMapping)
 
 
-class GroupCommit:
-    """Writes the deliveries of concurrent requests to the inbox in one transaction, then answers each request.
-
-    Requests that reach `accept` within two event-loop turns share one commit, run inline on the loop when
-    the store's write lock is free (a short WAL commit with no fsync: checkpoints run on their own thread).
-    The second turn lets requests whose bytes arrived while the first ones were handled join the batch:
-    under load that doubles the batch and halves the commits, for one loop turn of latency.
-    When another thread or process holds the lock, the batch waits for it on a worker thread instead, so the
-    loop never blocks on a lock; later requests then join that thread's next commit until it is idle.
-    Each request gets its answer only after its own delivery is committed.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._pending: list[tuple[DeliveryRecord, asyncio.Future[bool]]] = []
-        self._scheduled = False
-        self._task: asyncio.Task[None] | None = None
-        #: Commits made on the loop and on the worker thread (for tests and the benchmark).
-        self.inline_commits = 0
-        self.thread_commits = 0
-
-    async def accept(self, delivery: DeliveryRecord) -> bool:
-        """Queue the delivery for the next commit and wait until it is written (False for a redelivery)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bool] = loop.create_future()
-        self._pending.append((delivery, future))
-        if not self._scheduled and self._task is None:
-            self._scheduled = True
-            loop.call_soon(loop.call_soon, self._flush_inline)
-        return await future
-
-    async def drain(self) -> None:
-        """Wait until every accepted delivery is committed or failed; call it before closing the store."""
-        while self._pending or self._scheduled or self._task is not None:
-            if self._task is not None:
-                await asyncio.wait([self._task])
-            else:
-                await asyncio.sleep(0)
-
-    def _flush_inline(self) -> None:
-        self._scheduled = False
-        if self._task is not None or not self._pending:
-            return
-        batch, self._pending = self._pending, []
-        try:
-            results = self.store.deliveries.try_accept_deliveries([d for d, _ in batch])
-        except Exception as exc:  # hand the store's error to every waiting request
-            _settle(batch, error=exc)
-            return
-        if results is None:  # the write lock is taken: wait for it on a thread, never on the loop
-            self._pending = batch + self._pending
-            self._task = asyncio.create_task(self._flush_threaded())
-            return
-        self.inline_commits += 1
-        _settle(batch, results)
-
-    async def _flush_threaded(self) -> None:
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    results = await asyncio.to_thread(self.store.deliveries.accept_deliveries, [d for d, _ in batch])
-                except Exception as exc:  # hand the store's error to every waiting request
-                    _settle(batch, error=exc)
-                    continue
-                self.thread_commits += 1
-                _settle(batch, results)
-        finally:
-            self._task = None
-
-
-def _settle(
-    batch: list[tuple[DeliveryRecord, asyncio.Future[bool]]],
-    results: Sequence[bool | DeliveryRejected] | None = None,
-    *,
-    error: Exception | None = None,
-) -> None:
-    for i, (_, future) in enumerate(batch):
-        if future.done():  # the request went away meanwhile
-            continue
-        if error is not None or results is None:
-            future.set_exception(error or RuntimeError("no result"))
-        elif isinstance(results[i], DeliveryRejected):  # this delivery alone failed; its neighbours are stored
-            future.set_exception(results[i])  # type: ignore[arg-type]
-        else:
-            future.set_result(bool(results[i]))
-
-
 def _reply(status: int, message: str, **extra: Any) -> web.Response:
-    return web.json_response({"message": message, **extra}, status=status)
+    # orjson: every acknowledgement has a JSON body, and json_response's json.dumps costs twice as much.
+    data = {"message": message, **extra}
+    try:
+        body = orjson.dumps(data)
+    except TypeError:  # a message quoting a lone surrogate (orjson's JSONEncodeError): json escapes it
+        return web.json_response(data, status=status)
+    return web.Response(body=body, status=status, content_type="application/json")
 
 
 class BodyBudget:
@@ -174,10 +94,34 @@ async def _read_body(request: web.Request, settings: Settings) -> bytes | web.Re
     return b"".join(chunks)
 
 
+def _decode(headers: Any, body: bytes, secret: str) -> Event:
+    """gidgethub's `Event.from_http`, with a faster JSON decoder for what GitHub sends: a UTF-8 JSON body.
+
+    The signature is checked by gidgethub first, whatever the body. A UTF-8 JSON body is then decoded by
+    orjson (a third of `json`'s time on a 12 KB delivery, most of what the ack spends past aiohttp). Any other
+    content type or charset, and any body orjson refuses (NaN, lone surrogates, nesting past 1024), goes to
+    `from_http` unchanged, so every refusal and its message stay gidgethub's and json's.
+    """
+    content_type = headers.get("content-type", "")
+    media, _, params = content_type.partition(";")
+    if media.strip().lower() == "application/json" and params.strip().lower() in ("", "charset=utf-8") and body:
+        signature = headers.get("x-hub-signature-256", headers.get("x-hub-signature"))
+        if signature is None:
+            raise ValidationFailure("signature is missing")
+        validate_event(body, signature=signature, secret=secret)
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass  # from_http decodes it again and gives json's own error (or json's value) for it
+        else:
+            return Event(data, event=headers["x-github-event"], delivery_id=headers["x-github-delivery"])
+    return Event.from_http(headers, body, secret=secret)
+
+
 def _parse(headers: Any, body: bytes, secret: str) -> Event | web.Response:
     """Verify the signature and decode the body; any failure is the sender's: 401 or 400, never 5xx."""
     try:
-        event = Event.from_http(headers, body, secret=secret)
+        event = _decode(headers, body, secret)
     except ValidationFailure as exc:
         log.warning("delivery %s: rejected: %s", headers.get("x-github-delivery"), exc)
         return _reply(401, f"signature check failed: {exc}")
@@ -216,7 +160,8 @@ def _off_loop_store(handler: Handler) -> Handler:
 @_off_loop_store
 async def webhook(request: web.Request) -> web.Response:
     """POST /webhooks/github: 401 bad signature, 413 too large, 400 malformed, 200 nothing/redelivery, 202 queued."""
-    settings = request.app[SETTINGS]
+    app = request.app  # a property that walks the match info: read once
+    settings = app[SETTINGS]
     secret = settings.github_webhook_secret
     # Everything that can be refused without the body is refused before a byte of it is read.
     if not secret:
@@ -234,10 +179,8 @@ async def webhook(request: web.Request) -> web.Response:
         return event
     if event.event == "ping":
         return _reply(200, "pong", zen=event.data.get("zen"))
-    intake = Intake(
-        request.app[STORE], permission=request.app[PERMISSION], permission_timeout=settings.permission_timeout
-    )
-    intake.jira_mapping = request.app[JIRA_MAPPING]
+    intake = Intake(app[STORE], permission=app[PERMISSION], permission_timeout=settings.permission_timeout)
+    intake.jira_mapping = app[JIRA_MAPPING]
     try:
         await router.dispatch(event, None, intake=intake)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a shape validate_payload does not know

@@ -12,8 +12,9 @@ import aiohttp
 import pytest
 
 from bot.config import Settings
-from bot.server import GroupCommit
+from bot.group_commit import GroupCommit
 from bot.store import DeliveryRejected, PlannedJob, Store
+from bot.store.bodies import LZ4_FRAME_MAGIC, BodyCodecError, pack_body, unpack_body
 from tests.gh_env import GitHubEnv
 
 # Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
@@ -188,6 +189,16 @@ def test_wal_checkpointer_takes_over_checkpoints_and_gives_them_back(tmp_path: P
         assert again.deliveries.pending_deliveries() == 50
 
 
+@pytest.mark.sqlite_only
+def test_savepoint_journals_stay_in_memory_on_both_connections(tmp_path: Path) -> None:
+    # A batch's savepoint copies each page it changes; on disk that was a new temp file per group commit.
+    with Store.open(tmp_path / "s.db") as store:
+        for conn in (store.db.conn, store.conn.nowait_connection()):
+            assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
+        big = [(f"d-{i}", "github", "issues", [_job(f"d-{i}")], bytes(range(256)) * 64) for i in range(40)]
+        assert store.deliveries.try_accept_deliveries(big) == [True] * 40
+
+
 def test_memory_store_has_no_checkpointer() -> None:
     assert Store.memory().wal_checkpointer() is None
 
@@ -328,3 +339,45 @@ async def test_the_loop_never_waits_for_the_shared_store_connection(tmp_path: Pa
             release.set()
             holder.join()
         assert (await again)[0] == 200
+
+
+def test_a_body_is_kept_byte_exact_and_packed(tmp_path: Path) -> None:
+    # A GitHub-sized body with non-ASCII text and, after it, bytes that are not UTF-8 at all.
+    raw = ('{"body": "' + "naïve ✓ " * 1500 + '"}').encode() + b"\xff\xfe"
+    with Store.open(tmp_path / "s.db") as store:
+        assert store.deliveries.accept_delivery("d-1", "github", "issues", [], raw) is True
+        [row] = store.db.query(
+            "SELECT b.payload, b.packed FROM delivery_bodies b JOIN deliveries d ON d.id = b.delivery_id"
+        )
+        assert row["payload"] == "" and unpack_body(row["packed"]) == raw  # what was signed, byte for byte
+        assert len(row["packed"]) < len(raw) // 4  # packed: the point of storing it so
+        delivery = store.deliveries.get_delivery("d-1")
+        assert delivery is not None and delivery.payload == raw.decode("utf-8", "replace")
+        assert store.deliveries.accept_delivery("d-2", "github", "issues", [], b"") is True
+        empty = store.deliveries.get_delivery("d-2")
+        assert empty is not None and empty.payload is None  # no body, no row for it
+
+
+def test_a_body_stored_as_text_before_schema_9_still_reads(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        store.deliveries.accept_delivery("d-old", "github", "issues", [], b"")
+        with store.conn.write() as db:  # as schema 8 wrote it: the decoded text, nothing packed
+            db.execute(
+                "INSERT INTO delivery_bodies (delivery_id, payload)"
+                " SELECT id, ? FROM deliveries WHERE delivery_id = 'd-old'",
+                ('{"old": "é"}',),
+            )
+        old = store.deliveries.get_delivery("d-old")
+        assert old is not None and old.payload == '{"old": "é"}'
+
+
+def test_a_body_in_an_unknown_codec_is_refused_by_name(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s.db") as store:
+        store.deliveries.accept_delivery("d-1", "github", "issues", [], b'{"x": 1}')
+        with store.conn.write() as db:  # e.g. written by a newer release with another codec
+            db.execute("UPDATE delivery_bodies SET packed = ?", (b"\x28\xb5\x2f\xfd" + b"\x00" * 8,))
+        with pytest.raises(BodyCodecError, match="unknown codec"):
+            store.deliveries.get_delivery("d-1")
+    assert pack_body(b"abc")[:4] == LZ4_FRAME_MAGIC
+    with pytest.raises(BodyCodecError, match="damaged"):
+        unpack_body(pack_body(b"abc" * 100)[:-5])

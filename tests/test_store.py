@@ -86,6 +86,27 @@ def test_v4_deliveries_keep_their_bodies_and_are_never_promoted_again(tmp_path: 
 
 
 @pytest.mark.sqlite_only
+def test_v8_delivery_bodies_stay_readable_and_new_ones_are_packed(tmp_path: Path) -> None:
+    path = tmp_path / "v8.db"
+    db = _raw(path)
+    assert migrate(db, target=8) == 8
+    db.execute(
+        "INSERT INTO deliveries (delivery_id, source, event, received_at) VALUES ('d-old', 'github', 'issues', '')"
+    )
+    db.execute("INSERT INTO delivery_bodies (delivery_id, payload) SELECT id, '{\"a\": 1}' FROM deliveries")
+    db.close()
+    with Store.open(path) as store:
+        assert store.schema_version == LATEST_VERSION
+        old = store.deliveries.get_delivery("d-old")
+        assert old is not None and old.payload == '{"a": 1}'
+        store.deliveries.accept_delivery("d-new", "github", "issues", [], b'{"b": 2}')
+        new = store.deliveries.get_delivery("d-new")
+        assert new is not None and new.payload == '{"b": 2}'
+        packed = [r["packed"] is not None for r in store.db.query("SELECT packed FROM delivery_bodies ORDER BY 1")]
+        assert sorted(packed) == [False, True]
+
+
+@pytest.mark.sqlite_only
 def test_v1_database_is_migrated_forward_keeping_its_data(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     db = _raw(path)

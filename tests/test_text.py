@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from handlers.commands import parse_command
 from sandboxes.agents.issue_facts import parse_issue
-from sandboxes.text import INVISIBLE_RANGES, clean_text, clean_title, is_invisible
+from sandboxes.text import INVISIBLE_RANGES, _clean, clean_text, clean_title, is_invisible
 
 
 @pytest.mark.parametrize(
@@ -121,3 +121,17 @@ def test_commands_and_the_issue_parser_share_the_cleaning() -> None:
     assert parse_command("<!-- \n/fix\n -->") is None
     facts = parse_issue("# bug\u2028\n\n```python\nprint(1\u200b)\n```\n")
     assert facts.python_blocks == ("print(1)",)
+
+
+_PIECES = [*"ab #()\"'/:!-<>[]\n\t\r\x00\x0b\x0c\x1f\x7f", "details", "<!--", "-->", "[//]: # "]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_the_plain_ascii_shortcut_changes_nothing_the_full_cleaning_would_change(text: str) -> None:
+    # clean_text returns plain ASCII text as it is without running the patterns: they must agree on it.
+    assert clean_text(text) == _clean(text)
+
+
+def test_the_plain_ascii_shortcut_still_cleans_what_it_must() -> None:
+    assert clean_text("a\r\nb\x0bc") == "a\nb\nc" and clean_text("x<!-- hid -->y") == "xy"
+    assert clean_text("[//]: # (hidden)\nshown") == "\nshown" and clean_text("plain text\n") == "plain text\n"

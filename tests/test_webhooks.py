@@ -149,3 +149,13 @@ async def test_oversized_chunked_body_gets_413(tmp_path: Path, settings: Setting
         resp = await client.post("/webhooks/github", data=chunks(), headers=headers)
         assert resp.status == 413
         assert (await client.get("/healthz")).status == 200
+
+
+def test_answers_are_json_even_when_a_message_is_not_valid_unicode() -> None:
+    from bot.server import _reply
+
+    plain = _reply(202, "queued", jobs=["github.issue"])
+    assert plain.status == 202 and plain.content_type == "application/json"
+    assert json.loads(plain.body) == {"message": "queued", "jobs": ["github.issue"]}  # type: ignore[arg-type]
+    odd = _reply(400, "refused: \ud800")  # a lone surrogate, which orjson refuses: json escapes it instead
+    assert odd.status == 400 and json.loads(odd.body) == {"message": "refused: \ud800"}  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from bot.store.base import StoreConnection
+from bot.store.bodies import unpack_body
 from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.publications import apply_action
 from bot.store.rows import Delivery
@@ -18,6 +19,9 @@ from bot.store.schema import FORGES
 from bot.store.sql import check_choice, dumps, iso
 
 log = logging.getLogger(__name__)
+
+#: Errors that belong to one delivery's data (the PostgreSQL engine raises them under these names too).
+_DATA_ERRORS = (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError)
 
 
 class Deliveries:
@@ -57,7 +61,7 @@ class Deliveries:
         prepared = [prepare(delivery) for delivery in deliveries]
         now = iso(self._conn.clock())
         with self._conn.write() as db:
-            return [self._record(db.conn, now, row) for row in prepared]
+            return self._record_all(db.conn, now, prepared)
 
     def try_accept_deliveries(self, deliveries: Sequence[DeliveryRecord]) -> list[bool | DeliveryRejected] | None:
         """`accept_deliveries` if the write lock is free right now, else None and nothing is written.
@@ -70,34 +74,62 @@ class Deliveries:
             if conn is None:
                 return None
             now = iso(self._conn.clock())
-            return [self._record(conn, now, row) for row in prepared]
+            return self._record_all(conn, now, prepared)
+
+    def _record_all(
+        self, conn: sqlite3.Connection, now: str, rows: list[Prepared | DeliveryRejected]
+    ) -> list[bool | DeliveryRejected]:
+        """Insert a batch under one savepoint; only when one of them fails, again one savepoint each.
+
+        A savepoint per delivery costs two statements each, as many as the delivery's own inserts, and
+        almost every batch is clean: so the batch is tried whole first, and a data error in it rolls the
+        batch back and records each delivery in isolation, so that the failure stays that delivery's.
+        """
+        conn.execute("SAVEPOINT batch")
+        try:
+            results = [row if isinstance(row, DeliveryRejected) else self._insert(conn, now, row) for row in rows]
+        except _DATA_ERRORS:
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+            return [self._record(conn, now, row) for row in rows]
+        conn.execute("RELEASE batch")
+        return results
+
+    def _insert(self, conn: sqlite3.Connection, now: str, row: Prepared) -> bool:
+        """Write one prepared delivery (no savepoint of its own); False for a redelivery."""
+        delivery_id, source, event, planned, packed, actions = row
+        # RETURNING rather than lastrowid: one round trip on PostgreSQL, where lastval() would be another.
+        new_row = conn.execute(
+            """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
+            VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING RETURNING id""",
+            (delivery_id, source, event, now, planned),
+        ).fetchone()
+        if new_row is None:
+            return False  # a redelivery: its effect is already written
+        if packed is not None:
+            # `payload` (NOT NULL) holds the text of bodies written before schema 9 only; see bot/store/bodies.py.
+            conn.execute(
+                "INSERT INTO delivery_bodies (delivery_id, payload, packed) VALUES (?, '', ?)", (new_row[0], packed)
+            )
+        for action in actions:
+            apply_action(conn, now, action)
+        if planned:
+            self._conn.queue_changed(conn)
+        return True
 
     def _record(self, conn: sqlite3.Connection, now: str, row: Prepared | DeliveryRejected) -> bool | DeliveryRejected:
         """Insert one prepared delivery inside its own savepoint, so that its failure is its own."""
         if isinstance(row, DeliveryRejected):
             return row
-        delivery_id, source, event, planned, body, actions = row
         conn.execute("SAVEPOINT delivery")
         try:
-            # RETURNING rather than lastrowid: one round trip on PostgreSQL, where lastval() would be another.
-            new_row = conn.execute(
-                """INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
-                VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING RETURNING id""",
-                (delivery_id, source, event, now, planned),
-            ).fetchone()
-            inserted = new_row is not None
-            if inserted and body:
-                conn.execute("INSERT INTO delivery_bodies (delivery_id, payload) VALUES (?, ?)", (new_row[0], body))
-            for action in actions if inserted else ():  # a redelivery's effect is already written
-                apply_action(conn, now, action)
-            if inserted and planned:
-                self._conn.queue_changed(conn)
-        except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError) as exc:
+            inserted = self._insert(conn, now, row)
+        except _DATA_ERRORS as exc:
             # A data error of this delivery (a lock or disk error is not caught: it fails the whole batch).
             conn.execute("ROLLBACK TO delivery")
             conn.execute("RELEASE delivery")
-            log.warning("delivery %s: cannot be stored: %s", delivery_id, exc)
-            return DeliveryRejected(f"delivery {delivery_id} cannot be stored: {exc}")
+            log.warning("delivery %s: cannot be stored: %s", row[0], exc)
+            return DeliveryRejected(f"delivery {row[0]} cannot be stored: {exc}")
         conn.execute("RELEASE delivery")
         return inserted
 
@@ -231,7 +263,13 @@ class Deliveries:
             db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (job_id, delivery_id))
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
-        """The recorded delivery, if any."""
-        sql = """SELECT d.*, b.payload FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
+        """The recorded delivery, if any, with its body as text (None once pruned or when it had none)."""
+        sql = """SELECT d.*, b.payload, b.packed FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
             WHERE d.delivery_id = ?"""
-        return self._conn.one(Delivery, sql, (delivery_id,))
+        rows = self._conn.rows(sql, (delivery_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        if row["packed"] is not None:  # written since schema 9: the raw bytes, packed
+            row["payload"] = unpack_body(row["packed"]).decode("utf-8", "replace")
+        return Delivery.from_row(row)

@@ -289,6 +289,15 @@ _V8_SHARED_BLOBS = (
 )
 
 
+_V9_PACKED_BODIES = (
+    # A delivery's raw body as an LZ4 frame (bot/store/bodies.py): a 12 KB GitHub body then takes one page
+    # instead of three overflow pages, written on the acknowledgement's path. Rows written from now on keep
+    # `payload` empty (it is NOT NULL, which SQLite cannot drop without rebuilding the table); older rows keep
+    # their text there, with `packed` NULL, and read as before.
+    "ALTER TABLE delivery_bodies ADD COLUMN packed BLOB",
+)
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -308,6 +317,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _run(_V6_MOJIRA),  # 6: the Mojira poller's cursors and the reports it handed to its sink
     _run(_V7_RUNNERS),  # 7: runner jobs' labels, runners, their logs and artifacts
     _run(_V8_SHARED_BLOBS),  # 8: artifact bytes in the database, for engines shared by several machines
+    _run(_V9_PACKED_BODIES),  # 9: delivery bodies as raw bytes in an LZ4 frame
 )
 LATEST_VERSION = len(MIGRATIONS)
 
