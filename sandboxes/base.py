@@ -152,6 +152,24 @@ class PytestServing(Protocol):
         ...
 
 
+def checked_command(spec: SandboxSpec, argv: list[str], timeout: float | None, cwd: str | None) -> tuple[float, Path]:
+    """Check a command before a backend runs it: (its wall seconds, its host working folder).
+
+    SandboxError for an empty argv or one with a non-string or NUL byte, a timeout that is not positive,
+    or a cwd that is not a folder inside the workspace (None, "" and "." mean the workspace itself).
+    """
+    if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
+        raise SandboxError(f"invalid argv {argv!r}")
+    wall = spec.limits.wall_seconds if timeout is None else timeout
+    if wall <= 0:
+        raise SandboxError(f"invalid timeout {wall}")
+    workspace = spec.workspace.resolve()
+    host_cwd = resolve_in_workspace(spec.workspace, cwd) if cwd not in (None, "", ".") else workspace
+    if not host_cwd.is_dir():
+        raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
+    return wall, host_cwd
+
+
 def resolve_in_workspace(workspace: Path, relpath: str) -> Path:
     """Map a workspace-relative path to a host path, refusing anything that escapes the workspace."""
     if not relpath or "\x00" in relpath:

@@ -21,8 +21,8 @@ from sandboxes.base import (
     ExecResult,
     SandboxError,
     SandboxSpec,
+    checked_command,
     host_cpu_count,
-    resolve_in_workspace,
 )
 from sandboxes.baseimage import LABEL, image_tag
 from sandboxes.bwrap import SANDBOX_GID, SANDBOX_UID
@@ -401,17 +401,9 @@ class DockerSandbox:
         """Run argv in the container. cwd is relative to the workspace; env adds to spec.env."""
         import docker.errors
 
-        if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
-            raise SandboxError(f"invalid argv {argv!r}")
-        wall = self.spec.limits.wall_seconds if timeout is None else timeout
-        if wall <= 0:
-            raise SandboxError(f"invalid timeout {wall}")
+        wall, host_cwd = checked_command(self.spec, argv, timeout, cwd)
         await self._ensure_open()
-        workspace = self.spec.workspace.resolve()
-        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else workspace
-        if not host_cwd.is_dir():
-            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
-        rel = host_cwd.relative_to(workspace).as_posix()
+        rel = host_cwd.relative_to(self.spec.workspace.resolve()).as_posix()
         inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
         session = self._session
         if session is not None and not session.dead:
@@ -503,17 +495,9 @@ class DockerSandbox:
         """
         if not self.spec.pytest_server or self.spec.session != "warm" or not self._pytest.usable:
             return None
-        if not all(isinstance(a, str) and "\x00" not in a for a in [python, *args]):
-            raise SandboxError(f"invalid pytest arguments {args!r}")
-        wall = self.spec.limits.wall_seconds if timeout is None else timeout
-        if wall <= 0:
-            raise SandboxError(f"invalid timeout {wall}")
+        wall, host_cwd = checked_command(self.spec, [python, *args], timeout, cwd)
         await self._ensure_open()
-        workspace = self.spec.workspace.resolve()
-        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else workspace
-        if not host_cwd.is_dir():
-            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
-        rel = host_cwd.relative_to(workspace).as_posix()
+        rel = host_cwd.relative_to(self.spec.workspace.resolve()).as_posix()
         inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
         merged = merged_env(self.spec.env, env)
         async with self._session_lock:

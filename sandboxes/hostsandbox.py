@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Self
 
 from sandboxes import hostfs
-from sandboxes.base import ExecResult, SandboxError, SandboxSpec, minimal_env, resolve_in_workspace
+from sandboxes.base import ExecResult, SandboxError, SandboxSpec, checked_command, minimal_env
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.metrics import count_execution
 from sandboxes.process import Launch, Running, make_preexec, run_capped
@@ -160,16 +160,8 @@ class ProcessSandbox:
         stdin: bytes | None = None,
     ) -> ExecResult:
         """Run argv in the sandbox. cwd is relative to the workspace; env adds to spec.env."""
-        if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
-            raise SandboxError(f"invalid argv {argv!r}")
-        wall = self.spec.limits.wall_seconds if timeout is None else timeout
-        if wall <= 0:
-            raise SandboxError(f"invalid timeout {wall}")
+        wall, host_cwd = checked_command(self.spec, argv, timeout, cwd)
         await self._ensure_open()
-        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else None
-        host_cwd = host_cwd or self.spec.workspace.resolve()
-        if not host_cwd.is_dir():
-            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
         limits = self.spec.limits
         merged = merged_env(self.spec.env, env)
         if not self._session_busy:
@@ -235,16 +227,8 @@ class ProcessSandbox:
         """
         if not self.spec.pytest_server or self._session_off or self._session_busy or not self._pytest.usable:
             return None
-        if not all(isinstance(a, str) and "\x00" not in a for a in [python, *args]):
-            raise SandboxError(f"invalid pytest arguments {args!r}")
-        wall = self.spec.limits.wall_seconds if timeout is None else timeout
-        if wall <= 0:
-            raise SandboxError(f"invalid timeout {wall}")
+        wall, host_cwd = checked_command(self.spec, [python, *args], timeout, cwd)
         await self._ensure_open()
-        host_cwd = resolve_in_workspace(self.spec.workspace, cwd) if cwd not in (None, "", ".") else None
-        host_cwd = host_cwd or self.spec.workspace.resolve()
-        if not host_cwd.is_dir():
-            raise SandboxError(f"cwd {cwd!r} is not a directory in the workspace")
         merged = merged_env(self.spec.env, env)
         self._session_busy = True
         try:
