@@ -94,22 +94,35 @@ def _combine(docs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def _paired(
-    bench: Path, settings: dict[str, Settings], root: Path, only: set[str] | None
-) -> dict[str, dict[str, Any]]:
-    """Each case run by every method at the same time, one case after another.
+#: How the two methods share the machine (REPROBOT_BENCH_PAIRING): "alternate" runs each case with one method
+#: and then the other, each alone, the first method alternating from case to case; "together" runs both at once.
+PAIRINGS = ("alternate", "together")
 
-    Run one method after the other, the second meets different load than the first (other work on the
-    machine comes and goes over half an hour); paired per case, both methods share the machine alike, and
-    the faster one then finishes alone, which, if anything, favours the slower one.
+
+async def _paired(
+    bench: Path, settings: dict[str, Settings], root: Path, only: set[str] | None, pairing: str
+) -> dict[str, dict[str, Any]]:
+    """Every case run by every method, one case after another, so that both meet the same machine.
+
+    Run one whole method after the other, the second meets other load than the first (work on the machine
+    comes and goes over half an hour). "alternate" puts a case's two runs next to each other in time, each
+    with the machine to itself, and swaps which goes first from one case to the next, so neither always
+    meets the other's leftovers (page cache, a busy disk): the usual A/B design. "together" runs both at
+    once; it is biased towards the slower method, which then has the machine to itself for its last part
+    while the faster one's runs had to share it.
     """
     per_method: dict[str, list[dict[str, Any]]] = {name: [] for name in settings}
-    for case in load_cases(bench, only):
-        docs = await asyncio.gather(
-            *(_run_async(bench, method, root / name / case.name, 1, {case.name}) for name, method in settings.items())
-        )
-        for name, doc in zip(settings, docs, strict=True):
-            per_method[name].append(doc)
+    for index, case in enumerate(load_cases(bench, only)):
+        runs = list(settings.items())
+        if pairing == "together":
+            docs = await asyncio.gather(
+                *(_run_async(bench, method, root / name / case.name, 1, {case.name}) for name, method in runs)
+            )
+            for name, doc in zip(settings, docs, strict=True):
+                per_method[name].append(doc)
+            continue
+        for name, method in runs if index % 2 == 0 else runs[::-1]:
+            per_method[name].append(await _run_async(bench, method, root / name / case.name, 1, {case.name}))
     return {name: _combine(docs) for name, docs in per_method.items()}
 
 
@@ -134,10 +147,17 @@ def main() -> None:
         for name, overrides in methods.items()
     }
     docs: dict[str, dict[str, Any]]
+    pairing = os.environ.get("REPROBOT_BENCH_PAIRING", "alternate")
+    if pairing not in PAIRINGS:
+        raise SystemExit(f"REPROBOT_BENCH_PAIRING={pairing!r}: expected one of {', '.join(PAIRINGS)}")
     if len(per_method) == 2:
-        docs = asyncio.run(_paired(bench, per_method, root, only))
+        docs = asyncio.run(_paired(bench, per_method, root, only, pairing))
+        pace = {
+            "alternate": "each case run by one method, then alone by the other, the first alternating",
+            "together": "each case beside the other method's run of it",
+        }[pairing]
         for name, doc in docs.items():
-            _print(name, doc, "each case beside the other method's run of it", root / name)
+            _print(name, doc, pace, root / name)
     else:
         docs = {name: _run(bench, method, root / name, jobs, only) for name, method in per_method.items()}
         for name, doc in docs.items():
