@@ -72,16 +72,28 @@ def model_call(settings: Settings, *, purpose: str, fallback: str, whole_reply: 
 
 
 def _print(args: argparse.Namespace, result: AppReproResult, out: Path) -> int:
-    doc = result.to_json()
-    doc["out_dir"] = str(out)
+    steps = [f"{step['action']} {step['target']!r} {step['input']!r}" for step in result.steps]
+    return print_result(args, result, out, f"status: {result.status}", steps)
+
+
+def print_result(args: argparse.Namespace, result: Any, out: Path, headline: str, steps: list[str]) -> int:
+    """An app or game reproduction's result: its JSON with --json, else the headline, steps and outcome."""
     if args.json:
-        print(json.dumps(doc))
+        print(json.dumps(result.to_json() | {"out_dir": str(out)}))
     else:
-        print(f"status: {result.status}")
-        for i, step in enumerate(result.steps, 1):
-            print(f"  step {i}: {step['action']} {step['target']!r} {step['input']!r}".rstrip())
+        print(headline)
+        for i, step in enumerate(steps, 1):
+            print(f"  step {i}: {step}".rstrip())
         print_outcome(result, out)
     return EXIT_BY_STATUS.get(result.status, EXIT_ERROR)
+
+
+def stop(args: argparse.Namespace, reason: str, code: int, *, shown: str | None = None) -> int:
+    """Why a reproduction command stops: an error document with --json, `shown` (or the reason) on stderr."""
+    if args.json:
+        print(json.dumps({"status": "error", "reasons": [reason], "exit_code": code}))
+    print(shown or reason, file=sys.stderr)
+    return code
 
 
 def print_outcome(result: Any, out: Path) -> None:
@@ -103,27 +115,16 @@ async def run_apprepro_command(args: argparse.Namespace, settings: Settings) -> 
     """`reproduce --app-url` or `replay`."""
     if args.command == "replay":
         if not args.app_url:
-            message = "reprobot replay: error: one of --app-url or --game is required"
-            if args.json:
-                print(json.dumps({"status": "error", "reasons": [message], "exit_code": EXIT_USAGE}))
-            print(message, file=sys.stderr)
-            return EXIT_USAGE
+            return stop(args, "reprobot replay: error: one of --app-url or --game is required", EXIT_USAGE)
         out = _out_dir(args, settings, "replay")
         result = await replay_actions(args.actions, args.app_url, out_dir=out, driver=args.driver)
         return _print(args, result, out)
     if not args.app_url:
-        message = "reprobot reproduce: error: one of --repo or --app-url is required"
-        if args.json:
-            print(json.dumps({"status": "error", "reasons": [message], "exit_code": EXIT_USAGE}))
-        print(message, file=sys.stderr)
-        return EXIT_USAGE
+        return stop(args, "reprobot reproduce: error: one of --repo or --app-url is required", EXIT_USAGE)
     try:
         issue = read_issue_file(args.issue)
     except ForgeError as exc:
-        if args.json:
-            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": exc.code}))
-        print(f"reprobot: {exc}", file=sys.stderr)
-        return exc.code
+        return stop(args, str(exc), exc.code, shown=f"reprobot: {exc}")
     out = _out_dir(args, settings, "reproduce")
     result = await reproduce_app(
         issue.text,

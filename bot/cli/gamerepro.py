@@ -8,13 +8,11 @@ report and log land in the output folder.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bot.cli.apprepro import EXIT_BY_STATUS, model_call, print_outcome
+from bot.cli.apprepro import model_call, print_result, stop
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ERROR, EXIT_USAGE
@@ -44,23 +42,9 @@ def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
 
 
 def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:
-    doc = result.to_json()
-    doc["out_dir"] = str(out)
-    if args.json:
-        print(json.dumps(doc))
-    else:
-        print(f"status: {result.status} ({result.iterations} iteration(s), {result.seconds:.1f}s)")
-        for i, step in enumerate(result.steps, 1):
-            print(f"  step {i}: {step['action']} {step['target'] or step['input']!r}")
-        print_outcome(result, out)
-    return EXIT_BY_STATUS.get(result.status, EXIT_ERROR)
-
-
-def _usage(args: argparse.Namespace, message: str) -> int:
-    if args.json:
-        print(json.dumps({"status": "error", "reasons": [message], "exit_code": EXIT_USAGE}))
-    print(message, file=sys.stderr)
-    return EXIT_USAGE
+    headline = f"status: {result.status} ({result.iterations} iteration(s), {result.seconds:.1f}s)"
+    steps = [f"{step['action']} {step['target'] or step['input']!r}" for step in result.steps]
+    return print_result(args, result, out, headline, steps)
 
 
 async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -70,18 +54,14 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     repo = Path(args.repo).resolve() if args.repo else None
     if args.game == "minetest" and (repo is None or not repo.is_dir()):
-        return _usage(
-            args, f"reprobot {args.command}: error: --game minetest needs --repo, a mod, modpack or game folder"
-        )
+        usage = f"reprobot {args.command}: error: --game minetest needs --repo, a mod, modpack or game folder"
+        return stop(args, usage, EXIT_USAGE)
     driver = _driver(args.game, repo, settings)
     try:
         if hasattr(driver, "check"):
             driver.check()
     except GameDriverError as exc:
-        if args.json:
-            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": EXIT_ERROR}))
-        print(f"reprobot: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return stop(args, str(exc), EXIT_ERROR, shown=f"reprobot: {exc}")
     label = str(repo or ".")
     if args.command == "replay":
         result = await replay_game(args.actions, driver, out_dir=out, repo_label=label)
@@ -89,10 +69,7 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         issue = read_issue_file(args.issue)
     except ForgeError as exc:
-        if args.json:
-            print(json.dumps({"status": "error", "reasons": [str(exc)], "exit_code": exc.code}))
-        print(f"reprobot: {exc}", file=sys.stderr)
-        return exc.code
+        return stop(args, str(exc), exc.code, shown=f"reprobot: {exc}")
     signature = None
     if args.game == "minecraft":
         from bot.runner.minecraft import report_signature
