@@ -217,8 +217,12 @@ async def _score(
     if outcome.status == "error":
         result.error = "; ".join(outcome.reasons)
     scorer = OracleScorer(workdir / "repo", case.oracle, case.meta, settings, sandbox, workdir / "oracle")
+    # Every patch (and the reproduction's test) is scored at once: the scorer's runs are independent.
+    repro_diff = new_file_diff(outcome.brt.path, outcome.brt.source) if outcome.brt and outcome.brt.source else None
+    diffs = [traj.diff for traj in outcome.generated if traj.diff] + ([repro_diff] if repro_diff else [])
+    scores = dict(zip(diffs, await scorer.score_all(diffs), strict=True))
     for traj in outcome.generated:
-        scored = await scorer.score(traj.diff) if traj.diff else None
+        scored = scores.get(traj.diff) if traj.diff else None
         outcome_row = TrajectoryOutcome(
             plausible_fix=bool(scored and scored.plausible_fix),
             plausible_brt=bool(scored and scored.plausible_brt),
@@ -238,10 +242,9 @@ async def _score(
                 "assessment": None if verdict is None else verdict.to_json(),
             }
         )
-    if outcome.brt is not None and outcome.brt.source:
+    if repro_diff is not None:
         # A job that reproduces but does not fix still publishes its test (the reproduction comment).
-        repro = await scorer.score(new_file_diff(outcome.brt.path, outcome.brt.source))
-        result.reproduction_brt = repro.plausible_brt
+        result.reproduction_brt = scores[repro_diff].plausible_brt
     if outcome.chosen is not None and outcome.chosen.trajectory is not None:
         result.picked = outcome.chosen.trajectory.id
     if outcome.chosen is not None:
