@@ -27,8 +27,13 @@ TRAJECTORIES = 8
 #: The two methods run side by side: the previous one (a sandbox per command, full suite per candidate) and
 #: the current one. REPROBOT_BENCH_COMPARE=0 runs the current method only.
 METHODS: dict[str, dict[str, Any]] = {
-    "previous": {"sandbox_session": "cold", "test_impact": False, "pytest_server": False},
-    "current": {"sandbox_session": "warm", "test_impact": True, "pytest_server": True},
+    "previous": {
+        "sandbox_session": "cold",
+        "test_impact": False,
+        "pytest_server": False,
+        "candidate_timeout_factor": 0,
+    },
+    "current": {"sandbox_session": "warm", "test_impact": True, "pytest_server": True, "candidate_timeout_factor": 5.0},
 }
 
 

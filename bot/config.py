@@ -82,6 +82,10 @@ class Settings:
     #: has imported pytest once and forks a worker per run (sandboxes/pytest_server.py); 0 starts a fresh
     #: interpreter for every run. Cold sessions and coverage runs never use it.
     pytest_server: bool = True
+    #: REPROBOT_CANDIDATE_TIMEOUT_FACTOR: a candidate's BRT run gets this many times the buggy code's BRT run
+    #: time (at least 2 s); one cut off is re-run with the full timeout only if no candidate validates.
+    #: 0 gives every candidate the full timeout.
+    candidate_timeout_factor: float = 5.0
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
     test_timeout: float = 300.0
     #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
@@ -360,6 +364,7 @@ class Settings:
             kwargs["publish_unsure"] = v.strip().lower() in ("1", "true", "yes")
         for name, attr, kind in (
             ("TEST_TIMEOUT", "test_timeout", float),
+            ("CANDIDATE_TIMEOUT_FACTOR", "candidate_timeout_factor", float),
             ("SANDBOX_REAP_INTERVAL", "sandbox_reap_interval", float),
             ("TRAJECTORIES", "trajectories", int),
             ("MAX_TRAJECTORIES", "max_trajectories", int),
@@ -437,6 +442,8 @@ class Settings:
             raise SettingsError("REPROBOT_MAX_TRAJECTORIES must be at least REPROBOT_TRAJECTORIES")
         if not 0 < settings.test_timeout <= settings.max_test_timeout:
             raise SettingsError("REPROBOT_TEST_TIMEOUT must be more than 0 and at most REPROBOT_MAX_TEST_TIMEOUT")
+        if not settings.candidate_timeout_factor >= 0:
+            raise SettingsError("REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive factor")
         if settings.max_job_minutes is not None and not settings.max_job_minutes > 0:
             raise SettingsError("REPROBOT_MAX_JOB_MINUTES must be a positive number of minutes (unset: no cap)")
         if not 0.0 <= settings.abstain_threshold <= 1.0:

@@ -249,7 +249,9 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             shared_steps=shared.steps,
             parallel=parallel,
             facts=facts,
-            limits=SearchLimits(test_impact=ctx.settings.test_impact),
+            limits=SearchLimits(
+                test_impact=ctx.settings.test_impact, candidate_timeout_factor=ctx.settings.candidate_timeout_factor
+            ),
         )
     )
     outcome.generated = generated

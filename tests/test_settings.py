@@ -28,6 +28,9 @@ def test_values_are_parsed_to_their_types() -> None:
         ("REPROBOT_SANDBOX_DISK_QUOTA", "lots", "REPROBOT_SANDBOX_DISK_QUOTA='lots': expected a size"),
         ("REPROBOT_SANDBOX_DISK_QUOTA", "1M", "REPROBOT_SANDBOX_DISK_QUOTA must be 0 (no quota) or at least 8M"),
         ("REPROBOT_SANDBOX_REAP_INTERVAL", "0", "REPROBOT_SANDBOX_REAP_INTERVAL must be a positive number"),
+        ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "-1", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive"),
+        ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "nan", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive"),
+        ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "fast", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR='fast': expected a number"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str, message: str) -> None:
@@ -41,6 +44,11 @@ def test_sandbox_disk_quota_takes_sizes() -> None:
     assert Settings.from_env({"REPROBOT_SANDBOX_DISK_QUOTA": "512M"}).sandbox_disk_quota == 512 * 1024**2
     assert Settings.from_env({"REPROBOT_SANDBOX_DISK_QUOTA": "0"}).sandbox_disk_quota == 0
     assert Settings.from_env({"REPROBOT_SANDBOX_REAP_INTERVAL": "1.5"}).sandbox_reap_interval == 1.5
+
+
+def test_candidate_timeout_factor_defaults_to_five_and_zero_turns_it_off() -> None:
+    assert Settings.from_env({}).candidate_timeout_factor == 5.0
+    assert Settings.from_env({"REPROBOT_CANDIDATE_TIMEOUT_FACTOR": "0"}).candidate_timeout_factor == 0.0
 
 
 def test_publish_unsure_is_off_unless_asked_for() -> None:

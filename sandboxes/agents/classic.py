@@ -48,6 +48,34 @@ class SearchLimits:
     max_alternatives: int = 2
     #: Run the regression tests covering a candidate's changed lines before the full suite (sandboxes/agents/impact).
     test_impact: bool = True
+    #: A candidate's BRT run may take this many times the buggy code's BRT run (at least
+    #: `candidate_min_timeout`, at most `brt_timeout`): an edit that turns a fast failing test into a slow one
+    #: has almost always made a loop that never ends or a list that never stops growing. 0: the full timeout.
+    candidate_timeout_factor: float = 5.0
+    candidate_min_timeout: float = 2.0
+    #: Candidates cut off by that shorter timeout are re-run with the full one, these many at most, when the
+    #: search ends without a validated fix: a slow correct fix is found late, never lost.
+    slow_rechecks: int = 4
+
+
+def candidate_timeout(buggy_seconds: float, limits: SearchLimits) -> float:
+    """The wall timeout for one candidate's BRT run, given how long the BRT ran on the buggy code."""
+    if limits.candidate_timeout_factor <= 0:
+        return limits.brt_timeout
+    scaled = max(limits.candidate_min_timeout, limits.candidate_timeout_factor * buggy_seconds)
+    return min(limits.brt_timeout, scaled)
+
+
+@dataclass
+class _Progress:
+    """Where one trajectory's search stands."""
+
+    tried: int = 0
+    #: The first validated fix's description, once there is one; the search then looks for alternatives.
+    submitted: str | None = None
+    alt_tried: int = 0
+    #: (location, the file's original source, candidate) of checks cut off by the shorter timeout.
+    slow: list[tuple[Location, str, Candidate]] = field(default_factory=list)
 
 
 @dataclass
@@ -64,7 +92,8 @@ class CandidateCache:
     """Memoizes candidate checks across the trajectories of one job (same edit, same verdict)."""
 
     def __init__(self) -> None:
-        self._futures: dict[str, asyncio.Future[tuple[bool, str]]] = {}
+        #: Per edit and timeout: (the BRT passed, the run timed out).
+        self._futures: dict[str, asyncio.Future[tuple[bool, bool]]] = {}
         #: Regression verdicts (the impacted tests, then the full suite) of an edit, shared the same way.
         self.suites: dict[str, asyncio.Future[tuple[bool, str, TestRun]]] = {}
         self.hits = 0
@@ -79,17 +108,17 @@ class CandidateCache:
             digest.update(b"\0")
         return digest.hexdigest()
 
-    def get(self, key: str) -> asyncio.Future[tuple[bool, str]] | None:
+    def get(self, key: str) -> asyncio.Future[tuple[bool, bool]] | None:
         """The pending or finished check for key, counting hits."""
         fut = self._futures.get(key)
         if fut is not None:
             self.hits += 1
         return fut
 
-    def start(self, key: str) -> asyncio.Future[tuple[bool, str]]:
+    def start(self, key: str) -> asyncio.Future[tuple[bool, bool]]:
         """Register a check this caller will complete."""
         self.misses += 1
-        fut: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[tuple[bool, bool]] = asyncio.get_running_loop().create_future()
         self._futures[key] = fut
         return fut
 
@@ -211,17 +240,17 @@ class ClassicSearch:
         for fix in special_method_candidates(source, self.repro.before.result.output):
             yield Candidate(fix.operator, fix.description, fix.line, fix.new_source)
 
-    async def _check(self, sandbox: Sandbox, relpath: str, new_source: str) -> tuple[bool, str]:
-        """Run the BRT against one edit; memoized across trajectories."""
-        key = CandidateCache.key("brt", relpath, new_source, self.repro.brt.source)
+    async def _check(self, sandbox: Sandbox, relpath: str, new_source: str, timeout: float) -> tuple[bool, bool]:
+        """Run the BRT against one edit: (passed, timed out); memoized across trajectories."""
+        key = CandidateCache.key("brt", relpath, new_source, self.repro.brt.source, repr(timeout))
         cached = self.cache.get(key)
         if cached is not None:
             return await cached
         fut = self.cache.start(key)
         try:
             sandbox.write_file(relpath, new_source)
-            run = await self.runner.run(sandbox, [self.repro.brt.path], timeout=self.limits.brt_timeout)
-            verdict = (run.all_passed, run.result.output[-4000:])
+            run = await self.runner.run(sandbox, [self.repro.brt.path], timeout=timeout)
+            verdict = (run.all_passed, run.result.timed_out)
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved; the raising caller handles it
@@ -290,9 +319,8 @@ class ClassicSearch:
         rng = random.Random(trajectory.seed)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.seconds
-        tried = 0
-        submitted: str | None = None
-        alt_tried = 0
+        progress = _Progress()
+        short = candidate_timeout(self.repro.before.result.duration, self.limits)
         sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
         for loc in self._search_plan(trajectory.seed):
             original = sandbox.read_file(loc.file)
@@ -302,57 +330,86 @@ class ClassicSearch:
                 context = build_context(original)
                 cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
             for cand in islice(cands, self.limits.per_location):
-                if tried >= self.limits.max_candidates or loop.time() > deadline:
-                    if submitted is not None:
-                        raise Submitted(submitted)
-                    raise LimitsExceeded(f"tried {tried} candidates without a validated fix")
-                tried += 1
-                if submitted is not None:
-                    alt_tried += 1
-                    if alt_tried > self.limits.alternative_candidates:
-                        raise Submitted(submitted)
-                passed, _output = await self._check(sandbox, loc.file, cand.new_source)
-                await trajectory.step(
-                    "try_candidate" if submitted is None else "try_alternative",
-                    file=loc.file,
-                    line=cand.line,
-                    operator=cand.operator,
-                    description=cand.description,
-                    brt_passed=passed,
-                )
-                if not passed:
-                    continue
-                sandbox.write_file(loc.file, cand.new_source)
-                ok, reason, run = await self._regressions(sandbox, (loc.file, original, cand.new_source))
-                if submitted is not None:
-                    if ok:
-                        trajectory.alternatives.append(await workspace_diff(sandbox.spec.workspace))
-                        await trajectory.step("alternative_fix", file=loc.file, line=cand.line, operator=cand.operator)
-                    sandbox.write_file(loc.file, original)
-                    if len(trajectory.alternatives) >= self.limits.max_alternatives:
-                        raise Submitted(submitted)
-                    continue
-                trajectory.last_test_passed = ok
-                await trajectory.step(
-                    "run_regression_tests",
-                    ok=ok,
-                    reason=reason,
-                    summary=run.summary(),
-                    output=run.result.output[-2000:],
-                )
-                if ok:
-                    trajectory.diff = await workspace_diff(sandbox.spec.workspace)
-                    brt_out = await self.runner.run(sandbox, [self.repro.brt.path])
-                    trajectory.brt = _evidence(self.repro, brt_out)
-                    trajectory.status = "fixed"
-                    submitted = f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}"
-                    if self.limits.max_alternatives <= 0:
-                        raise Submitted(submitted)
-                sandbox.write_file(loc.file, original)
+                self._within_budget(progress, loop.time() > deadline)
+                await self._try(sandbox, trajectory, progress, loc, original, cand, short)
             sandbox.write_file(loc.file, original)
-        if submitted is not None:
-            raise Submitted(submitted)
+        if progress.submitted is None:
+            # Nothing validated in time: the edits cut off by the short timeout get the full one.
+            for loc, original, cand in progress.slow[: self.limits.slow_rechecks]:
+                self._within_budget(progress, loop.time() > deadline)
+                await self._try(sandbox, trajectory, progress, loc, original, cand, self.limits.brt_timeout)
+                sandbox.write_file(loc.file, original)
+        if progress.submitted is not None:
+            raise Submitted(progress.submitted)
         raise LimitsExceeded(f"no template fixed the bug at the top {self.limits.max_locations} locations")
+
+    def _within_budget(self, progress: _Progress, past_deadline: bool) -> None:
+        """Raise Submitted (with a fix) or LimitsExceeded (without) once a budget is spent."""
+        if progress.tried >= self.limits.max_candidates or past_deadline:
+            if progress.submitted is not None:
+                raise Submitted(progress.submitted)
+            raise LimitsExceeded(f"tried {progress.tried} candidates without a validated fix")
+        if progress.submitted is not None and progress.alt_tried >= self.limits.alternative_candidates:
+            raise Submitted(progress.submitted)
+
+    async def _try(
+        self,
+        sandbox: Sandbox,
+        trajectory: Trajectory,
+        progress: _Progress,
+        loc: Location,
+        original: str,
+        cand: Candidate,
+        timeout: float,
+    ) -> None:
+        """Check one candidate: its BRT, then the regression tests; record a validated fix or alternative.
+
+        The candidate's source may be left in the workspace; the caller restores the original.
+        """
+        progress.tried += 1
+        if progress.submitted is not None:
+            progress.alt_tried += 1
+        passed, timed_out = await self._check(sandbox, loc.file, cand.new_source, timeout)
+        if timed_out and timeout < self.limits.brt_timeout:
+            progress.slow.append((loc, original, cand))
+        await trajectory.step(
+            "try_candidate" if progress.submitted is None else "try_alternative",
+            file=loc.file,
+            line=cand.line,
+            operator=cand.operator,
+            description=cand.description,
+            brt_passed=passed,
+            **({"timed_out_after": round(timeout, 2)} if timed_out else {}),
+        )
+        if not passed:
+            return
+        sandbox.write_file(loc.file, cand.new_source)
+        ok, reason, run = await self._regressions(sandbox, (loc.file, original, cand.new_source))
+        if progress.submitted is not None:
+            if ok:
+                trajectory.alternatives.append(await workspace_diff(sandbox.spec.workspace))
+                await trajectory.step("alternative_fix", file=loc.file, line=cand.line, operator=cand.operator)
+            sandbox.write_file(loc.file, original)
+            if len(trajectory.alternatives) >= self.limits.max_alternatives:
+                raise Submitted(progress.submitted)
+            return
+        trajectory.last_test_passed = ok
+        await trajectory.step(
+            "run_regression_tests",
+            ok=ok,
+            reason=reason,
+            summary=run.summary(),
+            output=run.result.output[-2000:],
+        )
+        if ok:
+            trajectory.diff = await workspace_diff(sandbox.spec.workspace)
+            brt_out = await self.runner.run(sandbox, [self.repro.brt.path])
+            trajectory.brt = _evidence(self.repro, brt_out)
+            trajectory.status = "fixed"
+            progress.submitted = f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}"
+            if self.limits.max_alternatives <= 0:
+                raise Submitted(progress.submitted)
+        sandbox.write_file(loc.file, original)
 
 
 def _evidence(repro: Reproduction, after: TestRun | None) -> BrtEvidence:
