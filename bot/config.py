@@ -86,6 +86,8 @@ class Settings:
     #: time (at least 2 s); one cut off is re-run with the full timeout only if no candidate validates.
     #: 0 gives every candidate the full timeout.
     candidate_timeout_factor: float = 5.0
+    #: REPROBOT_REVIEW_PARALLEL: review and assessment sandboxes of one job running at once (0: one per core).
+    review_parallel: int = 0
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
     test_timeout: float = 300.0
     #: REPROBOT_TRAJECTORIES: default number of parallel trajectories per job.
@@ -365,6 +367,7 @@ class Settings:
         for name, attr, kind in (
             ("TEST_TIMEOUT", "test_timeout", float),
             ("CANDIDATE_TIMEOUT_FACTOR", "candidate_timeout_factor", float),
+            ("REVIEW_PARALLEL", "review_parallel", int),
             ("SANDBOX_REAP_INTERVAL", "sandbox_reap_interval", float),
             ("TRAJECTORIES", "trajectories", int),
             ("MAX_TRAJECTORIES", "max_trajectories", int),
@@ -442,6 +445,8 @@ class Settings:
             raise SettingsError("REPROBOT_MAX_TRAJECTORIES must be at least REPROBOT_TRAJECTORIES")
         if not 0 < settings.test_timeout <= settings.max_test_timeout:
             raise SettingsError("REPROBOT_TEST_TIMEOUT must be more than 0 and at most REPROBOT_MAX_TEST_TIMEOUT")
+        if settings.review_parallel < 0:
+            raise SettingsError("REPROBOT_REVIEW_PARALLEL must be 0 (one per core) or a positive number")
         if not settings.candidate_timeout_factor >= 0:
             raise SettingsError("REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive factor")
         if settings.max_job_minutes is not None and not settings.max_job_minutes > 0:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from patch_selectors.records import PatchRecord, make_record
 from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
 from patch_selectors.selectors import SELECTORS, select
 from sandboxes.agents.trajectory import Trajectory
-from sandboxes.base import Sandbox
+from sandboxes.base import Sandbox, host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
 from sandboxes.factory import make_sandbox
 
@@ -39,10 +41,19 @@ async def review_and_select(
     baseline: Baseline,
     trajectories: list[Trajectory],
 ) -> Chosen:
-    """Review every trajectory's patch (identical patches once), store verdicts, select at most one."""
+    """Review every trajectory's patch (identical patches once), store verdicts, select at most one.
 
-    def open_sandbox(workspace: Path) -> Sandbox:
-        return make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout))
+    Distinct patches are reviewed at the same time; their sandboxes take turns, `review_parallel` at once.
+    """
+    slots = asyncio.Semaphore(ctx.settings.review_parallel or host_cpu_count())
+
+    @asynccontextmanager
+    async def open_sandbox(workspace: Path) -> AsyncIterator[Sandbox]:
+        async with (
+            slots,
+            make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sandbox,
+        ):
+            yield sandbox
 
     review_env = ReviewEnv(
         base=base,
@@ -55,19 +66,22 @@ async def review_and_select(
     reviewers: tuple[Reviewer, ...] = DEFAULT_REVIEWERS
     if request.llm_reviewers and ctx.model is not None:
         reviewers += llm_reviewers(ctx.model, request.issue_text)
-    verdicts: dict[str, list[Any]] = {}
     records: list[PatchRecord] = []
     by_record: dict[str, Trajectory] = {}
     patch_ids: dict[str, int] = {}
-    for traj in trajectories:
-        if not traj.diff:
-            continue
-        record = make_record(traj.id, traj.diff, trajectory_id=traj.id, agent=traj.agent)
-        # Same diff, same verdict: review each distinct patch once.
-        key = f"{record.patch_hash}:{traj.last_test_passed}"
-        if key not in verdicts:
-            verdicts[key] = await review_patch(ReviewSubject(record, traj.last_test_passed), review_env, reviewers)
-        record = record.with_reviews(*verdicts[key])
+    made = [
+        (traj, make_record(traj.id, traj.diff, trajectory_id=traj.id, agent=traj.agent))
+        for traj in trajectories
+        if traj.diff
+    ]
+    # Same diff, same verdict: review each distinct patch once, all of them at the same time.
+    subjects: dict[tuple[str, bool | None], ReviewSubject] = {}
+    for traj, record in made:
+        subjects.setdefault((record.patch_hash, traj.last_test_passed), ReviewSubject(record, traj.last_test_passed))
+    reviewed = await asyncio.gather(*(review_patch(s, review_env, reviewers) for s in subjects.values()))
+    verdicts: dict[tuple[str, bool | None], list[Any]] = dict(zip(subjects, reviewed, strict=True))
+    for traj, record in made:
+        record = record.with_reviews(*verdicts[record.patch_hash, traj.last_test_passed])
         records.append(record)
         by_record[record.id] = traj
         patch_ids[record.id] = await asyncio.to_thread(_record_patch, ctx.store, ctx.job_id, traj, record)

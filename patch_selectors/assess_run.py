@@ -8,6 +8,7 @@ candidates can be compared with each other. The host reads only the harness's JS
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -177,15 +178,21 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         for example in documented_examples(text, {t.qualname for t in union if t.file == path})
     ]
     original_ws = await env.fresh_copy("assess-original")
-    before = TraceRun(error="the test part does not apply")
-    try:
-        await apply_patch(original_ws, members[0].test_part.render())
-        before = await _harness_run(
+
+    async def run_original() -> TraceRun:
+        try:
+            await apply_patch(original_ws, members[0].test_part.render())
+        except GitError as exc:
+            return TraceRun(error=f"the test part does not apply: {exc}")
+        return await _harness_run(
             env, original_ws, union, brt, {f: sorted(ls) for f, ls in old_lines.items()}, examples
         )
-    except GitError as exc:
-        before = TraceRun(error=f"the test part does not apply: {exc}")
-    after = {rid: await _harness_run(env, ws, union, brt, new_lines[rid], examples) for rid, ws in workspaces.items()}
+
+    # The original and every candidate run in their own workspaces: all at once, as the sandbox slots allow.
+    before, *runs = await asyncio.gather(
+        run_original(), *(_harness_run(env, ws, union, brt, new_lines[rid], examples) for rid, ws in workspaces.items())
+    )
+    after = dict(zip(workspaces, runs, strict=True))
     own = {
         rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid], deletion=deletions[rid])
         for rid in after

@@ -47,6 +47,8 @@ class SpecReviewer:
     """Derive requirements from the report, then judge the patch against them."""
 
     name = "spec"
+    #: Model calls go one at a time, after the sandboxed reviewers.
+    independent = False
 
     def __init__(self, model: ChatModel, issue_text: str) -> None:
         self.model = model
@@ -90,6 +92,8 @@ class BrtRelevanceReviewer:
     """Does the BRT's failure on the buggy code show the symptom the report describes?"""
 
     name = "brt-relevance"
+    #: Reads the verdicts before it: the BRT reviewer's output.
+    independent = False
 
     def __init__(self, model: ChatModel, issue_text: str) -> None:
         self.model = model

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -36,13 +38,18 @@ class ReviewSubject:
 
 @dataclass(frozen=True)
 class ReviewEnv:
-    """What reviewers need: a clean base checkout to copy, a test runner, the baseline, a sandbox factory."""
+    """What reviewers need: a clean base checkout to copy, a test runner, the baseline, a sandbox factory.
+
+    Every review run has its own copy and its own sandbox, so runs are independent; `open_sandbox` bounds how
+    many run at once (bot/review.py gives it a slot per core), and reviews and assessments may then run
+    their sandboxes concurrently.
+    """
 
     base: Path
     scratch: Path
     runner: TestRunner
     baseline: Baseline
-    open_sandbox: Callable[[Path], Sandbox]
+    open_sandbox: Callable[[Path], AbstractAsyncContextManager[Sandbox]]
     denied_paths: tuple[str, ...] = DEFAULT_DENIED
     max_lines: int = 500
 
@@ -58,6 +65,9 @@ class Reviewer(Protocol):
     """
 
     name: str
+    #: True for a reviewer that does not read earlier verdicts (`ReviewSubject.prior`): it may run at the
+    #: same time as its independent neighbours.
+    independent: bool
 
     async def review(self, subject: ReviewSubject, env: ReviewEnv) -> Review:
         """Judge one patch."""
@@ -68,6 +78,8 @@ class SmellReviewer:
     """Cheap checks that need no sandbox: empty, binary, denied paths, too large, last test run failed."""
 
     name = "smell"
+    #: The gate: a smell rejection spares the sandboxed reviewers.
+    independent = False
 
     async def review(self, subject: ReviewSubject, env: ReviewEnv) -> Review:
         """Reject patches that smell before spending a sandbox run on them."""
@@ -95,6 +107,7 @@ class BuildTestReviewer:
     """Apply the whole patch to a fresh copy and run the suite; what passed at baseline must still pass."""
 
     name = "build-test"
+    independent = True
 
     async def review(self, subject: ReviewSubject, env: ReviewEnv) -> Review:
         """Regression check in a fresh sandbox."""
@@ -129,6 +142,7 @@ class BrtReviewer:
     """The BRT must fail on the buggy code (test part alone) and pass with the whole patch."""
 
     name = "brt"
+    independent = True
 
     async def review(self, subject: ReviewSubject, env: ReviewEnv) -> Review:
         """Run the patch's tests before and after its fix, each in a fresh sandbox."""
@@ -188,13 +202,29 @@ DEFAULT_REVIEWERS: tuple[Reviewer, ...] = (SmellReviewer(), BuildTestReviewer(),
 
 
 async def review_patch(subject: ReviewSubject, env: ReviewEnv, reviewers: Sequence[Reviewer]) -> list[Review]:
-    """Run reviewers in order; a smell rejection stops the costly sandboxed ones."""
+    """Run reviewers in order; a smell rejection stops the costly sandboxed ones.
+
+    Neighbouring independent reviewers run at the same time; verdicts keep the reviewers' order, and a
+    reviewer that reads earlier verdicts sees every one before it.
+    """
     reviews: list[Review] = []
+    batch: list[Reviewer] = []
+
+    async def run_batch() -> None:
+        prior = tuple(reviews)
+        reviews.extend(await asyncio.gather(*(r.review(replace(subject, prior=prior), env) for r in batch)))
+        batch.clear()
+
     for reviewer in reviewers:
+        if reviewer.independent:
+            batch.append(reviewer)
+            continue
+        await run_batch()
         verdict = await reviewer.review(replace(subject, prior=tuple(reviews)), env)
         reviews.append(verdict)
         if not verdict.accepted and reviewer.name == "smell":
-            break
+            return reviews
+    await run_batch()
     return reviews
 
 
