@@ -86,6 +86,9 @@ class Settings:
     #: time (at least 2 s); one cut off is re-run with the full timeout only if no candidate validates.
     #: 0 gives every candidate the full timeout.
     candidate_timeout_factor: float = 5.0
+    #: REPROBOT_EARLY_STOP: 1 stops a job's remaining trajectories once the finished ones' leading fix cannot
+    #: be outvoted (patch_selectors/majority.py); 0 runs every trajectory to its end.
+    early_stop: bool = True
     #: REPROBOT_REVIEW_PARALLEL: review and assessment sandboxes of one job running at once (0: one per core).
     review_parallel: int = 0
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.
@@ -345,6 +348,10 @@ class Settings:
             if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no"):
                 raise SettingsError(f"REPROBOT_PYTEST_SERVER must be 1/0, true/false or yes/no, not {v!r}")
             kwargs["pytest_server"] = v.strip().lower() in ("1", "true", "yes")
+        if (v := get("EARLY_STOP")) is not None:
+            if v.strip().lower() not in ("0", "1", "true", "false", "yes", "no"):
+                raise SettingsError(f"REPROBOT_EARLY_STOP must be 1/0, true/false or yes/no, not {v!r}")
+            kwargs["early_stop"] = v.strip().lower() in ("1", "true", "yes")
         if (v := get("SANDBOX_PYTHON")) is not None:
             kwargs["sandbox_python"] = Path(v)
         if (v := get("ROOTFS")) is not None:

@@ -8,6 +8,7 @@ import logging
 
 from bot.jobtypes import GenerateRequest, sandbox_spec
 from bot.llm_agent import run_llm_trajectory
+from patch_selectors.majority import MajorityWatch
 from sandboxes.agents.classic import CandidateCache, ClassicSearch
 from sandboxes.agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.environment import TestRunner
@@ -53,7 +54,13 @@ async def _report_rate(gen: GenerateRequest, live: list[Trajectory]) -> None:
 
 
 async def _one_trajectory(
-    gen: GenerateRequest, index: int, cache: CandidateCache, gate: asyncio.Semaphore, live: list[Trajectory]
+    gen: GenerateRequest,
+    index: int,
+    cache: CandidateCache,
+    gate: asyncio.Semaphore,
+    live: list[Trajectory],
+    vote: MajorityWatch,
+    settled: asyncio.Event,
 ) -> Trajectory:
     ctx = gen.ctx
     kind = trajectory_kinds(gen.request.agent, gen.request.trajectories, ctx.model is not None)[index]
@@ -65,6 +72,13 @@ async def _one_trajectory(
         for step in gen.shared_steps:
             await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
     async with gate:
+        if settled.is_set():
+            # The job's vote is settled: this trajectory could not change the outcome, so it does not run.
+            traj.status = "not_fixed"
+            await traj.step("stop", reason=vote.describe())
+            traj.finish()
+            await ctx.save_trajectory(traj)
+            return traj
         workspace = await copy_workspace(gen.base, ctx.workdir / f"t{index}")
         runner = TestRunner(gen.env, timeout=gen.request.test_timeout)
         spec = sandbox_spec(workspace, gen.env, ctx.settings, gen.request.test_timeout)
@@ -75,7 +89,8 @@ async def _one_trajectory(
                 elif gen.repro is None:
                     raise LimitsExceeded("the classic agent needs a synthesized BRT and none reproduced the report")
                 else:
-                    await ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits).run(sb, traj)
+                    search = ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits, settled=settled)
+                    await search.run(sb, traj)
         except Submitted as done:
             await traj.step("submit", summary=str(done))
         except LimitsExceeded as stop:
@@ -88,19 +103,30 @@ async def _one_trajectory(
         finally:
             traj.finish()
             await ctx.save_trajectory(traj)
+            vote.finish(traj.status == "fixed", traj.diff)
+            if gen.early_stop and vote.settled and not settled.is_set():
+                log.info("job %s: %s", ctx.job_id, vote.describe())
+                settled.set()
     return traj
 
 
 async def generate_patches(gen: GenerateRequest) -> list[Trajectory]:
-    """Run the trajectories, at most `parallel` at a time; they share a memo of candidate verdicts."""
+    """Run the trajectories, at most `parallel` at a time; they share a memo of candidate verdicts.
+
+    With `early_stop`, once the finished trajectories' leading fix cannot be outvoted by the rest
+    (patch_selectors.majority), trajectories still waiting do not run and classic searches still running
+    stop at their next candidate.
+    """
     cache = CandidateCache()
     gate = asyncio.Semaphore(max(1, gen.parallel))
+    vote = MajorityWatch(gen.request.trajectories)
+    settled = asyncio.Event()
     live: list[Trajectory] = []
     ticker = asyncio.create_task(_report_rate(gen, live))
     started = asyncio.get_running_loop().time()
     try:
         trajs = await asyncio.gather(
-            *(_one_trajectory(gen, i, cache, gate, live) for i in range(gen.request.trajectories))
+            *(_one_trajectory(gen, i, cache, gate, live, vote, settled) for i in range(gen.request.trajectories))
         )
     finally:
         ticker.cancel()

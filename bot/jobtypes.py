@@ -85,6 +85,8 @@ class JobSettings(Protocol):
     def candidate_timeout_factor(self) -> float: ...
     @property
     def review_parallel(self) -> int: ...
+    @property
+    def early_stop(self) -> bool: ...
 
 
 class TrajectoryStore(Protocol):
@@ -471,3 +473,5 @@ class GenerateRequest:
     parallel: int
     limits: SearchLimits = field(default_factory=SearchLimits)
     facts: IssueFacts | None = None
+    #: Stop the trajectories that cannot change the vote once it is settled (REPROBOT_EARLY_STOP).
+    early_stop: bool = False

@@ -252,6 +252,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
             limits=SearchLimits(
                 test_impact=ctx.settings.test_impact, candidate_timeout_factor=ctx.settings.candidate_timeout_factor
             ),
+            early_stop=ctx.settings.early_stop,
         )
     )
     outcome.generated = generated

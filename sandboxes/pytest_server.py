@@ -347,6 +347,13 @@ def main() -> None:
         send({"error": f"project code imported while preloading: {project[0]}"})
         return
     names = _preloaded_top_names()
+    # What the preload made lives as long as the server: out of the collector's sight, a worker's own
+    # collections (pytest runs several at teardown) walk only what the run made, and the preloaded pages
+    # stay shared with the server instead of being copied when the collector touches them.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     spare = _ancestors() | {1}
     send({"ready": os.getpid()})

@@ -246,3 +246,30 @@ def test_ctrl_c_leaves_no_branch_and_no_process(tmp_path: Path, data_dir: Path) 
     # Every sandboxed process names its workspace, which lies under this test's private data dir.
     leftovers = subprocess.run(["pgrep", "-af", str(data_dir)], capture_output=True, text=True).stdout
     assert not leftovers.strip(), f"processes left behind: {leftovers}"
+
+
+def test_trajectories_that_cannot_change_a_settled_vote_do_not_run(tmp_path: Path, data_dir: Path) -> None:
+    repo = calc_repo(tmp_path / "calc")
+    issue = tmp_path / "issue.md"
+    issue.write_text(ISSUE)
+    # One at a time, four trajectories: once three agree on the fix, the fourth could only make it 3 to 1.
+    env = {**os.environ, "REPROBOT_DATA_DIR": str(data_dir), "REPROBOT_MAX_PARALLEL": "1"}
+    proc = subprocess.run(
+        [REPROBOT, "fix", "--repo", str(repo), "--issue", str(issue), "-M", "4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["status"] == "fixed", proc.stderr[-2000:]
+    statuses = [t["status"] for t in doc["trajectories"]]
+    assert statuses.count("fixed") == 3 and statuses.count("not_fixed") == 1, doc["trajectories"]
+    import sqlite3
+
+    with sqlite3.connect(data_dir / "reprobot.db") as db:
+        reasons = [json.loads(c)["reason"] for (c,) in db.execute("SELECT content FROM steps WHERE kind = 'stop'")]
+    assert reasons == [
+        "stopped early: 3 of 3 finished trajectories agree on one fix, and the 1 still running or waiting "
+        "cannot change the vote"
+    ]

@@ -30,6 +30,7 @@ def test_values_are_parsed_to_their_types() -> None:
         ("REPROBOT_SANDBOX_REAP_INTERVAL", "0", "REPROBOT_SANDBOX_REAP_INTERVAL must be a positive number"),
         ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "-1", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive"),
         ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "nan", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive"),
+        ("REPROBOT_REVIEW_PARALLEL", "-1", "REPROBOT_REVIEW_PARALLEL must be 0 (one per core) or a positive"),
         ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "fast", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR='fast': expected a number"),
     ],
 )
@@ -49,6 +50,13 @@ def test_sandbox_disk_quota_takes_sizes() -> None:
 def test_candidate_timeout_factor_defaults_to_five_and_zero_turns_it_off() -> None:
     assert Settings.from_env({}).candidate_timeout_factor == 5.0
     assert Settings.from_env({"REPROBOT_CANDIDATE_TIMEOUT_FACTOR": "0"}).candidate_timeout_factor == 0.0
+
+
+def test_early_stop_is_on_unless_turned_off() -> None:
+    assert Settings.from_env({}).early_stop is True
+    assert Settings.from_env({"REPROBOT_EARLY_STOP": "0"}).early_stop is False
+    with pytest.raises(SettingsError, match="REPROBOT_EARLY_STOP must be 1/0"):
+        Settings.from_env({"REPROBOT_EARLY_STOP": "sometimes"})
 
 
 def test_publish_unsure_is_off_unless_asked_for() -> None:

@@ -194,12 +194,16 @@ class ClassicSearch:
         baseline: Baseline,
         cache: CandidateCache,
         limits: SearchLimits,
+        *,
+        settled: asyncio.Event | None = None,
     ) -> None:
         self.repro = reproduction
         self.runner = runner
         self.baseline = baseline
         self.cache = cache
         self.limits = limits
+        #: Set by the job when its vote is settled: the search stops at its next candidate.
+        self.settled = settled
 
     def _location_order(self, seed: int) -> list[Location]:
         locs = list(self.repro.locations[: self.limits.max_locations])
@@ -349,6 +353,10 @@ class ClassicSearch:
             if progress.submitted is not None:
                 raise Submitted(progress.submitted)
             raise LimitsExceeded(f"tried {progress.tried} candidates without a validated fix")
+        if self.settled is not None and self.settled.is_set():
+            if progress.submitted is not None:
+                raise Submitted(progress.submitted)
+            raise LimitsExceeded("stopped early: the job's other trajectories settled the vote on a fix")
         if progress.submitted is not None and progress.alt_tried >= self.limits.alternative_candidates:
             raise Submitted(progress.submitted)
 
