@@ -87,8 +87,9 @@ class Settings:
     #: 0 gives every candidate the full timeout.
     candidate_timeout_factor: float = 5.0
     #: REPROBOT_EARLY_STOP: 1 stops a job's remaining trajectories once the finished ones' leading fix cannot
-    #: be outvoted (patch_selectors/majority.py); 0 runs every trajectory to its end.
-    early_stop: bool = True
+    #: be outvoted (patch_selectors/majority.py); 0 (the default) runs every trajectory to its end, since the
+    #: stopped trajectories' fixes and alternatives are what the correctness assessment compares against.
+    early_stop: bool = False
     #: REPROBOT_REVIEW_PARALLEL: review and assessment sandboxes of one job running at once (0: one per core).
     review_parallel: int = 0
     #: REPROBOT_TEST_TIMEOUT: wall seconds for one test-suite run in the sandbox.

@@ -253,7 +253,7 @@ def test_trajectories_that_cannot_change_a_settled_vote_do_not_run(tmp_path: Pat
     issue = tmp_path / "issue.md"
     issue.write_text(ISSUE)
     # One at a time, four trajectories: once three agree on the fix, the fourth could only make it 3 to 1.
-    env = {**os.environ, "REPROBOT_DATA_DIR": str(data_dir), "REPROBOT_MAX_PARALLEL": "1"}
+    env = {**os.environ, "REPROBOT_DATA_DIR": str(data_dir), "REPROBOT_MAX_PARALLEL": "1", "REPROBOT_EARLY_STOP": "1"}
     proc = subprocess.run(
         [REPROBOT, "fix", "--repo", str(repo), "--issue", str(issue), "-M", "4", "--json"],
         capture_output=True,

@@ -52,9 +52,9 @@ def test_candidate_timeout_factor_defaults_to_five_and_zero_turns_it_off() -> No
     assert Settings.from_env({"REPROBOT_CANDIDATE_TIMEOUT_FACTOR": "0"}).candidate_timeout_factor == 0.0
 
 
-def test_early_stop_is_on_unless_turned_off() -> None:
-    assert Settings.from_env({}).early_stop is True
-    assert Settings.from_env({"REPROBOT_EARLY_STOP": "0"}).early_stop is False
+def test_early_stop_is_off_unless_asked_for() -> None:
+    assert Settings.from_env({}).early_stop is False
+    assert Settings.from_env({"REPROBOT_EARLY_STOP": "1"}).early_stop is True
     with pytest.raises(SettingsError, match="REPROBOT_EARLY_STOP must be 1/0"):
         Settings.from_env({"REPROBOT_EARLY_STOP": "sometimes"})
 
