@@ -184,6 +184,15 @@ def main() -> None:
             f"median job seconds (without the oracle scoring): previous {job_before:.1f}s, current "
             f"{job_after:.1f}s ({job_before / max(job_after, 1e-9):.2f}x)"
         )
+        # Same counts could hide a swap; a case published by one method and only suggested by the other is
+        # a change in what maintainers would see.
+        statuses = {name: {c["name"]: c["status"] for c in doc["cases"]} for name, doc in docs.items()}
+        changed = [
+            f"{case} ({status} -> {statuses['current'].get(case)})"
+            for case, status in statuses["previous"].items()
+            if statuses["current"].get(case) != status
+        ]
+        print("cases whose outcome changed: " + (", ".join(changed) or "none"))
         rows = [
             f"  {k:12} {before['median_stage_seconds'].get(k, 0.0):8.1f} {v:8.1f}"
             for k, v in after["median_stage_seconds"].items()
