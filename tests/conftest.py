@@ -80,6 +80,18 @@ def make_git_repo(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+def one_module_project(path: Path, source: str) -> Path:
+    """A git repo of one module `mod.py` holding source, a setup.py and one passing test."""
+    return make_git_repo(
+        path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='mod', version='0.1', py_modules=['mod'])\n",
+            "mod.py": source,
+            "tests/test_other.py": "def test_other():\n    assert True\n",
+        },
+    )
+
+
 # -- the PostgreSQL engine (issue 17): a real server for the session, and the `engine` parameter ---------------
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import prepare_environment
 from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.testrun import Baseline, TestRunner
-from tests.test_envspec import write
+from tests.conftest import one_module_project
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,16 +56,7 @@ async def test_cut_off_candidates_are_rechecked_with_the_full_timeout_when_nothi
 ) -> None:
     if (problem := available_backends()["bwrap"]) is not None:
         pytest.skip(f"bwrap unavailable: {problem}")
-    workspace = write(
-        tmp_path / "ws",
-        {
-            "setup.py": "from setuptools import setup\nsetup(name='mod', version='0.1', py_modules=['mod'])\n",
-            "mod.py": SOURCE,
-            "tests/test_other.py": "def test_other():\n    assert True\n",
-        },
-    )
-    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"]):
-        subprocess.run(["git", *argv], cwd=workspace, check=True)
+    workspace = one_module_project(tmp_path / "ws", SOURCE)
     env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
     spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300), session="warm")
     monkeypatch.setattr(classic, "generate_candidates", _candidates)

@@ -12,6 +12,7 @@ import pytest
 from bot.config import Settings
 from bot.oracle import OracleScorer
 from sandboxes.factory import available_backends
+from tests.conftest import one_module_project
 from tests.test_envspec import write
 
 pytestmark = pytest.mark.timeout(300)
@@ -43,17 +44,7 @@ async def test_patches_are_scored_against_the_oracle_once_each_and_in_parallel(
 ) -> None:
     if (problem := available_backends()["bwrap"]) is not None:
         pytest.skip(f"bwrap unavailable: {problem}")
-    repo = write(
-        tmp_path / "repo",
-        {
-            "setup.py": "from setuptools import setup\nsetup(name='mod', version='0.1', py_modules=['mod'])\n",
-            "mod.py": BUGGY,
-            "tests/test_other.py": "def test_other():\n    assert True\n",
-        },
-    )
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "buggy")
+    repo = one_module_project(tmp_path / "repo", BUGGY)
     oracle = write(tmp_path / "oracle", {"test_brt.py": ORACLE_BRT})
     (oracle / "fix.diff").write_text(diff_of(repo, {"mod.py": FIXED}))
     good = diff_of(repo, {"mod.py": FIXED, "tests/test_own.py": OWN_BRT})
