@@ -63,7 +63,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: lint wheelhouse image-wheels
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20
 
 # The soak suite, long (tests/test_soak.py; make test runs its short form). Bounded: pytest's timeout is set from it.
 SOAK_SECONDS ?= 600
