@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 from bot.config import Settings
 from patch_selectors.records import make_record
-from sandboxes.base import Limits, SandboxSpec
+from sandboxes.base import Limits, SandboxSpec, host_cpu_count
 from sandboxes.environment import (
     BuiltEnvironment,
     TestRun,
@@ -69,7 +68,7 @@ class OracleScorer:
         self.workdir = workdir
         self._env: BuiltEnvironment | None = None
         self._env_lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(max(1, parallel or os.cpu_count() or 1))
+        self._slots = asyncio.Semaphore(max(1, parallel or host_cpu_count()))
         #: One scoring per distinct patch, shared by concurrent callers of the same patch.
         self._memo: dict[str, asyncio.Task[PatchScore]] = {}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -74,4 +73,4 @@ async def test_patches_are_scored_against_the_oracle_once_each_and_in_parallel(
     # Two distinct patches with a test each: four runs apiece, never more than two at once.
     assert calls == 8 and peak == 2
     # Asked again later, a patch is not run again.
-    assert (await asyncio.gather(scorer.score(wrong)))[0] is scores[1] and calls == 8
+    assert await scorer.score(wrong) is scores[1] and calls == 8

@@ -348,17 +348,18 @@ class ClassicSearch:
         raise LimitsExceeded(f"no template fixed the bug at the top {self.limits.max_locations} locations")
 
     def _within_budget(self, progress: _Progress, past_deadline: bool) -> None:
-        """Raise Submitted (with a fix) or LimitsExceeded (without) once a budget is spent."""
+        """Raise Submitted (with a fix) or LimitsExceeded (without) once a budget is spent or the vote settled."""
         if progress.tried >= self.limits.max_candidates or past_deadline:
-            if progress.submitted is not None:
-                raise Submitted(progress.submitted)
-            raise LimitsExceeded(f"tried {progress.tried} candidates without a validated fix")
-        if self.settled is not None and self.settled.is_set():
-            if progress.submitted is not None:
-                raise Submitted(progress.submitted)
-            raise LimitsExceeded("stopped early: the job's other trajectories settled the vote on a fix")
-        if progress.submitted is not None and progress.alt_tried >= self.limits.alternative_candidates:
+            why = f"tried {progress.tried} candidates without a validated fix"
+        elif self.settled is not None and self.settled.is_set():
+            why = "stopped early: the job's other trajectories settled the vote on a fix"
+        elif progress.submitted is not None and progress.alt_tried >= self.limits.alternative_candidates:
+            why = "enough alternatives tried"
+        else:
+            return
+        if progress.submitted is not None:
             raise Submitted(progress.submitted)
+        raise LimitsExceeded(why)
 
     async def _try(
         self,
