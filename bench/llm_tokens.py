@@ -20,10 +20,10 @@ from bot.config import Settings
 from bot.evaluate import _git_repo_from
 from bot.llm import Ledger, client_from_settings
 from bot.pipeline import sandbox_spec
-from sandboxes.agents.issue_facts import parse_issue
-from sandboxes.agents.repair import AgentConfig, RepairAgent
-from sandboxes.agents.tools import Toolbox
-from sandboxes.agents.trajectory import LimitsExceeded, Submitted, Trajectory
+from agents.reading.facts import parse_issue
+from agents.repair.llm.loop import AgentConfig, RepairAgent
+from agents.repair.llm.tools import Toolbox
+from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.environment import TestRunner, build_environment, detect_python_spec
 from sandboxes.factory import available_backends, make_sandbox
 from tests.fakes.llm_server import ScriptedLLM, load_script

@@ -9,8 +9,8 @@ import logging
 from bot.jobtypes import GenerateRequest, sandbox_spec
 from bot.llm_agent import run_llm_trajectory
 from patch_selectors.majority import MajorityWatch
-from sandboxes.agents.classic import CandidateCache, ClassicSearch
-from sandboxes.agents.trajectory import LimitsExceeded, Submitted, Trajectory
+from agents.repair.classic.search import CandidateCache, ClassicSearch
+from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.environment import TestRunner
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import copy_workspace

@@ -1,7 +1,7 @@
 """The job's types at the bottom of the core: request, outcome, per-job context, selection result, exit codes.
 
 Everything above (the pipeline stages, the request builder, the CLI, the forges' jobs) imports these; this module
-imports nothing from `bot` but the pure renderers' inputs (bot.report), the triage decision (bot.abstention)
+imports nothing from `bot` but the pure renderers' inputs (bot.report), the triage decision (agents.triage.abstention)
 and the counters (bot.metrics), which import nothing from `bot` themselves. The deployment's settings, the store
 and the model ledger are seen through the small protocols below, so the stages never need the modules that build
 them.
@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bot import metrics
-from bot.abstention import AbstentionDecision
+from agents.triage.abstention import AbstentionDecision
 from bot.report import PrContext, ReviewLine, SuggestionContext
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord
 from patch_selectors.selectors import Selection
-from sandboxes.agents.chat import ChatModel
-from sandboxes.agents.classic import Reproduction, SearchLimits
-from sandboxes.agents.issue_facts import IssueFacts
-from sandboxes.agents.trajectory import BrtEvidence, Trajectory
+from agents.chat import ChatModel
+from agents.repair.classic.search import Reproduction, SearchLimits
+from agents.reading.facts import IssueFacts
+from agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import Baseline, BuiltEnvironment
 from sandboxes.pathpolicy import DEFAULT_DENIED

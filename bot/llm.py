@@ -16,8 +16,8 @@ from tenacity import AsyncRetrying, RetryCallState
 from bot import metrics
 from bot.config import Settings
 from bot.retry import retry_policy
-from sandboxes.agents.chat import LLMError, ModelReply, ToolCall
-from sandboxes.agents.trajectory import LimitsExceeded
+from agents.chat import LLMError, ModelReply, ToolCall
+from agents.trajectory import LimitsExceeded
 
 __all__ = ["Budget", "LLMClient", "LLMError", "Ledger", "PriceTable", "check_endpoint", "client_from_settings"]
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bot.jobtypes import GenerateRequest
-from sandboxes.agents.issue_facts import parse_issue
-from sandboxes.agents.repair import AgentConfig, RepairAgent
-from sandboxes.agents.tools import Toolbox
-from sandboxes.agents.trajectory import Trajectory
+from agents.reading.facts import parse_issue
+from agents.repair.llm.loop import AgentConfig, RepairAgent
+from agents.repair.llm.tools import Toolbox
+from agents.trajectory import Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import TestRunner
 

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from bot.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
+from agents.triage.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.config import Settings
 from bot.generate import generate_patches, trajectory_kinds
 from bot.jobtypes import (
@@ -30,10 +30,10 @@ from bot.review import review_and_select
 from bot.setup_model import setup_agent_for
 from bot.store import Store
 from sandboxes import environment as envlayer
-from sandboxes.agents import impact
-from sandboxes.agents.classic import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
-from sandboxes.agents.issue_facts import IssueFacts, parse_issue
-from sandboxes.agents.trajectory import Trajectory
+from agents.localize import impact
+from agents.repair.classic.search import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
+from agents.reading.facts import IssueFacts, parse_issue
+from agents.trajectory import Trajectory
 from sandboxes.base import host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
 from sandboxes.factory import make_sandbox

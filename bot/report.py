@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandboxes.agents.trajectory import BrtEvidence
+from agents.trajectory import BrtEvidence
 from sandboxes.text import clean_title
 
 #: Hidden marker so a retried job can find and edit what it already posted.

@@ -15,7 +15,7 @@ from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord, make_record
 from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
 from patch_selectors.selectors import SELECTORS, select
-from sandboxes.agents.trajectory import Trajectory
+from agents.trajectory import Trajectory
 from sandboxes.base import Sandbox, host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
 from sandboxes.factory import make_sandbox

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from bot.config import Settings
 from bot.llm import Ledger, client_from_settings, ledger_from_settings
-from sandboxes.agents.chat import ChatModel
-from sandboxes.agents.setup_llm import LlmSetupAgent, SetupAgentConfig
-from sandboxes.setup_shell import SetupShell
+from agents.chat import ChatModel
+from agents.setup.llm import LlmSetupAgent, SetupAgentConfig
+from agents.setup.shell import SetupShell
 
 
 def setup_agent_for(

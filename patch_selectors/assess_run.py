@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-import sandboxes.agents
 from patch_selectors.assessment import (
     Assessment,
     Target,
@@ -36,7 +35,7 @@ from sandboxes.workspace import SCRATCH_DIR, GitError, apply_patch
 
 log = logging.getLogger(__name__)
 
-HARNESS = Path(sandboxes.agents.__file__).parent / "probe_harness.py"
+HARNESS = Path(__file__).with_name("probe_harness.py")
 _HARNESS_REL = f"{SCRATCH_DIR}/probe_harness.py"
 _CONFIG_REL = f"{SCRATCH_DIR}/probe_config.json"
 _OUT_REL = f"{SCRATCH_DIR}/probe_out.json"

@@ -3,7 +3,7 @@
 A patch that passes the BRT and the regression suite can still be wrong: it may fit the one reported input
 and break behaviour nobody tested (an overfitting patch). Three checks from the literature on overfitting in
 test-based repair, each computed here from plain JSON that the sandbox-side harness
-(`sandboxes.agents.probe_harness`) wrote:
+(`patch_selectors.probe_harness`) wrote:
 
 * **Behaviour on the passing tests.** Every call of a touched function made while a test that passes on the
   buggy code runs must return the same value (and leave its arguments the same) after the patch; the test's

@@ -6,8 +6,8 @@ import logging
 from typing import Any
 
 from patch_selectors.records import Review
-from sandboxes.agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
-from sandboxes.agents.trajectory import FormatError, LimitsExceeded
+from agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
+from agents.trajectory import FormatError, LimitsExceeded
 
 log = logging.getLogger(__name__)
 

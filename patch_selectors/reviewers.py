@@ -15,7 +15,7 @@ from patch_selectors.llm_reviewers import BrtRelevanceReviewer, SpecReviewer
 from patch_selectors.patch import Patch
 from patch_selectors.paths import denied_path_problems
 from patch_selectors.records import PatchRecord, Review
-from sandboxes.agents.chat import ChatModel
+from agents.chat import ChatModel
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRunner
 from sandboxes.pathpolicy import DEFAULT_DENIED

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from sandboxes.runners.android import AndroidDriver, package_of, parse_hierarchy, parse_logcat
-from sandboxes.runners.app_repro import reproduce_app
-from sandboxes.runners.driver import DriverError
+from agents.app.android import AndroidDriver, package_of, parse_hierarchy, parse_logcat
+from agents.app.reproduce import reproduce_app
+from agents.app.driver import DriverError
 
 SAMPLES = Path(__file__).parent / "samples" / "android"
 PKG = "com.example.notes"

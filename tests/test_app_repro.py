@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from sandboxes.runners.app_repro import reproduce_app
-from sandboxes.runners.web import CHROMIUM, WebDriver, shared_browser
-from sandboxes.runners.webcases import WebCase, load_web_cases, render_web_report, run_case, serve_app, summarize
+from agents.app.reproduce import reproduce_app
+from agents.app.web import CHROMIUM, WebDriver, shared_browser
+from agents.app.webcases import WebCase, load_web_cases, render_web_report, run_case, serve_app, summarize
 
 WEBAPPS = Path(__file__).parent / "samples" / "webapps"
 CASES = load_web_cases(WEBAPPS)

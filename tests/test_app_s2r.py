@@ -10,10 +10,10 @@ import pytest
 
 from bot.cli.apprepro import model_call
 from bot.config import Settings
-from sandboxes.runners.driver import Element, Signal, state_hash
-from sandboxes.runners.oracle import OracleSpec, judge_signals, judge_text, oracle_spec
-from sandboxes.runners.s2r import Step, extract_llm, extract_rules, extract_steps, retrieve, split_report
-from sandboxes.runners.webcases import extraction_score, load_web_cases
+from agents.app.driver import Element, Signal, state_hash
+from agents.app.oracle import OracleSpec, judge_signals, judge_text, oracle_spec
+from agents.app.s2r import Step, extract_llm, extract_rules, extract_steps, retrieve, split_report
+from agents.app.webcases import extraction_score, load_web_cases
 from tests.fakes.llm_server import ScriptedLLM
 from tests.llm_helpers import llm_settings
 
@@ -143,7 +143,7 @@ def test_case_files_are_valid() -> None:
 
 
 async def test_model_proposed_action_is_checked_against_the_screen_and_fed_back() -> None:
-    from sandboxes.runners.propose import propose_action
+    from agents.app.propose import propose_action
 
     screen = [Element("button", "Home", locator="#tab-home"), Element("button", "Settings", locator="#tab-settings")]
     seen: list[list[dict[str, str]]] = []
@@ -162,8 +162,8 @@ async def test_model_proposed_action_is_checked_against_the_screen_and_fed_back(
 
 
 def test_utg_shortest_known_path_and_cache_roundtrip(tmp_path: Path) -> None:
-    from sandboxes.runners.app_repro import match_element
-    from sandboxes.runners.utg import UTG, click_action
+    from agents.app.reproduce import match_element
+    from agents.app.utg import UTG, click_action
 
     home = [Element("button", "Home", locator="#h"), Element("button", "Settings", locator="#s")]
     settings = [*home, Element("checkbox", "", label="Dark mode", locator="#dark")]
@@ -188,7 +188,7 @@ def test_utg_shortest_known_path_and_cache_roundtrip(tmp_path: Path) -> None:
 
 
 def test_matching_prefers_fields_for_typing_and_ignores_weak_matches() -> None:
-    from sandboxes.runners.app_repro import match_element
+    from agents.app.reproduce import match_element
 
     screen = [
         Element("button", "Search", locator="#go"),
@@ -201,7 +201,7 @@ def test_matching_prefers_fields_for_typing_and_ignores_weak_matches() -> None:
 
 
 def test_a_name_made_of_widget_words_still_matches() -> None:
-    from sandboxes.runners.textmatch import similarity
+    from agents.app.textmatch import similarity
 
     assert similarity("menu", "Menu") == 1.0
     assert similarity("the Save button", "Save") >= 0.9
@@ -219,14 +219,14 @@ def test_field_value_pairs_and_subject_sentences() -> None:
 
 
 def test_abbreviations_match_but_short_prefixes_do_not() -> None:
-    from sandboxes.runners.textmatch import similarity
+    from agents.app.textmatch import similarity
 
     assert similarity("pass", "Password") == 1.0 and similarity("user", "Username") == 1.0
     assert similarity("add", "Address") < 0.5
 
 
 def test_a_bad_action_log_is_a_clear_error(tmp_path: Path) -> None:
-    from sandboxes.runners.app_repro import load_actions
+    from agents.app.reproduce import load_actions
 
     bad = tmp_path / "actions.json"
     bad.write_text('{"actions": [{"target": "Save"}]}')
@@ -239,7 +239,7 @@ def test_a_bad_action_log_is_a_clear_error(tmp_path: Path) -> None:
 
 
 async def test_the_web_driver_opens_http_only(tmp_path: Path) -> None:
-    from sandboxes.runners.app_repro import reproduce_app
+    from agents.app.reproduce import reproduce_app
 
     res = await reproduce_app("1. Click Save", "file:///etc/passwd", out_dir=tmp_path)
     assert res.status == "error" and "http(s) URLs only" in res.reasons[0]

@@ -30,7 +30,7 @@ from patch_selectors.assessment import (
 from patch_selectors.patch import Patch
 from patch_selectors.records import Review, make_record
 from patch_selectors.reviewers import ReviewEnv
-from sandboxes.agents.probe_harness import _variants, norm_repr
+from patch_selectors.probe_harness import _variants, norm_repr
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import Baseline, TestRunner, build_environment, detect_python_spec
 from sandboxes.factory import make_sandbox
@@ -341,7 +341,7 @@ def _countdown(n):  # type: ignore[no-untyped-def]
 def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
     import sys
 
-    from sandboxes.agents.probe_harness import Tracer
+    from patch_selectors.probe_harness import Tracer
 
     tracer = Tracer([{"file": "tests/test_assessment.py", "qualname": "_countdown"}], "none")
     tracer._test = "t::gen"
@@ -357,7 +357,7 @@ def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
 
 def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidate() -> None:
     from bot.review import _alternatives
-    from sandboxes.agents.trajectory import Trajectory
+    from agents.trajectory import Trajectory
 
     other = _fix("return items[len(items) // 2 - 1]")
     t0 = Trajectory(id="t0", agent="classic", seed=0, diff=CORRECT, alternatives=[OVERFIT, CORRECT])
@@ -455,7 +455,7 @@ def test_documented_examples_are_evidence_and_a_wrong_result_is_flagged() -> Non
 
 
 def test_harness_runs_documented_examples_in_the_module_namespace(tmp_path: Path) -> None:
-    from sandboxes.agents.probe_harness import Tracer, run_examples
+    from patch_selectors.probe_harness import Tracer, run_examples
 
     (tmp_path / "clamping.py").write_text(CLAMP.replace("return min(x, high)", "return max(x, high)"))
     line = next(i for i, t in enumerate(CLAMP.splitlines(), 1) if "return min(x, high)" in t)
@@ -471,7 +471,7 @@ def test_harness_runs_documented_examples_in_the_module_namespace(tmp_path: Path
 
 
 def test_near_inputs_also_take_values_that_occur_in_a_sequence_argument() -> None:
-    from sandboxes.agents.probe_harness import _sibling_values
+    from patch_selectors.probe_harness import _sibling_values
 
     # `index_of(xs, 5)` with 5 absent also runs with items that are present: first, middle and last.
     assert _sibling_values([[1, 3, 4, 9], 5]) == [(1, 0, 1), (1, 0, 4), (1, 0, 9)]

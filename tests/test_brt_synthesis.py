@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.agents.brt_synthesis import (
+from agents.reproduce.synthesis import (
     BrtCandidate,
     choose_test_path,
     symptom_matches,
     synthesize_brts,
     value_source,
 )
-from sandboxes.agents.issue_facts import IssueFacts, parse_issue
+from agents.reading.facts import IssueFacts, parse_issue
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BENCH = SHARED / "bench" / "quixbugs"

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from sandboxes.agents import classic
-from sandboxes.agents.brt_types import BrtCandidate
-from sandboxes.agents.classic import (
+from agents.repair.classic import search as classic
+from agents.reproduce.types import BrtCandidate
+from agents.repair.classic.search import (
     CandidateCache,
     ClassicSearch,
     Reproduction,
     SearchLimits,
     candidate_timeout,
 )
-from sandboxes.agents.localize import Location
-from sandboxes.agents.mutations import Candidate
-from sandboxes.agents.trajectory import Submitted, Trajectory
+from agents.localize.ranking import Location
+from agents.repair.mutation.templates import Candidate
+from agents.trajectory import Submitted, Trajectory
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import prepare_environment
 from sandboxes.factory import available_backends, make_sandbox

@@ -10,9 +10,9 @@ import pytest
 
 from bot.cli.apprepro import model_call
 from bot.config import Settings, SettingsError
-from sandboxes.runners.game.actloop import check_model_macro, model_loop, parse_proposal
-from sandboxes.runners.game.agent import reproduce_game
-from sandboxes.runners.game.driver import GameCrash, GameState
+from agents.game.actloop import check_model_macro, model_loop, parse_proposal
+from agents.game.reproduce import reproduce_game
+from agents.game.driver import GameCrash, GameState
 from tests.fakes.llm_server import ScriptedLLM, approx_tokens
 from tests.llm_helpers import PRICE_IN, PRICE_OUT, llm_settings
 

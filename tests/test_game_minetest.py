@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sandboxes.runners.game.minetest import find_tool, missing_tools
+from agents.game.minetest import find_tool, missing_tools
 
 SAMPLES = Path(__file__).parent / "samples" / "minetest"
 REPROBOT = str(Path(sys.executable).with_name("reprobot"))

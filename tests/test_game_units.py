@@ -14,9 +14,9 @@ import pytest
 
 from bot.cli.apprepro import model_call
 from bot.config import Settings
-from bot.crash import crash_signature, parse_crash
+from agents.reading.crash import crash_signature, parse_crash
 from bot.runner.minecraft import MinecraftDriver, rcon_packet, rcon_parse, report_signature
-from sandboxes.runners.game.agent import (
+from agents.game.reproduce import (
     ActionModel,
     GameStep,
     KnowledgeBase,
@@ -25,9 +25,9 @@ from sandboxes.runners.game.agent import (
     synthesize_llm,
     synthesize_steps,
 )
-from sandboxes.runners.game.driver import GameDriverError, GameState, validate_macro
-from sandboxes.runners.game.luacrash import parse_lua_crashes, same_signature
-from sandboxes.runners.game.minetest import install_repo
+from agents.game.driver import GameDriverError, GameState, validate_macro
+from agents.game.luacrash import parse_lua_crashes, same_signature
+from agents.game.minetest import install_repo
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.llm_server import ScriptedLLM, approx_tokens
 from tests.llm_helpers import llm_settings

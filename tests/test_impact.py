@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandboxes.agents.impact import changed_lines, fallback_reason, select_tests
+from agents.localize.impact import changed_lines, fallback_reason, select_tests
 
 SOURCE = """import os
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sandboxes.agents import impact
-from sandboxes.agents.classic import CandidateCache, ClassicSearch, SearchLimits
+from agents.localize import impact
+from agents.repair.classic.search import CandidateCache, ClassicSearch, SearchLimits
 from sandboxes.base import Limits, Sandbox, SandboxSpec
 from sandboxes.environment import BuiltEnvironment, prepare_environment, run_baseline
 from sandboxes.factory import available_backends, make_sandbox

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.agents.issue_facts import IssueFacts, parse_issue
-from sandboxes.agents.issue_text import parse_repl, parse_tracebacks
+from agents.reading.facts import IssueFacts, parse_issue
+from agents.reading.markdown import parse_repl, parse_tracebacks
 from sandboxes.text import clean_text
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -334,8 +334,8 @@ def test_free_text_label_values() -> None:
 
 def test_random_markdown_never_crashes() -> None:
     """Seeded fuzz over report fragments: parsing, synthesis and scoring never raise, tests always compile."""
-    from bot.abstention import score_issue
-    from sandboxes.agents.brt_synthesis import synthesize_brts
+    from agents.triage.abstention import score_issue
+    from agents.reproduce.synthesis import synthesize_brts
 
     pieces = [
         *("# ", "```", "```python\n", ">>> ", "... ", "`", "``", "\n", "    ", "> ", "~~~", "\t", "\r\n"),

@@ -10,7 +10,7 @@ from bot.config import Settings
 from bot.llm import Budget, Ledger, LLMError, PriceTable, check_endpoint, client_from_settings, ledger_from_settings
 from bot.queue import Queue
 from bot.store import Store
-from sandboxes.agents.trajectory import LimitsExceeded
+from agents.trajectory import LimitsExceeded
 from tests.fakes.llm_server import ScriptedLLM
 
 HELLO = [{"role": "user", "content": "hello"}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.abstention import AbstentionDecision, combine_with_model
+from agents.triage.abstention import AbstentionDecision, combine_with_model
 from bot.config import Settings
 from bot.llm import Ledger, LLMClient, client_from_settings
 from patch_selectors.llm_reviewers import BrtRelevanceReviewer, SpecReviewer

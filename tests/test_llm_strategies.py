@@ -11,7 +11,7 @@ from bot.cli.job import rerun_command
 from bot.config import Settings
 from bot.report import render_pr_body
 from patch_selectors.records import make_record
-from sandboxes.agents.tools import TOOL_NAMES
+from agents.repair.llm.tools import TOOL_NAMES
 from tests.llm_helpers import LlmRun, run_scripted_job
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from bot.generate import trajectory_kinds
-from sandboxes.agents.chat import ModelReply, ToolCall, verdict_from_reply
-from sandboxes.agents.repair import system_prompt
-from sandboxes.agents.tool_output import clean_output, strip_terminal
-from sandboxes.agents.tools import STRATEGIES, TOOL_NAMES, TOOL_SCHEMAS, changed_paths, is_denied
-from sandboxes.agents.trajectory import FormatError
+from agents.chat import ModelReply, ToolCall, verdict_from_reply
+from agents.repair.llm.loop import system_prompt
+from agents.tool_output import clean_output, strip_terminal
+from agents.repair.llm.tools import STRATEGIES, TOOL_NAMES, TOOL_SCHEMAS, changed_paths, is_denied
+from agents.trajectory import FormatError
 
 
 def test_tool_names_and_every_parameter_described() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.agents.localize import (
+from agents.localize.ranking import (
     FRAME_BOOST,
     NAMED_BOOST,
     Frame,
@@ -395,7 +395,7 @@ def test_rank_ties_go_to_functions_the_report_names() -> None:
 
 
 def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
-    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
+    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
 
     covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
     caller = Location("app.py", 40, 0.25, ("traceback frame #2 from the deepest (+0.250)",))
@@ -408,7 +408,7 @@ def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
 
 
 def test_named_function_lines_in_covered_files_are_noted_not_reordered() -> None:
-    from sandboxes.agents.localize import NAMED_NOTE
+    from agents.localize.ranking import NAMED_NOTE
 
     # A helper only the failing call reaches outranks the entry point the report names, which many passing
     # tests run; the entry point's lines keep their score and order but are marked for a later try.
@@ -420,8 +420,8 @@ def test_named_function_lines_in_covered_files_are_noted_not_reordered() -> None
 
 
 def test_search_tries_named_function_lines_beyond_the_top_locations() -> None:
-    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
-    from sandboxes.agents.localize import NAMED_NOTE
+    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
+    from agents.localize.ranking import NAMED_NOTE
 
     covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
     entry = Location("m.py", 60, 0.2, ("ochiai=0.200", NAMED_NOTE))
@@ -445,7 +445,7 @@ def test_rank_can_keep_each_line_of_a_long_statement_apart() -> None:
 
 
 def test_a_caller_frame_ranks_among_the_top_candidates_with_a_busy_crash_site() -> None:
-    from sandboxes.agents.localize import FRAME_STRIDE
+    from agents.localize.ranking import FRAME_STRIDE
 
     # The crash site (`_coerce`, reached only by the failing test) has a dozen lines with Ochiai 1.0; the
     # faulty line is its caller in `headers.py`, also run by passing tests, so its own Ochiai is low. The
@@ -473,7 +473,7 @@ def test_a_caller_frame_ranks_among_the_top_candidates_with_a_busy_crash_site() 
 
 
 def test_frames_from_the_reporters_machine_map_onto_repo_files() -> None:
-    from sandboxes.agents.localize import repo_file_for
+    from agents.localize.ranking import repo_file_for
 
     files = {"shop/cart.py", "cart.py", "json/__init__.py"}
     assert repo_file_for("/srv/app/src/shop/cart.py", files) == "shop/cart.py"
@@ -511,7 +511,7 @@ def test_a_function_named_only_in_prose_is_ranked() -> None:
 
 
 def test_localization_reads_the_files_of_suspects_frames_and_named_functions() -> None:
-    from sandboxes.agents.sbfl_run import _read_sources
+    from agents.localize.sbfl import _read_sources
 
     texts = {
         "pkg/a.py": "def covered():\n    return 1\n",

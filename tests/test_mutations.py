@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sandboxes.agents.mutations import (
+from agents.repair.mutation.templates import (
     OPERATOR_TIERS,
     Candidate,
     build_context,
@@ -749,7 +749,7 @@ _PROTOCOL_SOURCE = textwrap.dedent(
     ids=["len", "iter", "bool"],
 )
 def test_special_method_named_by_the_error_is_added(error: str, check: Callable[[dict[str, Any]], bool]) -> None:
-    from sandboxes.agents.mutation_protocols import special_method_candidates
+    from agents.repair.mutation.protocols import special_method_candidates
 
     assert not _passes(_PROTOCOL_SOURCE, check), "the example must be buggy"
     candidates = special_method_candidates(_PROTOCOL_SOURCE, error)
@@ -770,7 +770,7 @@ def _playlist(ns: dict[str, Any], *songs: str) -> Any:
 
 
 def test_special_method_needs_a_named_class_of_the_file() -> None:
-    from sandboxes.agents.mutation_protocols import missing_protocols, special_method_candidates
+    from agents.repair.mutation.protocols import missing_protocols, special_method_candidates
 
     # A built-in type in the message is a wrong argument, not a class lacking a method.
     assert missing_protocols("TypeError: object of type 'int' has no len()") == []
@@ -785,8 +785,8 @@ def test_special_method_needs_a_named_class_of_the_file() -> None:
 def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_special_method() -> None:
     from types import SimpleNamespace
 
-    from sandboxes.agents.classic import ClassicSearch, Reproduction, SearchLimits
-    from sandboxes.agents.localize import Location
+    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
+    from agents.localize.ranking import Location
 
     ranked = [Location("lib/shelf.py", 9, 0.9, ("ochiai",)), Location("lib/util.py", 3, 0.5, ("ochiai",))]
 
@@ -806,7 +806,7 @@ def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_
 
 
 def test_a_negated_class_learns_the_patterns_delimiters_not_its_group_syntax() -> None:
-    from sandboxes.agents.mutation_exprs import regex_variants
+    from agents.repair.mutation.exprs import regex_variants
 
     variants = regex_variants(r"(?P<key>[^=]+)=(?:\w+);")
     assert r"(?P<key>[^;=]+)=(?:\w+);" in variants  # `;` is matched literally elsewhere in the pattern

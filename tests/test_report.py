@@ -12,7 +12,7 @@ from bot.report import (
     render_reproduction_comment,
     render_suggestion,
 )
-from sandboxes.agents.trajectory import BrtEvidence
+from agents.trajectory import BrtEvidence
 
 BRT = BrtEvidence(
     path="tests/test_issue.py",

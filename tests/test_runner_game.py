@@ -15,7 +15,7 @@ import pytest
 
 from bot.config import Settings
 from bot.store import Job
-from sandboxes.runners.game.minetest import missing_tools
+from agents.game.minetest import missing_tools
 from tests.gh_env import GitHubEnv, bot_comments
 from tests.runner_procs import REGISTRATION, Runners
 

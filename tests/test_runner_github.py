@@ -27,8 +27,8 @@ REPO = "octo/shop"
 STAND_IN = Path(__file__).with_name("runner_stand_in_agent.py")
 SAMPLES = Path(__file__).with_name("samples") / "webapps"
 #: The app reproduction agent runs as the runner's built-in executor of `reproduce.app`.
-HAVE_AGENT = importlib.util.find_spec("sandboxes.runners") is not None and (
-    importlib.util.find_spec("sandboxes.runners.app_repro") is not None
+HAVE_AGENT = importlib.util.find_spec("agents.app") is not None and (
+    importlib.util.find_spec("agents.app.reproduce") is not None
 )
 
 
@@ -150,10 +150,10 @@ async def _check_comment(
     return body
 
 
-@pytest.mark.skipif(not HAVE_AGENT, reason="needs the app reproduction agent (sandboxes/runners/app_repro.py)")
+@pytest.mark.skipif(not HAVE_AGENT, reason="needs the app reproduction agent (agents/app/reproduce.py)")
 async def test_reproduce_goes_to_a_web_runner_and_comes_back_as_one_comment(tmp_path: Path, settings: Settings) -> None:
     """The real agent (Playwright on chromium) as the runner's built-in executor, on one of the sample apps."""
-    from sandboxes.runners.webcases import load_web_cases, serve_app
+    from agents.app.webcases import load_web_cases, serve_app
 
     (case,) = load_web_cases(SAMPLES, {"cart"})
     runners: Runners | None = None

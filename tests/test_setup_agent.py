@@ -13,7 +13,7 @@ from bot.config import Settings
 from bot.pipeline import JobContext, JobRequest, prepare_environment, run_baseline
 from bot.setup_model import setup_agent_for
 from bot.store import Store
-from sandboxes.agents.setup_llm import LlmSetupAgent, detect_languages
+from agents.setup.llm import LlmSetupAgent, detect_languages
 from sandboxes.environment import EnvironmentError_
 from sandboxes.envspec import detect_spec
 from sandboxes.factory import available_backends

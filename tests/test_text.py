@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handlers.commands import parse_command
-from sandboxes.agents.issue_facts import parse_issue
+from agents.reading.facts import parse_issue
 from sandboxes.text import INVISIBLE_RANGES, _clean, clean_text, clean_title, is_invisible
 
 

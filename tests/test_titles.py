@@ -10,7 +10,7 @@ import pytest
 from bot.config import Settings
 from bot.forges.local import TITLE_LIMIT, LocalForge, read_issue_file
 from bot.report import PrContext, render_pr_body
-from sandboxes.agents.trajectory import BrtEvidence
+from agents.trajectory import BrtEvidence
 from sandboxes.text import clean_commit_message, is_invisible
 from sandboxes.workspace import clone_workspace, head_commit
 from tests.conftest import QUIXBUGS, make_git_repo, require_shared

@@ -16,8 +16,8 @@ from bot.cli.apprepro import model_call, print_result, stop
 from bot.config import Settings
 from bot.forges.local import ForgeError, read_issue_file
 from bot.jobtypes import EXIT_ERROR, EXIT_USAGE
-from sandboxes.runners.game.agent import GameReproResult, replay_game, reproduce_game
-from sandboxes.runners.game.driver import GameDriverError
+from agents.game.reproduce import GameReproResult, replay_game, reproduce_game
+from agents.game.driver import GameDriverError
 
 GAMES = ("minetest", "minecraft")
 
@@ -36,7 +36,7 @@ def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
         from bot.runner.minecraft import MinecraftDriver
 
         return MinecraftDriver.from_settings(settings)
-    from sandboxes.runners.game.minetest import MinetestDriver
+    from agents.game.minetest import MinetestDriver
 
     return MinetestDriver(repo, display=settings.game_display)
 

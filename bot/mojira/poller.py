@@ -21,7 +21,7 @@ import aiohttp
 import httpx
 
 from bot.config import Settings, SettingsError
-from bot.crash import crash_signature
+from agents.reading.crash import crash_signature
 from bot.github_client import GitHubConfigError
 from bot.mojira.client import MojiraClient, MojiraError, MojiraSearch
 from bot.mojira.fields import (

@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.abstention import DEFAULT_THRESHOLD, AbstentionDecision
-from bot.crash import Crash, crash_signature, find_crashes, parse_crash
+from agents.triage.abstention import DEFAULT_THRESHOLD, AbstentionDecision
+from agents.reading.crash import Crash, crash_signature, find_crashes, parse_crash
 from bot.mojira.fields import MojiraReport
 
 __all__ = ["GAME_JOB_KIND", "GameTriage", "is_crash_attachment", "triage_report"]
@@ -37,7 +37,7 @@ def is_crash_attachment(filename: str) -> bool:
 
 @dataclass(frozen=True)
 class GameTriage:
-    """The decision (AbstentionDecision of bot.abstention), the route it gives, and the crashes found."""
+    """The decision (AbstentionDecision of agents.triage.abstention), the route it gives, and the crashes found."""
 
     decision: AbstentionDecision
     route: str | None

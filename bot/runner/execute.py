@@ -35,10 +35,10 @@ def cache_dir(name: str) -> Path | None:
 
 
 async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    """`reproduce.app`: the app reproduction agent on this machine (sandboxes.runners.app_repro)."""
+    """`reproduce.app`: the app reproduction agent on this machine (agents.app.reproduce)."""
     # Imported here: the agent (and Playwright) load only on runners that take app jobs.
-    from sandboxes.runners.app_repro import replay_command
-    from sandboxes.runners.app_repro import reproduce_app as run_agent
+    from agents.app.reproduce import replay_command
+    from agents.app.reproduce import reproduce_app as run_agent
 
     task = job.get("task") or {}
     if not task.get("issue_text") or not task.get("app_url"):
@@ -62,7 +62,7 @@ async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
 
 
 async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    """`reproduce.game`: the game reproduction agent in a real game on this machine (sandboxes.runners.game).
+    """`reproduce.game`: the game reproduction agent in a real game on this machine (agents.game).
 
     The task carries the report and the repo (a Minetest mod or game) packed by the bot; it is unpacked beside
     the job's output folder and loaded into a fresh world.
@@ -71,8 +71,8 @@ async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     import io
     import tarfile
 
-    from sandboxes.runners.game.agent import replay_command
-    from sandboxes.runners.game.agent import reproduce_game as run_agent
+    from agents.game.reproduce import replay_command
+    from agents.game.reproduce import reproduce_game as run_agent
 
     task = job.get("task") or {}
     if not task.get("issue_text") or task.get("game") not in ("minetest", "minecraft"):
@@ -87,7 +87,7 @@ async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
         return mc.to_json()
     if not task.get("repo_archive"):
         raise ValueError("a minetest reproduce.game job needs task.repo_archive (the mod or game)")
-    from sandboxes.runners.game.minetest import MinetestDriver
+    from agents.game.minetest import MinetestDriver
 
     name = "".join(c for c in str(task.get("repo_name") or "repo") if c.isalnum() or c in "_-") or "repo"
     repo = out_dir.parent / f"{out_dir.name}-repo" / name

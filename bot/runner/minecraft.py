@@ -1,8 +1,8 @@
 """The Minecraft driver, for maintainers' own machines: the client window by xdotool, commands over RCON, and
-crashes read from `crash-reports/` and `logs/latest.log` with the crash parser (bot.crash).
+crashes read from `crash-reports/` and `logs/latest.log` with the crash parser (agents.reading.crash).
 
 Minecraft cannot run on the bot's machines, so this driver is tested on recorded crash reports and logs only
-(../shared/fixtures/minecraft-crash). It implements sandboxes.runners.game.driver.GameDriver.
+(../shared/fixtures/minecraft-crash). It implements agents.game.driver.GameDriver.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
-from bot.crash import crash_signature, find_crashes, parse_crash
-from sandboxes.runners.game.driver import GameCrash, GameDriverError, GameState
+from agents.reading.crash import crash_signature, find_crashes, parse_crash
+from agents.game.driver import GameCrash, GameDriverError, GameState
 
 #: RCON packet types (the Source RCON protocol Minecraft servers speak).
 _RCON_LOGIN, _RCON_COMMAND = 3, 2

@@ -1,0 +1,405 @@
+"""The app reproduction agent: report -> steps -> actions on a live app, until the oracle fires.
+
+`reproduce_app` extracts the steps, plays them on a driver (matching each target to an element by text, label
+and role; searching the UTG when no element matches), judges every step with the oracle, and writes the JSON
+action log, a screenshot per step and the log. `replay_actions` re-runs such a log deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.app.driver import Driver, DriverError, Element
+from agents.app.oracle import OracleSpec, Verdict, judge_signals, judge_text, oracle_spec
+from agents.app.propose import propose_action
+from agents.app.s2r import Complete, Step, extract_steps, split_report
+from agents.app.textmatch import similarity
+from agents.app.utg import UTG, explore
+
+log = logging.getLogger(__name__)
+
+#: Keys a report may ask to press ("press Enter"); when no element is named so, the key is pressed.
+KEYS = {"enter": "Enter", "return": "Enter", "escape": "Escape", "esc": "Escape", "tab": "Tab", "space": " "}
+#: Below this similarity no element is the step's target.
+MATCH_THRESHOLD = 0.5
+ACTIONS_FILE = "actions.json"
+LOG_FILE = "log.txt"
+
+
+@dataclass
+class AppReproResult:
+    """The outcome of one reproduction (or replay)."""
+
+    status: str  # "reproduced" | "not_reproduced" | "abstained" | "error"
+    steps: list[dict[str, object]] = field(default_factory=list)
+    actions: list[dict[str, object]] = field(default_factory=list)
+    oracle: dict[str, object] | None = None
+    screenshots: list[str] = field(default_factory=list)
+    replay: str = ""
+    seconds: float = 0.0
+    reasons: list[str] = field(default_factory=list)
+    extractor: str = "rules"
+    log: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        """The document `reprobot reproduce --app-url --json` prints and a runner finishes with."""
+        return {
+            "status": self.status,
+            "steps": self.steps,
+            "actions": self.actions,
+            "oracle": self.oracle,
+            "screenshots": self.screenshots,
+            "replay": self.replay,
+            "seconds": round(self.seconds, 2),
+            "reasons": self.reasons,
+            "extractor": self.extractor,
+            "log": self.log,
+        }
+
+
+def match_element(step: Step | dict[str, object], elements: list[Element]) -> Element | None:
+    """The element a step names: best text/label/id similarity, with the role as a tie-breaker."""
+    action = step.action if isinstance(step, Step) else str(step.get("action"))
+    target = step.target if isinstance(step, Step) else str(step.get("target") or "")
+    if not target:
+        return None
+    best, best_score = None, 0.0
+    for element in elements:
+        names = [element.text, element.label, element.id.replace("-", " ").replace("_", " ")]
+        score = max(similarity(target, n) for n in names if n) if any(names) else 0.0
+        wants_field = action == "input"
+        if wants_field == element.editable:
+            score += 0.05
+        elif wants_field:
+            score -= 0.3  # typing goes into a field, never onto a button that shares its name
+        if score > best_score:
+            best, best_score = element, score
+    return best if best_score >= MATCH_THRESHOLD else None
+
+
+def _resolve(action: dict[str, object], elements: list[Element]) -> Element | None:
+    """The element a recorded action meant: the same locator, else the best match of its target."""
+    locator = action.get("locator")
+    for element in elements:
+        if locator and element.locator == locator:
+            return element
+    return match_element(action, elements)
+
+
+class _Run:
+    """One run's bookkeeping: actions done, screenshots, log, the oracle."""
+
+    def __init__(self, driver: Driver, out_dir: Path, spec: OracleSpec) -> None:
+        self.driver, self.out_dir, self.spec = driver, out_dir, spec
+        self.actions: list[dict[str, object]] = []
+        self.screenshots: list[str] = []
+        self.lines: list[str] = []
+        self.initial_text = ""
+        self.verdict: Verdict | None = None
+
+    def note(self, line: str) -> None:
+        """Add a line to the run's log (log.txt) and the logger."""
+        log.info("%s", line)
+        self.lines.append(line)
+
+    async def begin(self) -> None:
+        """Judge the first screen: its text is the baseline, its errors and wrong text already count."""
+        self.initial_text = await self.driver.visible_text()
+        await self.shot("start")
+        self.verdict = judge_signals(self.driver.drain_signals(), self.spec, 0)
+        if self.verdict is None:  # a bug the first screen already shows ("the home page says NaN")
+            self.verdict = judge_text(self.initial_text, self.initial_text, self.spec, 0)
+
+    async def shot(self, name: str) -> None:
+        """A screenshot named `name`.png; a failed one is logged, never fatal."""
+        path = self.out_dir / f"{name}.png"
+        try:
+            await self.driver.screenshot(path)
+        except DriverError as exc:
+            self.note(f"screenshot {name} failed: {exc}")
+            return
+        self.screenshots.append(str(path))
+
+    async def do(self, action: dict[str, object], element: Element | None) -> None:
+        """Act, record, screenshot, and judge the signals the action raised and the text it left."""
+        await self.driver.act(action, element)
+        self.actions.append(action)
+        n = len(self.actions)
+        self.note(f"action {n}: {json.dumps(action)}")
+        await self.shot(f"step-{n:02d}")
+        self.verdict = judge_signals(self.driver.drain_signals(), self.spec, n)
+        if self.verdict is None:
+            typed = frozenset(str(a.get("input") or "").lower() for a in self.actions if a.get("action") == "input")
+            self.verdict = judge_text(await self.driver.visible_text(), self.initial_text, self.spec, n, typed)
+        if self.verdict is not None:
+            self.note(f"oracle fired after action {n}: {self.verdict.kind}: {self.verdict.message}")
+
+    async def replay_all(self, actions: list[dict[str, object]]) -> None:
+        """Restart and replay `actions` silently (exploration's reset): no record, signals dropped."""
+        await self.driver.restart()
+        for action in actions:
+            await self.driver.act(action, _resolve(action, await self.driver.observe()))
+        self.driver.drain_signals()
+
+
+def _action_for(step: Step, element: Element | None) -> dict[str, object]:
+    kind = step.action
+    if kind == "input" and element is not None and not element.editable:
+        # "put the lamp in the cart" names a button, not a field: what the user did was press it.
+        kind = "click"
+    action: dict[str, object] = {"action": kind, "target": step.target, "input": step.input}
+    if element is not None:
+        action["locator"] = element.locator
+        action["role"] = element.role
+    return action
+
+
+async def _play(
+    run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int, complete: Complete | None = None
+) -> list[str]:
+    """Play the steps; returns the reasons for steps that could not be played."""
+    reasons: list[str] = []
+    driver = run.driver
+    for i, step in enumerate(steps, 1):
+        if run.verdict is not None:
+            break
+        if time.monotonic() > deadline:
+            reasons.append(f"time budget spent before step {i}")
+            break
+        if step.action in ("back", "scroll", "resize", "restart", "key"):
+            await run.do(_action_for(step, None), None)
+            continue
+        elements = await driver.observe()
+        utg.add_state(elements)
+        element = match_element(step, elements)
+        if element is None and step.action == "click" and step.target.lower() in KEYS:
+            await run.do({"action": "key", "target": "", "input": KEYS[step.target.lower()]}, None)
+            continue
+        if element is None and step.opens and not run.actions:
+            run.note(f"step {i} ({step.target!r}) is on no element of the first screen: taken as opening the app")
+            continue
+        if element is None:
+            element = await _find_by_utg(run, step, utg, deadline, explore_depth)
+        if element is None and complete is not None and run.verdict is None:
+            proposed = await propose_action(complete, step, await driver.observe())
+            if proposed is not None:
+                run.note(f"step {i}: the model proposed {json.dumps(proposed[0])}")
+                await _do_step(run, reasons, i, proposed[0], proposed[1])
+                continue
+        if element is None:
+            if run.verdict is None:
+                reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
+                run.note(reasons[-1])
+            continue
+        await _do_step(run, reasons, i, _action_for(step, element), element)
+    return reasons
+
+
+async def _do_step(run: _Run, reasons: list[str], i: int, action: dict[str, object], element: Element | None) -> None:
+    """One step's action; an element that cannot be acted on (covered, detached) costs the step, not the run."""
+    try:
+        await run.do(action, element)
+    except DriverError as exc:
+        reasons.append(f"step {i} ({action['action']} {action.get('target')!r}): {exc}")
+        run.note(reasons[-1])
+
+
+async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: int) -> Element | None:
+    """Reach a screen where the step's target exists: a known UTG path first, else exploration."""
+    driver = run.driver
+
+    def goal(elements: list[Element]) -> Element | None:
+        return match_element(step, elements)
+
+    here = utg.add_state(await driver.observe())
+    path = utg.path(here, goal)
+    source = "cached UTG"
+    if path is None:
+        run.note(f"no element matches {step.target!r}: exploring the UI")
+        before = list(run.actions)
+
+        async def reset(prefix: list[dict[str, object]]) -> None:
+            await run.replay_all([*before, *prefix])
+
+        path = await explore(driver, utg, reset, goal, max_depth=depth, deadline=deadline)
+        source = "exploration"
+        if path is None:
+            await run.replay_all(before)
+            return None
+    # Start the found path from a clean replay, so the signals it raises are judged like any step's.
+    await run.replay_all(run.actions)
+    run.note(f"UTG path to {step.target!r} ({source}): {len(path)} action(s)")
+    for action in path:
+        element = _resolve(action, await driver.observe())
+        if element is None:
+            run.note("the UTG path no longer matches the app")
+            return None
+        await run.do({**action, "via": "utg"}, element)
+        if run.verdict is not None:
+            return None
+    return goal(await driver.observe())
+
+
+def _make_driver(driver: str | Driver, app_url: str) -> Driver:
+    if not isinstance(driver, str):
+        return driver
+    if driver == "web":
+        from agents.app.web import WebDriver
+
+        return WebDriver(app_url)
+    if driver == "android":
+        from agents.app.android import AndroidDriver
+
+        return AndroidDriver(app_url)
+    raise ValueError(f"unknown driver {driver!r} (web or android)")
+
+
+def replay_command(app_url: str, actions_file: Path, driver: str) -> str:
+    """The command line that re-runs an action log."""
+    extra = [] if driver == "web" else ["--driver", driver]
+    return shlex.join(["reprobot", "replay", "--app-url", app_url, "--actions", str(actions_file), *extra, "--json"])
+
+
+def _complete_from(model: object | None) -> Complete | None:
+    if model is None:
+        return None
+    if callable(model):
+        return model
+    raise TypeError("model must be a complete(messages) -> str callable")
+
+
+async def reproduce_app(
+    issue_text: str,
+    app_url: str,
+    *,
+    out_dir: Path,
+    driver: str | Driver = "web",
+    model: object | None = None,
+    budget_seconds: float = 300.0,
+    cache_dir: Path | None = None,
+    explore_depth: int = 2,
+) -> AppReproResult:
+    """Reproduce the report on the app at `app_url`; write actions.json, screenshots and log.txt into `out_dir`."""
+    started = time.monotonic()
+    deadline = started + budget_seconds
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = split_report(issue_text)
+    steps, extractor = await extract_steps(issue_text, _complete_from(model))
+    spec = oracle_spec(report)
+    drv = _make_driver(driver, app_url)
+    driver_name = getattr(drv, "name", "web")
+    actions_file = out_dir / ACTIONS_FILE
+    result = AppReproResult(
+        "error",
+        steps=[s.to_json() for s in steps],
+        replay=replay_command(app_url, actions_file, driver_name),
+        extractor=extractor,
+    )
+    run = _Run(drv, out_dir, spec)
+    run.note(f"{len(steps)} step(s) extracted ({extractor}); oracle text: {json.dumps(spec.to_json())}")
+    try:
+        await drv.start()
+        try:
+            utg = await asyncio.to_thread(UTG.load, cache_dir, await drv.app_version())
+            await run.begin()
+            complete = _complete_from(model)
+            result.reasons = await _play(run, steps, utg, deadline, explore_depth, complete)
+            if cache_dir is not None:
+                await asyncio.to_thread(utg.save, cache_dir)
+        finally:
+            await drv.close()
+    except DriverError as exc:
+        result.reasons.append(str(exc))
+        run.note(f"driver error: {exc}")
+        return _finish(result, run, started, actions_file, app_url, driver_name, "error")
+    if run.verdict is not None:
+        status = "reproduced"
+    elif not steps:
+        status = "abstained"
+        result.reasons.append("the report has no steps the agent can follow, and the first screen shows no bug")
+    else:
+        status = "not_reproduced"
+        result.reasons.append("every step ran and no oracle fired")
+    return _finish(result, run, started, actions_file, app_url, driver_name, status)
+
+
+def _finish(
+    result: AppReproResult, run: _Run, started: float, actions_file: Path, app_url: str, driver: str, status: str
+) -> AppReproResult:
+    result.status = status
+    result.actions = run.actions
+    result.oracle = run.verdict.to_json() if run.verdict else None
+    result.screenshots = run.screenshots
+    result.seconds = time.monotonic() - started
+    document: dict[str, Any] = {
+        "app_url": app_url,
+        "driver": driver,
+        "oracle_spec": run.spec.to_json(),
+        "actions": run.actions,
+    }
+    actions_file.write_text(json.dumps(document, indent=2) + "\n")
+    log_file = run.out_dir / LOG_FILE
+    log_file.write_text("\n".join(run.lines) + "\n")
+    result.log = str(log_file)
+    return result
+
+
+def load_actions(actions_file: Path) -> tuple[list[dict[str, object]], OracleSpec]:
+    """The actions and oracle spec of an action log; ValueError says what is wrong with the file."""
+    try:
+        data = json.loads(actions_file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read the action log {actions_file}: {exc}") from None
+    if isinstance(data, list):
+        data = {"actions": data}
+    actions = data.get("actions") if isinstance(data, dict) else None
+    if not isinstance(actions, list) or not all(isinstance(a, dict) and "action" in a for a in actions):
+        raise ValueError(f"{actions_file}: `actions` must be a list of objects with an `action`")
+    return actions, OracleSpec.from_json(data.get("oracle_spec"))
+
+
+async def replay_actions(
+    actions_file: Path, app_url: str, *, out_dir: Path, driver: str | Driver = "web"
+) -> AppReproResult:
+    """Re-run an action log on the app, judging each action with the oracle the log carries."""
+    started = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    drv = _make_driver(driver, app_url)
+    driver_name = getattr(drv, "name", "web")
+    result = AppReproResult("error", replay=replay_command(app_url, actions_file, driver_name))
+    try:
+        actions, spec = load_actions(actions_file)
+    except ValueError as exc:
+        result.reasons.append(str(exc))
+        return result
+    run = _Run(drv, out_dir, spec)
+    out_file = out_dir / ACTIONS_FILE
+    if out_file.resolve() == actions_file.resolve():
+        out_file = out_dir / "replay-actions.json"  # never overwrite the log being replayed
+    try:
+        await drv.start()
+        try:
+            await run.begin()
+            for i, action in enumerate(actions, 1):
+                if run.verdict is not None:
+                    break
+                needs = action.get("action") in ("click", "long_click", "input")
+                element = _resolve(action, await drv.observe()) if needs else None
+                if needs and element is None:
+                    result.reasons.append(f"action {i}: its element is gone ({action.get('target')!r})")
+                    break
+                await run.do({k: v for k, v in action.items() if k != "via"}, element)
+        finally:
+            await drv.close()
+    except DriverError as exc:
+        result.reasons.append(str(exc))
+        return _finish(result, run, started, out_file, app_url, driver_name, "error")
+    status = "reproduced" if run.verdict else "not_reproduced"
+    return _finish(result, run, started, out_file, app_url, driver_name, status)

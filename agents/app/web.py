@@ -1,0 +1,330 @@
+"""The web driver: Playwright on Debian's chromium (no browser download)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agents.app.driver import DriverError, Element, Signal
+
+log = logging.getLogger(__name__)
+
+CHROMIUM = "/usr/bin/chromium"
+
+#: Collects the visible interactive elements with a CSS path that finds each again (id when unique).
+_OBSERVE_JS = r"""
+() => {
+  const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link],'
+    + ' [role=tab], [role=checkbox], [role=menuitem], [role=switch], [onclick], [contenteditable=true]';
+  const path = (el) => {
+    if (el.id && document.querySelectorAll('#' + CSS.escape(el.id)).length === 1) return '#' + CSS.escape(el.id);
+    const parts = [];
+    for (let n = el; n && n.nodeType === 1 && n !== document.documentElement; n = n.parentElement) {
+      if (n.id && document.querySelectorAll('#' + CSS.escape(n.id)).length === 1) {
+        parts.unshift('#' + CSS.escape(n.id)); break;
+      }
+      let i = 1;
+      for (let s = n.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === n.tagName) i++;
+      parts.unshift(n.tagName.toLowerCase() + ':nth-of-type(' + i + ')');
+    }
+    return parts.join(' > ');
+  };
+  const labelOf = (el) => {
+    let l = el.getAttribute('aria-label') || el.getAttribute('placeholder') || el.getAttribute('title') || '';
+    if (!l && el.id) {
+      const f = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (f) l = f.innerText;
+    }
+    if (!l && el.closest('label')) l = el.closest('label').innerText;
+    if (!l && el.name) l = el.name;
+    return (l || '').trim();
+  };
+  const roleOf = (el) => {
+    const r = el.getAttribute('role'); if (r) return r;
+    const t = el.tagName.toLowerCase();
+    if (t === 'a') return 'link';
+    if (t === 'input') { const ty = (el.type || 'text').toLowerCase();
+      if (['checkbox', 'radio'].includes(ty)) return ty;
+      return ['button', 'submit', 'reset'].includes(ty) ? 'button' : 'textbox'; }
+    if (t === 'textarea' || el.isContentEditable) return 'textbox';
+    if (t === 'select') return 'combobox';
+    return 'button';
+  };
+  const out = [];
+  for (const el of document.querySelectorAll(sel)) {
+    const b = el.getBoundingClientRect(); const st = getComputedStyle(el);
+    if (b.width === 0 || b.height === 0 || st.visibility === 'hidden' || st.display === 'none' || el.disabled) continue;
+    const tag = el.tagName.toLowerCase();
+    const text = (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type)) ? el.value
+      : (tag === 'select' ? [...el.options].map(o => o.text).join(' | ') : (el.innerText || ''));
+    const role = roleOf(el);
+    out.push({role, text: text.trim().slice(0, 200), label: labelOf(el), id: el.id || '', locator: path(el),
+      bounds: [Math.round(b.x), Math.round(b.y), Math.round(b.width), Math.round(b.height)],
+      editable: role === 'textbox' || role === 'combobox'});
+  }
+  return out;
+}
+"""
+
+#: The longest wait for the requests an action started.
+SETTLE_SECONDS = 3.0
+#: Resolves once the DOM has not changed for 150 ms (at most 1.5 s: an animated page never stops).
+_QUIET_JS = """
+() => new Promise((resolve) => {
+  let timer = null;
+  const obs = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, 150); });
+  function done() { obs.disconnect(); resolve(true); }
+  obs.observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+  timer = setTimeout(done, 150);
+  setTimeout(done, 1500);
+})
+"""
+_RESOURCE_FAILURE = re.compile(r"^Failed to load resource\b")
+#: Named viewport sizes a step may ask for.
+_SIZES = {"narrow": (375, 740), "landscape": (1024, 600), "portrait": (600, 1024), "wide": (1280, 800)}
+
+
+@contextlib.asynccontextmanager
+async def shared_browser(executable: str = CHROMIUM) -> AsyncIterator[Any]:
+    """One chromium for many runs (an eval, a test module): each WebDriver on it gets its own fresh context."""
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    if not Path(executable).exists():
+        raise DriverError(f"chromium not found at {executable} (apt-get install chromium)")
+    async with async_playwright() as pw:
+        try:
+            browser = await pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        except PlaywrightError as exc:
+            raise DriverError(f"chromium did not start: {str(exc).splitlines()[0]}") from None
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+class WebDriver:
+    """A Playwright page on chromium, with page errors, console errors and 5xx answers collected as signals."""
+
+    name = "web"
+
+    def __init__(
+        self,
+        app_url: str,
+        *,
+        executable: str = CHROMIUM,
+        headless: bool = True,
+        timeout_ms: int = 5000,
+        browser: Any = None,
+    ):
+        """`browser`: a running Playwright browser to share (it stays open on close); None launches one."""
+        self.app_url = app_url
+        self._shared_browser = browser
+        self.executable = executable
+        self.headless = headless
+        self.timeout_ms = timeout_ms
+        self._pw: Any = None
+        self._browser: Any = None
+        self._context: Any = None
+        self._page: Any = None
+        self._signals: list[Signal] = []
+        self._document: bytes = b""
+        self._pending = 0
+
+    async def __aenter__(self) -> WebDriver:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Launch chromium and open the app (http or https only: a file:// URL would show the runner's files)."""
+        if urlsplit(self.app_url).scheme not in ("http", "https"):
+            raise DriverError(f"the web driver opens http(s) URLs only, not {self.app_url!r}")
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import async_playwright
+
+        if self._shared_browser is not None:
+            self._browser = self._shared_browser
+            await self.restart()
+            return
+        if not Path(self.executable).exists():
+            raise DriverError(f"chromium not found at {self.executable} (apt-get install chromium)")
+        self._pw = await async_playwright().start()
+        try:
+            # --no-sandbox: the runner may run as root in a container, where chromium's own sandbox cannot start.
+            self._browser = await self._pw.chromium.launch(
+                executable_path=self.executable, headless=self.headless, args=["--no-sandbox"]
+            )
+        except PlaywrightError as exc:
+            await self._pw.stop()
+            raise DriverError(f"chromium did not start: {str(exc).splitlines()[0]}") from None
+        await self.restart()
+
+    async def restart(self) -> None:
+        """A fresh browser context (no cookies, no storage) on the app's first page."""
+        from playwright.async_api import Error as PlaywrightError
+
+        if self._context is not None:
+            await self._context.close()
+        self._context = await self._browser.new_context(viewport={"width": 1024, "height": 768})
+        self._context.set_default_timeout(self.timeout_ms)
+        page = await self._context.new_page()
+        page.on("pageerror", lambda exc: self._signals.append(Signal("page_error", str(exc))))
+        page.on("console", self._on_console)
+        page.on("response", self._on_response)
+        page.on("request", self._on_request)
+        page.on("requestfinished", self._on_request_done)
+        page.on("requestfailed", self._on_request_done)
+        self._pending = 0
+        self._page = page
+        try:
+            response = await page.goto(self.app_url, wait_until="load")
+        except PlaywrightError as exc:
+            raise DriverError(f"cannot open {self.app_url}: {str(exc).splitlines()[0]}") from None
+        self._document = await response.body() if response is not None else b""
+        await self._settle()
+
+    def _on_console(self, msg: Any) -> None:
+        # A failed resource load is the network's signal (the 5xx oracle judges it), not a script error:
+        # a missing favicon must not count as the bug.
+        if msg.type == "error" and not _RESOURCE_FAILURE.match(msg.text):
+            self._signals.append(Signal("console_error", msg.text))
+
+    def _on_request(self, request: Any) -> None:
+        self._pending += 1
+
+    def _on_request_done(self, request: Any) -> None:
+        self._pending = max(0, self._pending - 1)
+
+    def _on_response(self, response: Any) -> None:
+        if response.status >= 500:
+            self._signals.append(
+                Signal(
+                    "http_5xx",
+                    f"{response.status} {response.request.method} {response.url}",
+                    {"status": response.status},
+                )
+            )
+
+    async def _settle(self) -> None:
+        """Let the page finish what the last action started (requests, timers that render)."""
+        # Requests the action started are awaited (up to SETTLE_SECONDS: a page that polls never goes quiet),
+        # then the DOM must stay unchanged for a moment, so what their handlers render is on screen when we judge.
+        from playwright.async_api import Error as PlaywrightError
+
+        end = time.monotonic() + SETTLE_SECONDS
+        await asyncio.sleep(0.05)
+        while self._pending and time.monotonic() < end:
+            await asyncio.sleep(0.02)
+        try:
+            await self._page.wait_for_load_state("load")
+            await self._page.evaluate(_QUIET_JS)
+        except PlaywrightError:
+            # A navigation replaced the document while we watched it: wait for the new one instead.
+            with contextlib.suppress(PlaywrightError):
+                await self._page.wait_for_load_state("load")
+
+    async def observe(self) -> list[Element]:
+        """The visible interactive elements."""
+        raw = await self._page.evaluate(_OBSERVE_JS)
+        return [
+            Element(
+                role=r["role"],
+                text=r["text"],
+                label=r["label"],
+                id=r["id"],
+                bounds=(r["bounds"][0], r["bounds"][1], r["bounds"][2], r["bounds"][3]),
+                locator=r["locator"],
+                editable=bool(r["editable"]),
+            )
+            for r in raw
+        ]
+
+    async def visible_text(self) -> str:
+        """The page's rendered text plus the values shown in its form fields."""
+        text: str = await self._page.evaluate(
+            "() => document.body.innerText + '\\n' + [...document.querySelectorAll('input, textarea')]"
+            ".map(e => e.value).join('\\n')"
+        )
+        return text
+
+    async def act(self, action: dict[str, object], element: Element | None) -> None:
+        """Perform one action; a vanished element or a timeout is a DriverError."""
+        from playwright.async_api import Error as PlaywrightError
+
+        kind, value = str(action["action"]), str(action.get("input") or "")
+        page = self._page
+        try:
+            if kind in ("click", "long_click", "input") and element is None:
+                raise DriverError(f"{kind} needs an element")
+            if kind == "click" and element is not None:
+                loc = page.locator(element.locator)
+                if element.role == "combobox" and value:
+                    await loc.select_option(label=value)
+                else:
+                    await loc.click()
+            elif kind == "long_click" and element is not None:
+                await page.locator(element.locator).click(delay=800)
+            elif kind == "input" and element is not None:
+                loc = page.locator(element.locator)
+                if element.role == "combobox":
+                    await loc.select_option(label=value)
+                else:
+                    await loc.fill(value)
+                    # Apps that react on change, not input, see the edit once the field loses focus.
+                    await loc.dispatch_event("change")
+            elif kind == "key":
+                await page.keyboard.press(value or "Enter")
+            elif kind == "scroll":
+                await page.mouse.wheel(0, -600 if value == "up" else 600)
+            elif kind == "back":
+                await page.go_back(wait_until="load")
+            elif kind == "resize":
+                size = _SIZES.get(value)
+                if size is None:
+                    m = re.fullmatch(r"(\d{3,4})x(\d{3,4})", value)
+                    size = (int(m.group(1)), int(m.group(2))) if m else _SIZES["narrow"]
+                await page.set_viewport_size({"width": size[0], "height": size[1]})
+            elif kind == "restart":
+                await self.restart()
+                return
+            else:
+                raise DriverError(f"unknown action {kind!r}")
+        except PlaywrightError as exc:
+            raise DriverError(f"{kind} failed: {str(exc).splitlines()[0]}") from None
+        await self._settle()
+
+    async def screenshot(self, path: Path) -> None:
+        """A PNG of the viewport."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        await self._page.screenshot(path=str(path))
+
+    def drain_signals(self) -> list[Signal]:
+        """Signals since the last call."""
+        out, self._signals = self._signals, []
+        return out
+
+    async def app_version(self) -> str:
+        """A hash of the app's first document: a new build of the page is a new version."""
+        return hashlib.sha256(self._document).hexdigest()[:16]
+
+    async def close(self) -> None:
+        """Close the browser and Playwright."""
+        if self._context is not None:
+            await self._context.close()
+            self._context = None
+        if self._browser is not None and self._shared_browser is None:
+            await self._browser.close()
+        self._browser = None
+        if self._pw is not None:
+            await self._pw.stop()
+            self._pw = None

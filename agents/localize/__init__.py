@@ -1,0 +1,1 @@
+"""Fault localization: traceback frames, spectrum-based ranking, and test impact from coverage."""

@@ -1,0 +1,1 @@
+"""Repair agents: classic (search over fix templates), mutation (the templates), llm (a ReAct loop)."""

@@ -1,0 +1,1 @@
+"""The classic agent (no model): reproduce, localize, search fix templates, validate."""

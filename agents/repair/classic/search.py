@@ -1,0 +1,439 @@
+"""The classic agent (no LLM): synthesize a BRT, localize the fault, search fix templates, validate."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+from agents.reproduce.synthesis import BrtCandidate, symptom_matches, synthesize_brts
+from agents.localize.impact import select_tests
+from agents.reading.facts import IssueFacts
+from agents.localize.ranking import NAMED_NOTE, Location, parse_traceback_frames
+from agents.repair.mutation.protocols import missing_protocols, special_method_candidates
+from agents.repair.mutation.templates import Candidate, build_context, generate_candidates
+from agents.localize.sbfl import localize_in_sandbox
+from agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
+from sandboxes.base import Sandbox
+from sandboxes.environment import Baseline, TestRun, TestRunner
+from sandboxes.workspace import workspace_diff
+
+log = logging.getLogger(__name__)
+
+
+class NotReproduced(Exception):
+    """No synthesized BRT failed on the buggy code with the reported symptom."""
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """Budgets for one classic trajectory's fix search."""
+
+    max_candidates: int = 400
+    max_locations: int = 8
+    #: Traceback-frame locations tried beyond the top `max_locations`.
+    max_frame_locations: int = 4
+    #: Statements of a function the report names (covered, but ranked below the top) tried after the frames.
+    max_named_locations: int = 4
+    per_location: int = 80
+    seconds: float = 600.0
+    brt_timeout: float = 60.0
+    #: After a validated fix, how many more candidates to try for alternative validated fixes, and how many
+    #: to keep. Two fixes that pass the same tests but disagree elsewhere cannot both be right.
+    alternative_candidates: int = 25
+    max_alternatives: int = 2
+    #: Run the regression tests covering a candidate's changed lines before the full suite (agents/impact).
+    test_impact: bool = True
+    #: A candidate's BRT run may take this many times the buggy code's BRT run (at least
+    #: `candidate_min_timeout`, at most `brt_timeout`): an edit that turns a fast failing test into a slow one
+    #: has almost always made a loop that never ends or a list that never stops growing. 0: the full timeout.
+    candidate_timeout_factor: float = 5.0
+    candidate_min_timeout: float = 2.0
+    #: Candidates cut off by that shorter timeout are re-run with the full one, these many at most, when the
+    #: search ends without a validated fix: a slow correct fix is found late, never lost.
+    slow_rechecks: int = 4
+
+
+def candidate_timeout(buggy_seconds: float, limits: SearchLimits) -> float:
+    """The wall timeout for one candidate's BRT run, given how long the BRT ran on the buggy code."""
+    if limits.candidate_timeout_factor <= 0:
+        return limits.brt_timeout
+    scaled = max(limits.candidate_min_timeout, limits.candidate_timeout_factor * buggy_seconds)
+    return min(limits.brt_timeout, scaled)
+
+
+@dataclass
+class _Progress:
+    """Where one trajectory's search stands."""
+
+    tried: int = 0
+    #: The first validated fix's description, once there is one; the search then looks for alternatives.
+    submitted: str | None = None
+    alt_tried: int = 0
+    #: (location, the file's original source, candidate) of checks cut off by the shorter timeout.
+    slow: list[tuple[Location, str, Candidate]] = field(default_factory=list)
+
+
+@dataclass
+class Reproduction:
+    """The shared result of the reproduction stage: a BRT that fails the reported way, and where to look."""
+
+    brt: BrtCandidate
+    before: TestRun
+    locations: list[Location]
+    tried: list[tuple[BrtCandidate, str]] = field(default_factory=list)
+
+
+class CandidateCache:
+    """Memoizes candidate checks across the trajectories of one job (same edit, same verdict)."""
+
+    def __init__(self) -> None:
+        #: Per edit and timeout: (the BRT passed, the run timed out).
+        self._futures: dict[str, asyncio.Future[tuple[bool, bool]]] = {}
+        #: Regression verdicts (the impacted tests, then the full suite) of an edit, shared the same way.
+        self.suites: dict[str, asyncio.Future[tuple[bool, str, TestRun]]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        """A stable key for a candidate edit plus the test it is checked against."""
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part.encode())
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+    def get(self, key: str) -> asyncio.Future[tuple[bool, bool]] | None:
+        """The pending or finished check for key, counting hits."""
+        fut = self._futures.get(key)
+        if fut is not None:
+            self.hits += 1
+        return fut
+
+    def start(self, key: str) -> asyncio.Future[tuple[bool, bool]]:
+        """Register a check this caller will complete."""
+        self.misses += 1
+        fut: asyncio.Future[tuple[bool, bool]] = asyncio.get_running_loop().create_future()
+        self._futures[key] = fut
+        return fut
+
+
+async def reproduce(
+    facts: IssueFacts,
+    sandbox: Sandbox,
+    runner: TestRunner,
+    repo_files: Sequence[str],
+    trajectory: Trajectory,
+    *,
+    localize: bool = True,
+    brt_timeout: float = 60.0,
+) -> Reproduction:
+    """Find a synthesized BRT that fails on the buggy code with the reported symptom, then rank suspects."""
+    candidates = synthesize_brts(facts, repo_files)
+    await trajectory.step("synthesize_brt", candidates=[c.description for c in candidates])
+    if not candidates:
+        raise NotReproduced("the report has no code, REPL session or call that a test can be built from")
+    tried: list[tuple[BrtCandidate, str]] = []
+    chosen: tuple[BrtCandidate, TestRun] | None = None
+    for cand in candidates:
+        sandbox.write_file(cand.path, cand.source)
+        run = await runner.run(sandbox, [cand.path], timeout=brt_timeout)
+        ok, reason = symptom_matches(cand, facts, run.result.output, run.result.timed_out)
+        await trajectory.step(
+            "run_brt_on_buggy_code",
+            path=cand.path,
+            description=cand.description,
+            exit_code=run.result.exit_code,
+            timed_out=run.result.timed_out,
+            matches_report=ok,
+            reason=reason,
+            output=run.result.output[-4000:],
+        )
+        if run.all_passed:
+            reason = "the test passes on the buggy code, so it does not reproduce the report"
+        elif not run.collected:
+            reason = "pytest could not collect the test: " + run.result.output[-300:]
+        if ok and not run.all_passed and run.collected:
+            chosen = (cand, run)
+            break
+        tried.append((cand, reason))
+        _remove(sandbox, cand.path)
+    if chosen is None:
+        reasons = "; ".join(r for _, r in tried) or "no candidate"
+        raise NotReproduced(f"no synthesized test reproduced the reported symptom ({reasons})")
+    brt, before = chosen
+    locations: list[Location] = []
+    if localize:
+        frames = parse_traceback_frames(facts.traceback_text) + parse_traceback_frames(before.result.output)
+        mentioned = (*facts.mentioned_files, *facts.identifiers)
+        locations = await localize_in_sandbox(sandbox, runner, brt.path, repo_files, frames, mentioned=mentioned)
+        await trajectory.step(
+            "fault_localization",
+            top=[{"file": loc.file, "line": loc.line, "score": round(loc.score, 4)} for loc in locations[:10]],
+        )
+    return Reproduction(brt=brt, before=before, locations=locations, tried=tried)
+
+
+def _remove(sandbox: Sandbox, relpath: str) -> None:
+    path = sandbox.spec.workspace / relpath
+    path.unlink(missing_ok=True)
+
+
+class ClassicSearch:
+    """One fix-search trajectory over ranked locations and mutation templates."""
+
+    def __init__(
+        self,
+        reproduction: Reproduction,
+        runner: TestRunner,
+        baseline: Baseline,
+        cache: CandidateCache,
+        limits: SearchLimits,
+        *,
+        settled: asyncio.Event | None = None,
+    ) -> None:
+        self.repro = reproduction
+        self.runner = runner
+        self.baseline = baseline
+        self.cache = cache
+        self.limits = limits
+        #: Set by the job when its vote is settled: the search stops at its next candidate.
+        self.settled = settled
+
+    def _location_order(self, seed: int) -> list[Location]:
+        locs = list(self.repro.locations[: self.limits.max_locations])
+        # Every in-repo traceback frame is a suspect, callers included: the faulty line is often a caller
+        # that passed a bad value, ranked below many covered lines of the crash site.
+        extra = [
+            loc
+            for loc in self.repro.locations[self.limits.max_locations :]
+            if any(r.startswith("traceback") for r in loc.reasons)
+        ]
+        locs += extra[: self.limits.max_frame_locations]
+        # The function the user calls in the report is the entry point; when its own lines rank below helpers
+        # that the failing test alone reaches, they are still worth a try before giving up.
+        named = [
+            loc
+            for loc in self.repro.locations[self.limits.max_locations :]
+            if NAMED_NOTE in loc.reasons and loc not in locs
+        ]
+        locs += named[: self.limits.max_named_locations]
+        if seed == 0 or len(locs) < 2:
+            return locs
+        # Later trajectories explore a perturbed order: scores jittered, so near-ties swap places.
+        rng = random.Random(seed)
+        return sorted(locs, key=lambda loc: -(loc.score * (1.0 + rng.uniform(-0.25, 0.25))))
+
+    def _search_plan(self, seed: int) -> list[Location]:
+        """Where to search: first each suspicious file as a whole (line 0) when the failure names a special
+        method a class lacks, then the ranked lines."""
+        order = self._location_order(seed)
+        if not missing_protocols(self.repro.before.result.output):
+            return order
+        files = list(dict.fromkeys(loc.file for loc in order if loc.file.endswith(".py")))
+        return [
+            Location(file=f, line=0, score=1.0, reasons=("the failure names a missing special method",)) for f in files
+        ] + order
+
+    def _protocol_candidates(self, source: str) -> Iterator[Candidate]:
+        for fix in special_method_candidates(source, self.repro.before.result.output):
+            yield Candidate(fix.operator, fix.description, fix.line, fix.new_source)
+
+    async def _check(self, sandbox: Sandbox, relpath: str, new_source: str, timeout: float) -> tuple[bool, bool]:
+        """Run the BRT against one edit: (passed, timed out); memoized across trajectories."""
+        key = CandidateCache.key("brt", relpath, new_source, self.repro.brt.source, repr(timeout))
+        cached = self.cache.get(key)
+        if cached is not None:
+            return await cached
+        fut = self.cache.start(key)
+        try:
+            sandbox.write_file(relpath, new_source)
+            run = await self.runner.run(sandbox, [self.repro.brt.path], timeout=timeout)
+            verdict = (run.all_passed, run.result.timed_out)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved; the raising caller handles it
+            raise
+        fut.set_result(verdict)
+        return verdict
+
+    async def _regressions(
+        self, sandbox: Sandbox, edit: tuple[str, str, str] | None = None
+    ) -> tuple[bool, str, TestRun]:
+        """Run the whole suite; every test that passed at baseline, and the BRT, must pass.
+
+        With baseline coverage, the tests that executed the edit's (path, old, new) changed lines run first:
+        a candidate breaking one of them is rejected without the full suite; a survivor still runs it all.
+        """
+        if edit is None or not self.limits.test_impact:
+            # Impact selection off is the previous method: the full suite for every candidate, nothing shared.
+            return await self._regressions_uncached(sandbox, edit)
+        # Every trajectory's workspace is the base plus the BRT plus this one edit: same edit, same verdict.
+        key = CandidateCache.key("suite", *edit, self.repro.brt.source)
+        cached = self.cache.suites.get(key)
+        if cached is not None:
+            self.cache.hits += 1
+            return await cached
+        self.cache.misses += 1
+        fut: asyncio.Future[tuple[bool, str, TestRun]] = asyncio.get_running_loop().create_future()
+        self.cache.suites[key] = fut
+        try:
+            verdict = await self._regressions_uncached(sandbox, edit)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved; the raising caller handles it
+            del self.cache.suites[key]
+            raise
+        fut.set_result(verdict)
+        return verdict
+
+    async def _regressions_uncached(
+        self, sandbox: Sandbox, edit: tuple[str, str, str] | None
+    ) -> tuple[bool, str, TestRun]:
+        coverage = self.baseline.coverage
+        if edit is not None and self.limits.test_impact and coverage is not None:
+            impact = select_tests(coverage, *edit, sorted(self.baseline.passing))
+            if not impact.full and impact.tests:
+                first = await self.runner.run(sandbox, list(impact.tests))
+                broken = [t for t in impact.tests if first.tests.get(t) != "passed"]
+                if first.result.timed_out:
+                    return False, "the impacted tests timed out", first
+                if broken:
+                    return False, "broke: " + ", ".join(broken[:10]), first
+        run = await self.runner.run(sandbox, [])
+        broken = sorted(t for t in self.baseline.passing if run.tests.get(t) != "passed")
+        brt_failed = [t for t, s in run.tests.items() if t.startswith(self.repro.brt.path) and s != "passed"]
+        if run.result.timed_out:
+            return False, "the test suite timed out", run
+        if broken or brt_failed:
+            return False, "broke: " + ", ".join((broken + brt_failed)[:10]), run
+        return True, "all baseline-passing tests and the BRT pass", run
+
+    async def run(self, sandbox: Sandbox, trajectory: Trajectory) -> None:
+        """Search until a validated fix is found (raises Submitted) or a budget runs out.
+
+        After the first validated fix the search goes on a little, for alternative validated fixes
+        (recorded in `trajectory.alternatives`); the first fix is what the trajectory submits.
+        """
+        rng = random.Random(trajectory.seed)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.seconds
+        progress = _Progress()
+        short = candidate_timeout(self.repro.before.result.duration, self.limits)
+        sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
+        for loc in self._search_plan(trajectory.seed):
+            original = sandbox.read_file(loc.file)
+            if loc.line == 0:
+                cands: Iterator[Candidate] = self._protocol_candidates(original)
+            else:
+                context = build_context(original)
+                cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
+            for cand in islice(cands, self.limits.per_location):
+                self._within_budget(progress, loop.time() > deadline)
+                await self._try(sandbox, trajectory, progress, loc, original, cand, short)
+            sandbox.write_file(loc.file, original)
+        if progress.submitted is None:
+            # Nothing validated in time: the edits cut off by the short timeout get the full one.
+            for loc, original, cand in progress.slow[: self.limits.slow_rechecks]:
+                self._within_budget(progress, loop.time() > deadline)
+                await self._try(sandbox, trajectory, progress, loc, original, cand, self.limits.brt_timeout)
+                sandbox.write_file(loc.file, original)
+        if progress.submitted is not None:
+            raise Submitted(progress.submitted)
+        raise LimitsExceeded(f"no template fixed the bug at the top {self.limits.max_locations} locations")
+
+    def _within_budget(self, progress: _Progress, past_deadline: bool) -> None:
+        """Raise Submitted (with a fix) or LimitsExceeded (without) once a budget is spent or the vote settled."""
+        if progress.tried >= self.limits.max_candidates or past_deadline:
+            why = f"tried {progress.tried} candidates without a validated fix"
+        elif self.settled is not None and self.settled.is_set():
+            why = "stopped early: the job's other trajectories settled the vote on a fix"
+        elif progress.submitted is not None and progress.alt_tried >= self.limits.alternative_candidates:
+            why = "enough alternatives tried"
+        else:
+            return
+        if progress.submitted is not None:
+            raise Submitted(progress.submitted)
+        raise LimitsExceeded(why)
+
+    async def _try(
+        self,
+        sandbox: Sandbox,
+        trajectory: Trajectory,
+        progress: _Progress,
+        loc: Location,
+        original: str,
+        cand: Candidate,
+        timeout: float,
+    ) -> None:
+        """Check one candidate: its BRT, then the regression tests; record a validated fix or alternative.
+
+        The candidate's source may be left in the workspace; the caller restores the original.
+        """
+        progress.tried += 1
+        if progress.submitted is not None:
+            progress.alt_tried += 1
+        passed, timed_out = await self._check(sandbox, loc.file, cand.new_source, timeout)
+        if timed_out and timeout < self.limits.brt_timeout:
+            progress.slow.append((loc, original, cand))
+        await trajectory.step(
+            "try_candidate" if progress.submitted is None else "try_alternative",
+            file=loc.file,
+            line=cand.line,
+            operator=cand.operator,
+            description=cand.description,
+            brt_passed=passed,
+            **({"timed_out_after": round(timeout, 2)} if timed_out else {}),
+        )
+        if not passed:
+            return
+        sandbox.write_file(loc.file, cand.new_source)
+        ok, reason, run = await self._regressions(sandbox, (loc.file, original, cand.new_source))
+        if progress.submitted is not None:
+            if ok:
+                trajectory.alternatives.append(await workspace_diff(sandbox.spec.workspace))
+                await trajectory.step("alternative_fix", file=loc.file, line=cand.line, operator=cand.operator)
+            sandbox.write_file(loc.file, original)
+            if len(trajectory.alternatives) >= self.limits.max_alternatives:
+                raise Submitted(progress.submitted)
+            return
+        trajectory.last_test_passed = ok
+        await trajectory.step(
+            "run_regression_tests",
+            ok=ok,
+            reason=reason,
+            summary=run.summary(),
+            output=run.result.output[-2000:],
+        )
+        if ok:
+            trajectory.diff = await workspace_diff(sandbox.spec.workspace)
+            brt_out = await self.runner.run(sandbox, [self.repro.brt.path])
+            trajectory.brt = _evidence(self.repro, brt_out)
+            trajectory.status = "fixed"
+            progress.submitted = f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}"
+            if self.limits.max_alternatives <= 0:
+                raise Submitted(progress.submitted)
+        sandbox.write_file(loc.file, original)
+
+
+def _evidence(repro: Reproduction, after: TestRun | None) -> BrtEvidence:
+    return BrtEvidence(
+        path=repro.brt.path,
+        source=repro.brt.source,
+        symptom=repro.brt.symptom,
+        fails_before=True,
+        before_output=repro.before.result.output[-4000:],
+        passes_after=None if after is None else after.all_passed,
+        after_output="" if after is None else after.result.output[-4000:],
+        description=repro.brt.description,
+    )
+
+
+def reproduction_evidence(repro: Reproduction) -> BrtEvidence:
+    """Evidence for a reproduce-only job: the BRT and its failing output on the buggy code."""
+    return _evidence(repro, None)

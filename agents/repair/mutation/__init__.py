@@ -1,0 +1,1 @@
+"""Fix templates: AST mutants of one suspicious line, spliced back with minimal textual change."""

@@ -1,0 +1,361 @@
+"""Statement-shaped mutation templates: returns, None guards, accumulators, missing updates, deletion."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from agents.repair.mutation.exprs import LATE_TIER, LOCAL_LIMIT, name_node
+from agents.repair.mutation.ops import Edit, Env, assign, conditions, is_docstring, is_literal_seq
+from agents.repair.mutation.scope import enclosing_root, loop_facts
+
+_JUMPS = (ast.Return, ast.Break, ast.Continue, ast.Raise)
+
+
+def _positions(env: Env, loop: ast.stmt) -> list[tuple[str, ast.stmt]]:
+    """Where a missing statement may go: around the target statement, and at both ends of the loop body."""
+    body: list[ast.stmt] = getattr(loop, "body", [])
+    spots: list[tuple[str, ast.stmt]] = []
+    stmt = env.target.stmt
+    if env.target.header is None:
+        spots += [("insert_before", stmt)]
+        if not isinstance(stmt, _JUMPS):
+            spots.append(("insert_after", stmt))
+    last = body[-1]
+    spots.append(("insert_before", last) if isinstance(last, _JUMPS) else ("insert_after", last))
+    spots.append(("insert_before", body[0]))
+    unique: list[tuple[str, ast.stmt]] = []
+    for spot in spots:
+        if not any(spot[0] == u[0] and spot[1] is u[1] for u in unique):
+            unique.append(spot)
+    return unique
+
+
+def _updated_in_place(loop: ast.stmt) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                names.add(node.func.value.id)
+            names.update(a.id for a in node.args if isinstance(a, ast.Name))
+        elif (
+            isinstance(node, (ast.Subscript, ast.Attribute))
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+        ):
+            names.add(node.value.id)
+    return names
+
+
+def loop_updates(env: Env) -> Iterator[Edit]:
+    """Missing update in a loop: a variable the loop reads but never reassigns gets `p = <loop var/local>`;
+    a while-loop counter the body never changes gets `i += 1` / `i -= 1`."""
+    if not env.target.loops:
+        return
+    loop = env.target.loops[0]
+    reads, assigned, loop_vars = loop_facts(loop)
+    variables = set(env.scope.variables)
+    # A variable updated in place (method call, item store, passed to a call) is not stale.
+    updated = set(assigned) | _updated_in_place(loop)
+    stale = [
+        p for p in reads if p in env.scope.assigned - env.scope.params and p not in updated and p not in loop_vars
+    ][:LOCAL_LIMIT]
+    values = [v for v in [*loop_vars, *assigned] if v in variables or v in loop_vars]
+    values = list(dict.fromkeys(values))[:LOCAL_LIMIT]
+    spots = _positions(env, loop)
+    for mode, anchor in spots:
+        for stale_name in stale:
+            for value in values:
+                if value != stale_name and env.scope.compatible(stale_name, value):
+                    new = assign(ast.Name(id=stale_name, ctx=ast.Store()), ast.Name(id=value, ctx=ast.Load()))
+                    yield Edit("insert_update", 2, anchor, anchor, new, mode)
+    if isinstance(loop, ast.While):
+        counters = [v for v in loop_vars if v in variables and v not in assigned]
+        for mode, anchor in spots[-2:]:
+            for counter in counters:
+                for op in (ast.Add, ast.Sub):
+                    target = ast.Name(id=counter, ctx=ast.Store())
+                    new_stmt = ast.AugAssign(target=target, op=op(), value=ast.Constant(1))
+                    yield Edit("insert_update", 2, anchor, anchor, new_stmt, mode)
+
+
+def container_updates(env: Env) -> Iterator[Edit]:
+    """Missing bookkeeping: `x in seen` is tested but `seen` is never updated -> insert `seen.add(x)`."""
+    root = enclosing_root(env.target, env.ctx.tree or ast.Module(body=[], type_ignores=[]))
+    mutated = {
+        n.func.value.id
+        for n in ast.walk(root)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+    }
+    pairs: list[tuple[str, str]] = []
+    for node in ast.walk(root):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            left, right = node.left, node.comparators[0]
+            if (
+                isinstance(left, ast.Name)
+                and isinstance(right, ast.Name)
+                and right.id not in mutated
+                and right.id in env.scope.variables
+                and (left.id, right.id) not in pairs
+            ):
+                pairs.append((left.id, right.id))
+    stmt = env.target.stmt
+    anchors = [("insert_before", stmt)] if env.target.header is None else []
+    body = getattr(stmt, "body", None)
+    if env.target.header is not None and isinstance(body, list) and body:
+        anchors.append(("insert_before", body[0]))
+    for mode, anchor in anchors:
+        for elem, container in pairs:
+            for method in ("add", "append"):
+                func = ast.Attribute(value=ast.Name(id=container, ctx=ast.Load()), attr=method, ctx=ast.Load())
+                call = ast.Call(func=func, args=[ast.Name(id=elem, ctx=ast.Load())], keywords=[])
+                yield Edit("insert_update", 3, anchor, anchor, ast.Expr(value=call), mode)
+
+
+def statement_guards(env: Env) -> Iterator[Edit]:
+    """Missing None check around a simple statement: wrap it in `if x is not None:` for derefs x."""
+    stmt = env.target.stmt
+    if env.target.header is not None or isinstance(stmt, (ast.Pass, ast.Break, ast.Continue, ast.Global)):
+        return
+    for base in deref_bases(stmt, env.scope.callables)[:LOCAL_LIMIT]:
+        test = ast.Compare(left=base, ops=[ast.IsNot()], comparators=[ast.Constant(None)])
+        yield Edit("none_guard", 2, stmt, stmt, ast.If(test=test, body=[stmt], orelse=[]))
+    # An operand that may be None *or empty* (divided by its length, indexed, passed on): `if x:` skips both.
+    for operand in empty_operands(stmt, env)[:LOCAL_LIMIT]:
+        yield Edit("empty_guard", LATE_TIER, stmt, stmt, ast.If(test=operand, body=[stmt], orelse=[]))
+
+
+def empty_operands(stmt: ast.stmt, env: Env) -> list[ast.expr]:
+    """Variables the statement subscripts, takes len() of, or passes to a call: the ones that can be empty."""
+    seen: dict[str, ast.expr] = {}
+    variables = set(env.scope.variables)
+    for node in ast.walk(stmt):
+        candidates: list[ast.AST] = []
+        if isinstance(node, ast.Subscript):
+            candidates.append(node.value)
+        elif isinstance(node, ast.Call):
+            candidates.extend(node.args)
+        for cand in candidates:
+            if isinstance(cand, ast.Name) and cand.id in variables and cand.id not in env.scope.callables:
+                seen.setdefault(cand.id, ast.Name(id=cand.id, ctx=ast.Load()))
+    return list(seen.values())
+
+
+def deletion(env: Env) -> Iterator[Edit]:
+    """Extra statement: delete it (a lone statement in its block becomes `pass`)."""
+    stmt = env.target.stmt
+    if env.target.header is not None or isinstance(stmt, ast.Pass) or is_docstring(stmt):
+        return
+    if len(env.target.block) > 1:
+        yield Edit("delete", 3, stmt, stmt, None, "delete")
+    else:
+        yield Edit("delete", 3, stmt, stmt, ast.Pass())
+
+
+def deref_bases(expr: ast.AST, callables: frozenset[str]) -> list[ast.expr]:
+    """Expressions dereferenced in expr (`x` in `x.a`, `x.a` in `x.a.b`, `x` in `x[i]`), outermost first."""
+    bases: list[ast.expr] = []
+    seen: set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            base = node.value
+            if isinstance(base, (ast.Name, ast.Attribute)) and not (
+                isinstance(base, ast.Name) and base.id in callables
+            ):
+                key = ast.dump(base)
+                if key not in seen:
+                    seen.add(key)
+                    bases.append(base)
+    return sorted(bases, key=lambda b: len(ast.dump(b)))
+
+
+def none_guards(env: Env) -> Iterator[Edit]:
+    """Missing None check in a condition c: `x is None or c` / `x is not None and c` for derefs x in c."""
+    for cond, root in conditions(env):
+        for base in deref_bases(cond, env.scope.callables):
+            load = base
+            is_none = ast.Compare(left=load, ops=[ast.Is()], comparators=[ast.Constant(None)])
+            not_none = ast.Compare(left=load, ops=[ast.IsNot()], comparators=[ast.Constant(None)])
+            yield Edit("none_guard", 1, root, cond, ast.BoolOp(op=ast.Or(), values=[is_none, cond]))
+            yield Edit("none_guard", 1, root, cond, ast.BoolOp(op=ast.And(), values=[not_none, cond]))
+
+
+def returns(env: Env) -> Iterator[Edit]:
+    """`return x` -> `return [x]` / `return None`; `return [x]` -> `return x`; `return []` -> `return [v]`."""
+    stmt = env.target.stmt
+    if env.target.header is not None or not isinstance(stmt, ast.Return):
+        return
+    value = stmt.value
+    if value is None or (isinstance(value, ast.Constant) and value.value is None):
+        for var in env.scope.variables[:LOCAL_LIMIT]:
+            yield Edit("return", 3, stmt, stmt, ast.Return(value=name_node(var)))
+        return
+    if isinstance(value, ast.List) and len(value.elts) == 1:
+        yield Edit("return", 1, stmt, value, value.elts[0])
+    elif not isinstance(value, ast.List):
+        yield Edit("return", 1, stmt, value, ast.List(elts=[value], ctx=ast.Load()))
+    yield Edit("return", 2, stmt, value, ast.Constant(None))
+    if isinstance(value, ast.List) and not value.elts:
+        for var in env.scope.variables[:LOCAL_LIMIT]:
+            yield Edit("return", 2, stmt, value, ast.List(elts=[name_node(var)], ctx=ast.Load()))
+    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+        for var in env.scope.variables[:LOCAL_LIMIT]:
+            yield Edit("return", 3, stmt, value, ast.UnaryOp(op=ast.Not(), operand=name_node(var)))
+
+
+def accumulators(env: Env) -> Iterator[Edit]:
+    """Lost running extreme: `t = e` -> `t = max(t, e)` / `min(t, e)`; clamp `t = max(0, e)`."""
+    stmt = env.target.stmt
+    if env.target.header is not None or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return
+    target = stmt.targets[0]
+    if not isinstance(target, ast.Name) or is_literal_seq(stmt.value) or isinstance(stmt.value, ast.Constant):
+        return
+    for func in ("max", "min"):
+        call = ast.Call(func=name_node(func), args=[name_node(target.id), stmt.value], keywords=[])
+        yield Edit("accumulate", 2, stmt, stmt.value, call)
+    clamp = ast.Call(func=name_node("max"), args=[ast.Constant(0), stmt.value], keywords=[])
+    yield Edit("accumulate", 3, stmt, stmt.value, clamp)
+
+
+#: String methods: a value they are called on, or one passed to `re.*`, is expected to be a string.
+_STR_METHODS = frozenset(
+    {"split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper", "startswith", "endswith", "replace"}
+    | {"encode", "decode", "format", "join", "partition", "rpartition", "find", "rfind", "isdigit", "isalpha"}
+)
+#: Statements an early exit never goes before (a guard before `return x` is fine: x may be the absent value).
+_NO_GUARD = (ast.Break, ast.Continue, ast.Raise, ast.Pass, ast.Global, ast.Nonlocal)
+_RE_FUNCS = frozenset({"sub", "subn", "match", "fullmatch", "search", "findall", "finditer", "split"})
+
+
+def early_returns(env: Env) -> Iterator[Edit]:
+    """Missing early exit before a statement that cannot handle a value: the value is absent (None) or of a
+    type the statement does not expect. Inserts `if v is None: return <empty>` (the empty form of what the
+    function returns elsewhere: `[]`, `{}`, `''`, or None) and `if not isinstance(v, T): return v` (pass a
+    value through unchanged when it already is not the type the code parses, e.g. a number given to a
+    string parser)."""
+    stmt = env.target.stmt
+    if env.target.header is not None or not env.target.functions or isinstance(stmt, _NO_GUARD):
+        return
+    if is_docstring(stmt):
+        return
+    func = env.target.functions[0]
+    empties = _empty_results(func)
+    maybe_none = _maybe_none(func)
+    for name in _read_names(stmt, env)[:LOCAL_LIMIT]:
+        is_none = ast.Compare(left=name_node(name), ops=[ast.Is()], comparators=[ast.Constant(None)])
+        for value in empties if name in maybe_none else []:
+            guard = ast.If(test=is_none, body=[ast.Return(value=value)], orelse=[])
+            yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
+        # Only a parameter comes from callers that may pass another type.
+        for type_expr in _expected_types(stmt, name) if name in env.scope.params else []:
+            check = ast.Call(func=name_node("isinstance"), args=[name_node(name), type_expr], keywords=[])
+            test = ast.UnaryOp(op=ast.Not(), operand=check)
+            guard = ast.If(test=test, body=[ast.Return(value=name_node(name))], orelse=[])
+            yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
+
+
+#: Calls that return None for "not found".
+_MAYBE_NONE_CALLS = frozenset({"get", "getattr", "match", "search", "fullmatch", "find_spec", "pop"})
+
+
+def _maybe_none(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names that may hold None: parameters defaulting to None, locals assigned from a lookup that returns
+    None when nothing is found (`d.get(k)`, `re.match(...)`), and names the function compares with None."""
+    names: set[str] = set()
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+        if isinstance(default, ast.Constant) and default.value is None:
+            names.add(arg.arg)
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if isinstance(kw_default, ast.Constant) and kw_default.value is None:
+            names.add(arg.arg)
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            call = node.value
+            if isinstance(call, ast.Call):
+                callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+                if callee in _MAYBE_NONE_CALLS:
+                    names.add(node.targets[0].id)
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+        ):
+            names.add(node.left.id)
+    return names
+
+
+def _read_names(stmt: ast.stmt, env: Env) -> list[str]:
+    """Parameters and locals the statement reads, in source order."""
+    names: list[str] = []
+    for node in ast.walk(stmt):
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id in env.scope.assigned
+            and node.id not in env.scope.callables
+            and node.id not in names
+        ):
+            names.append(node.id)
+    return names
+
+
+def _own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Return]:
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _shape(value: ast.AST | None) -> str:
+    """The empty literal of the value's container or string shape, or "" when unknown."""
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return "[]"
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return "{}"
+    if isinstance(value, ast.Tuple):
+        return "()"
+    if isinstance(value, ast.JoinedStr) or (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        return "''"
+    return ""
+
+
+def _empty_results(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """The empty value of each shape the function returns (most common first), then None. A returned
+    local has the shape of the values assigned to it."""
+    assigned: dict[str, str] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            shape = _shape(node.value)
+            if shape:
+                assigned.setdefault(node.targets[0].id, shape)
+    shapes: dict[str, int] = {}
+    for ret in _own_returns(func):
+        value = ret.value
+        shape = assigned.get(value.id, "") if isinstance(value, ast.Name) else _shape(value)
+        if shape:
+            shapes[shape] = shapes.get(shape, 0) + 1
+    ordered = sorted(shapes, key=lambda s: -shapes[s])
+    out: list[ast.expr] = [ast.parse(s, mode="eval").body for s in ordered]
+    return [*out, ast.Constant(None)]
+
+
+def _expected_types(stmt: ast.stmt, name: str) -> list[ast.expr]:
+    """Types the statement needs `name` to be: a string when it calls string methods on it or passes it to re."""
+    found: dict[str, ast.expr] = {}
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        func = node.func
+        on_name = isinstance(func.value, ast.Name) and func.value.id == name
+        if on_name and func.attr in _STR_METHODS:
+            found.setdefault("str", name_node("str"))
+        regex_call = isinstance(func.value, ast.Name) and func.value.id == "re" and func.attr in _RE_FUNCS
+        if regex_call and any(isinstance(a, ast.Name) and a.id == name for a in node.args[1:]):
+            found.setdefault("str", name_node("str"))
+    return list(found.values())

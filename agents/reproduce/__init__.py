@@ -1,0 +1,1 @@
+"""Bug reproduction tests (BRTs) synthesized from a report's facts, and their checks."""

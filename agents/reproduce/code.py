@@ -1,0 +1,499 @@
+"""Reproductions read from a report (script, REPL, traceback, prose) and the imports they need."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Literal
+
+from agents.reproduce.files import ListedFile
+from agents.reading.facts import IssueFacts, ReplStep
+from agents.reading.phrases import is_expression
+from agents.reading.markdown import quiet_parse
+
+#: How the report showed the observed value: print() shows str, a REPL shows repr, prose names the value.
+ValueForm = Literal["str", "repr", "value"]
+
+_BUILTINS = frozenset(dir(builtins))
+_TEST_PART = re.compile(r"^(?:tests?|testing)$")
+_NOT_MODULES = frozenset({"setup", "conftest", "noxfile", "fabfile", "manage", "__main__"})
+_PARSE_ERRORS = (SyntaxError, ValueError, MemoryError, RecursionError)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """Statements that reproduce the report, and the expression whose value the report observed."""
+
+    origin: str
+    imports: tuple[str, ...]
+    setup: tuple[str, ...]
+    observed: str | None
+    form: ValueForm
+    program: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = field(default=())
+    #: This observation's own expected and reported values, when the report pairs several calls with
+    #: several values; None means the report's single expected/actual value applies.
+    expected: str | None = None
+    actual: str | None = None
+    #: Files the report lists that the reproduction reads; the test creates them first.
+    files: tuple[ListedFile, ...] = ()
+
+
+def parse_statements(code: str) -> tuple[list[ast.stmt], str] | None:
+    """Top-level statements of code and the (dedented) text they were parsed from; None if not Python."""
+    for text in (code, _dedent(code)):
+        try:
+            return quiet_parse(text).body, text
+        except _PARSE_ERRORS:
+            continue
+    return None
+
+
+def _dedent(code: str) -> str:
+    lines = code.split("\n")
+    cut = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+    return "\n".join(x[cut:] for x in lines)
+
+
+def segment(node: ast.AST, code: str) -> str:
+    """The user's own text for a node (keeping their formatting), or ast.unparse when that is unsafe."""
+    text = ast.get_source_segment(code, node)
+    decorators = getattr(node, "decorator_list", None)
+    if text is not None and decorators:
+        # A def's own position starts at `def`: its decorators are part of what the user wrote and ran.
+        col = getattr(node, "col_offset", 0)
+        above = code.split("\n")[min(d.lineno for d in decorators) - 1 : getattr(node, "lineno", 1) - 1]
+        text = "\n".join([*(x[col:] for x in above), text])
+    multiline_str = any(
+        isinstance(n, ast.Constant | ast.JoinedStr) and getattr(n, "end_lineno", 0) != getattr(n, "lineno", 0)
+        for n in ast.walk(node)
+    )
+    if text is None or multiline_str:
+        return ast.unparse(node)
+    col = getattr(node, "col_offset", 0)
+    lines = text.split("\n")
+    # Continuation lines of a nested statement keep their absolute indentation; make it relative.
+    lines[1:] = [x[col:] if x[:col].isspace() else x for x in lines[1:]]
+    return "\n".join(lines)
+
+
+def _unwrap_main(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Inline `if __name__ == "__main__":` bodies: that is the code the user ran."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.If) and ast.unparse(stmt.test).replace("'", '"') == '__name__ == "__main__"':
+            out += _unwrap_main(stmt.body)
+        else:
+            out.append(stmt)
+    return out
+
+
+def _single_print_arg(stmt: ast.stmt) -> ast.expr | None:
+    if (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Name)
+        and stmt.value.func.id == "print"
+        and len(stmt.value.args) == 1
+        and not stmt.value.keywords
+        and not isinstance(stmt.value.args[0], ast.Starred)
+    ):
+        return stmt.value.args[0]
+    return None
+
+
+def _split_imports(stmts: list[ast.stmt], code: str) -> tuple[list[str], list[ast.stmt]]:
+    imports = [segment(s, code) for s in stmts if isinstance(s, ast.Import | ast.ImportFrom)]
+    return imports, [s for s in stmts if not isinstance(s, ast.Import | ast.ImportFrom)]
+
+
+def _assigned_to(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return stmt.target.id
+    return None
+
+
+def from_program(code: str, origin: str, subject: str | None) -> Reproduction | None:
+    """A script's reproduction: the last top-level print(x), else the last expression or assignment."""
+    parsed = parse_statements(code)
+    if parsed is None:
+        return None
+    stmts, code = parsed
+    imports, body = _split_imports(_unwrap_main(stmts), code)
+    if not body:
+        return None
+    program = tuple(segment(s, code) for s in body)
+    for i in range(len(body) - 1, -1, -1):
+        arg = _single_print_arg(body[i])
+        if arg is not None:
+            return Reproduction(origin, tuple(imports), program[:i], segment(arg, code), "str", program)
+    last = body[-1]
+    inside = _print_in_context(last)
+    if inside is not None:
+        return Reproduction(origin, tuple(imports), (*program[:-1], inside), CONTEXT_RESULT, "str", program)
+    if subject and is_expression(subject) and _binds(body, subject):
+        return Reproduction(origin, tuple(imports), program, subject.strip(), "value", program)
+    if isinstance(last, ast.Expr):
+        return Reproduction(origin, tuple(imports), program[:-1], segment(last.value, code), "value", program)
+    name = _assigned_to(last)
+    return Reproduction(origin, tuple(imports), program, name, "value", program)
+
+
+#: The name a value printed inside a `with` block is bound to, so it can be checked after the block.
+CONTEXT_RESULT = "value_in_context"
+
+
+class _PrintToAssign(ast.NodeTransformer):
+    """Turn the one print(x) that ends a `with` body into `value_in_context = x`."""
+
+    def __init__(self, target: ast.stmt) -> None:
+        self.target = target
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        """Replace the chosen print statement; leave every other expression alone."""
+        if node is self.target:
+            arg = _single_print_arg(node)
+            assert arg is not None
+            return ast.copy_location(ast.Assign([ast.Name(CONTEXT_RESULT, ast.Store())], arg), node)
+        return node
+
+
+def _print_in_context(stmt: ast.stmt) -> str | None:
+    """A `with` statement whose body ends by printing a value, with that print turned into an assignment.
+
+    The pattern: the user observes a value inside a context manager (`with override(x): print(f())`).
+    The context is what makes the buggy code run, so the test keeps the whole `with` and checks the
+    value it bound afterwards, instead of dropping the block or calling f() outside it.
+    """
+    node: ast.stmt = stmt
+    while isinstance(node, ast.With | ast.AsyncWith) and node.body:
+        node = node.body[-1]
+    if node is stmt or _single_print_arg(node) is None or isinstance(stmt, ast.AsyncWith):
+        return None
+    if CONTEXT_RESULT in {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}:
+        return None
+    return ast.unparse(_PrintToAssign(node).visit(stmt))
+
+
+def _binds(stmts: list[ast.stmt], subject: str) -> bool:
+    """Does subject only use names the statements define (e.g. `result`)?"""
+    try:
+        tree = quiet_parse(subject.strip(), mode="eval")
+    except _PARSE_ERRORS:
+        return False
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    bound = set().union(*(bound_names(s) for s in stmts)) if stmts else set()
+    return bool(used) and used <= bound | _BUILTINS
+
+
+def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | None:
+    """A REPL reproduction: the step whose output is the reported one (or raised), earlier steps as setup."""
+    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
+    for step in steps:
+        result = parse_statements(step.source)
+        if result and result[0]:
+            parsed.append((step, *result))
+    exprs = [i for i, (_, stmts, _) in enumerate(parsed) if len(stmts) == 1 and isinstance(stmts[0], ast.Expr)]
+    if not exprs:
+        return None
+    chosen = exprs[-1]
+    for i in reversed(exprs):
+        out = parsed[i][0].output
+        if (facts.actual is not None and _same_text(out, facts.actual)) or (
+            facts.exception_type and "Traceback" in out and facts.exception_type.split(".")[-1] in out
+        ):
+            chosen = i
+            break
+    if facts.subject:
+        # The report said which call the expected value is about: compare that call, not a later one.
+        named = [i for i in exprs if _same_code(parsed[i][0].source, facts.subject)]
+        chosen = named[-1] if named else chosen
+    imports, setup = _repl_setup(parsed[:chosen])
+    _, (expr,), code = parsed[chosen]
+    assert isinstance(expr, ast.Expr)
+    arg = _single_print_arg(expr)
+    observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
+    return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form)  # type: ignore[arg-type]
+
+
+def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> list[Reproduction]:
+    """One reproduction per call of a multi-call REPL session, each paired with its own expected value.
+
+    The pattern: a session shows n calls with their echoed results, and the report lists n expected values
+    in the same order. Call k is compared with value k, never with another call's value. Calls whose
+    echoed result already is the expected one are working examples, not the bug, and are left out.
+    Returns [] when the counts differ (the pairing would be a guess).
+    """
+    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
+    for step in steps:
+        result = parse_statements(step.source)
+        if result and result[0]:
+            parsed.append((step, *result))
+    calls = [
+        i
+        for i, (step, stmts, _) in enumerate(parsed)
+        if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and step.output.strip() and _has_call(stmts[0])
+    ]
+    if len(expected_values) < 2 or len(calls) != len(expected_values):
+        return []
+    out: list[Reproduction] = []
+    for i, expected in zip(calls, expected_values, strict=True):
+        step, (expr,), code = parsed[i]
+        if _same_text(step.output, expected):
+            continue
+        imports, setup = _repl_setup(parsed[:i])
+        assert isinstance(expr, ast.Expr)
+        arg = _single_print_arg(expr)
+        observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
+        raised = "Traceback (most recent call last)" in step.output
+        out.append(
+            Reproduction(
+                "REPL session, call by call",
+                tuple(imports),
+                tuple(setup),
+                observed,
+                form,  # type: ignore[arg-type]
+                expected=expected,
+                actual=None if raised else step.output,
+            )
+        )
+    return out
+
+
+def _repl_setup(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> tuple[list[str], list[str]]:
+    """Imports and statements of earlier REPL steps that a later step needs (echoed values and raising
+    steps are left out: the first is noise, the second would stop the test before the observation)."""
+    imports: list[str] = []
+    setup: list[str] = []
+    for step, stmts, code in parsed:
+        step_imports, body = _split_imports(stmts, code)
+        imports += step_imports
+        if "Traceback (most recent call last)" in step.output:
+            continue
+        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _has_call(body[0]):
+            continue
+        setup += [segment(s, code) for s in body]
+    return imports, setup
+
+
+def _has_call(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
+def _same_code(a: str, b: str) -> bool:
+    """Same expression, whatever the spacing between tokens (spacing inside strings counts)."""
+    try:
+        return ast.unparse(quiet_parse(a.strip(), mode="eval")) == ast.unparse(quiet_parse(b.strip(), mode="eval"))
+    except _PARSE_ERRORS:
+        return " ".join(a.split()) == " ".join(b.split())
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+def from_prose(setup_code: str | None, subject: str | None, form: ValueForm) -> Reproduction | None:
+    """A prose reproduction: "I tried `stmts`" as setup, the span the result was said of as observation."""
+    parsed = parse_statements(setup_code) if setup_code else None
+    stmts, code = parsed if parsed else ([], "")
+    imports, body = _split_imports(stmts, code)
+    if subject and is_expression(subject):
+        setup = tuple(segment(s, code) for s in body)
+        return Reproduction("inline code", tuple(imports), setup, subject.strip(), form)
+    if body and setup_code:
+        return from_program(setup_code, "inline code", None)
+    return None
+
+
+def bound_names(node: ast.AST) -> set[str]:
+    """Names a statement binds (assignments, defs, imports, loop and with targets)."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+            names.add(n.id)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(n.name)
+        elif isinstance(n, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            names |= set(n.names)
+    return names
+
+
+def free_names(sources: Sequence[str]) -> list[str]:
+    """Names the code reads but never binds and that are not builtins, in order of first use."""
+    trees = []
+    for source in sources:
+        try:
+            trees.append(quiet_parse(source))
+        except _PARSE_ERRORS:
+            continue
+    bound: set[str] = set()
+    for tree in trees:
+        bound |= bound_names(tree)
+    used: dict[str, None] = {}
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                used.setdefault(n.id, None)
+    return [n for n in used if n not in bound and n not in _BUILTINS]
+
+
+def attribute_bases(sources: Sequence[str]) -> set[str]:
+    """Names only ever used as `name.attr` (so likely modules), never called or passed."""
+    bases: set[str] = set()
+    other: set[str] = set()
+    for source in sources:
+        try:
+            tree = quiet_parse(source)
+        except _PARSE_ERRORS:
+            continue
+        parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                parent = parents.get(id(n))
+                (bases if isinstance(parent, ast.Attribute) and parent.value is n else other).add(n.id)
+    return bases - other
+
+
+def is_test_file(path: str) -> bool:
+    """Test modules and anything under a tests/ directory."""
+    p = PurePosixPath(path)
+    return (
+        any(_TEST_PART.match(part) for part in p.parts[:-1])
+        or p.name.startswith("test_")
+        or p.name.endswith("_test.py")
+        or p.name == "conftest.py"
+    )
+
+
+def module_index(repo_files: Sequence[str]) -> dict[str, list[str]]:
+    """Importable non-test modules of the repo, keyed by last name component, as dotted paths."""
+    index: dict[str, list[str]] = {}
+    for path in sorted(repo_files, key=lambda f: (f.count("/"), f)):
+        p = PurePosixPath(path)
+        if p.suffix != ".py" or is_test_file(path) or any(part.startswith(".") for part in p.parts):
+            continue
+        parts = list(p.with_suffix("").parts)
+        if parts and parts[0] in ("src", "lib") and len(parts) > 1:
+            parts = parts[1:]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not parts or parts[-1] in _NOT_MODULES or not all(x.isidentifier() for x in parts):
+            continue
+        index.setdefault(parts[-1], []).append(".".join(parts))
+    return index
+
+
+def snake_case(name: str) -> str:
+    """CamelCase to snake_case (Node -> node, LinkedList -> linked_list)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def resolve_imports(
+    names: Sequence[str],
+    module_bases: Collection[str],
+    repo_files: Sequence[str],
+    mentioned_modules: Sequence[str],
+    repo_symbols: Mapping[str, Collection[str]] | None,
+    callables: Collection[str] = (),
+    dotted: Collection[str] = (),
+) -> tuple[list[str], list[str]]:
+    """Import statements for names the code uses but never imports, and the names left unresolved.
+
+    Only names the report calls may fall back to "the module the report mentions": a stray variable
+    (from a partial snippet) must stay unresolved rather than become a bogus import. A dotted path the
+    report writes out (`pkg.mod.func`) says where `func` lives, when `pkg.mod` is a module of the repo.
+    """
+    index = module_index(repo_files)
+    all_modules = sorted({m for mods in index.values() for m in mods}, key=lambda m: (m.count("."), m))
+    defined = _definers(repo_symbols, index) if repo_symbols else {}
+    homes = dotted_homes(dotted, all_modules)
+    imports: list[str] = []
+    unresolved: list[str] = []
+    for name in names:
+        if name in module_bases and name in index:
+            imports.append(f"import {index[name][0]}")
+            continue
+        module = _pick(defined.get(name, []), name, mentioned_modules)
+        if module is None and name in homes:
+            module = homes[name]
+        if module is None and not defined:
+            module = _guess(name, index, mentioned_modules if name in callables else (), all_modules)
+            if module is not None and name not in callables and module.rsplit(".", 1)[-1] not in _stems(name):
+                module = None
+        if module is None:
+            unresolved.append(name)
+        else:
+            imports.append(f"from {module} import {name}")
+    return imports, unresolved
+
+
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w.])")
+
+
+def dotted_homes(texts: Collection[str], modules: Collection[str]) -> dict[str, str]:
+    """name -> module for each `module.name` path in texts whose module is one of the repo's modules."""
+    known = set(modules)
+    homes: dict[str, str] = {}
+    for text in texts:
+        for m in _DOTTED.finditer(text):
+            module, _, name = m.group(0).rpartition(".")
+            if module in known:
+                homes.setdefault(name, module)
+    return homes
+
+
+def _definers(symbols: Mapping[str, Collection[str]], index: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Name -> dotted modules defining it, from a path -> names map."""
+    out: dict[str, list[str]] = {}
+    for path, names in symbols.items():
+        dotted = module_index([path])
+        mods = [m for ms in dotted.values() for m in ms]
+        if not mods:
+            continue
+        for name in names:
+            out.setdefault(name, []).append(mods[0])
+    return out
+
+
+def _stems(name: str) -> tuple[str, str, str]:
+    return name, snake_case(name), name.lower()
+
+
+def _pick(modules: list[str], name: str, mentioned: Sequence[str]) -> str | None:
+    if not modules:
+        return None
+    stems = {m: m.rsplit(".", 1)[-1] for m in modules}
+    return min(
+        modules,
+        key=lambda m: (
+            stems[m] not in (name, snake_case(name), name.lower()),
+            stems[m] not in mentioned,
+            m.count("."),
+            m,
+        ),
+    )
+
+
+def _guess(name: str, index: dict[str, list[str]], mentioned: Sequence[str], all_modules: list[str]) -> str | None:
+    """Without symbol tables: a module named after the name, else the one module the report mentions."""
+    for stem in _stems(name):
+        if stem in index:
+            return index[stem][0]
+    present = [index[m][0] for m in mentioned if m in index]
+    if len(present) == 1:
+        return present[0]
+    if len(all_modules) == 1:
+        return all_modules[0]
+    return None
