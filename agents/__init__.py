@@ -1,1 +1,4 @@
-"""What decides, acting only through sandboxes: report reading, reproduction, localization, repair, setup, app and game reproduction."""
+"""What decides, acting only through sandboxes.
+
+Report reading, triage, reproduction, localization, repair, setup, and app and game reproduction.
+"""

@@ -16,14 +16,14 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.config import Settings
-from bot.evaluate import _git_repo_from
-from bot.llm import Ledger, client_from_settings
-from bot.pipeline import sandbox_spec
 from agents.reading.facts import parse_issue
 from agents.repair.llm.loop import AgentConfig, RepairAgent
 from agents.repair.llm.tools import Toolbox
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
+from bot.evaluate.run import _git_repo_from
+from bot.llm import Ledger, client_from_settings
+from bot.pipeline.run import sandbox_spec
+from bot.settings.config import Settings
 from sandboxes.environment import TestRunner, build_environment, detect_python_spec
 from sandboxes.factory import available_backends, make_sandbox
 from tests.fakes.llm_server import ScriptedLLM, load_script

@@ -17,8 +17,8 @@ if __package__ in (None, ""):
 
 from rich.console import Console
 
-from bot.config import Settings
-from bot.evaluate import load_cases, parse_ks, run_eval
+from bot.evaluate.run import load_cases, parse_ks, run_eval
+from bot.settings.config import Settings
 
 QUIXBUGS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "quixbugs"
 TRAJECTORIES = 8

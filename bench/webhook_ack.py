@@ -33,8 +33,8 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.config import Settings
-from bot.server import make_app
+from bot.intake.server import make_app
+from bot.settings.config import Settings
 from bot.store import Store
 
 SECRET = "bench-secret"

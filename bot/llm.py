@@ -13,11 +13,11 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, RetryCallState
 
-from bot import metrics
-from bot.config import Settings
-from bot.retry import retry_policy
 from agents.chat import LLMError, ModelReply, ToolCall
 from agents.trajectory import LimitsExceeded
+from bot import metrics
+from bot.retry import retry_policy
+from bot.settings.config import Settings
 
 __all__ = ["Budget", "LLMClient", "LLMError", "Ledger", "PriceTable", "check_endpoint", "client_from_settings"]
 

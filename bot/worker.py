@@ -17,14 +17,14 @@ import aiohttp
 from gidgethub import BadRequest
 
 from bot import metrics
-from bot.config import Settings
 from bot.forges.base import Forge, PermanentJobError
 from bot.forges.github import forge_for_job
+from bot.forges.github_client import InstallationTokens
 from bot.forges.jira import jira_forge_for_job
-from bot.github_client import InstallationTokens
+from bot.jobs.publish import JobDeps, run_forge_job
+from bot.jobs.queue import LeaseLost, Queue
 from bot.mojira.poller import poll_periodically
-from bot.publish import JobDeps, run_forge_job
-from bot.queue import LeaseLost, Queue
+from bot.settings.config import Settings
 from bot.store import Job, Store, forbid_store_calls_on_loop
 from sandboxes.reaper import reap_periodically
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.permissions import (
+from bot.jobs.permissions import (
     DEFAULT_ALLOWED,
     HELP_TEXT,
     association_allows,

@@ -11,9 +11,9 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from bot.jira_mapping import JiraMapping
-from bot.permissions import association_allows, permission_allows, polite_key, polite_text
-from bot.policy import defaults
+from bot.jobs.permissions import association_allows, permission_allows, polite_key, polite_text
+from bot.settings.jira_mapping import JiraMapping
+from bot.settings.policy import defaults
 from bot.store import PlannedAction, PlannedJob, Store
 from handlers.commands import CommandError, clean_text, parse_command
 from handlers.jira import merged_transition_job

@@ -15,8 +15,8 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from bot.jira_mapping import JiraMapping, ProjectMapping
-from bot.permissions import polite_key
+from bot.jobs.permissions import polite_key
+from bot.settings.jira_mapping import JiraMapping, ProjectMapping
 from bot.store import PlannedAction, PlannedJob
 from handlers.commands import CommandError, clean_text, parse_command
 from handlers.jira_payload import JiraEvent

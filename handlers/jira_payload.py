@@ -2,7 +2,8 @@
 
 Jira (Server, Data Center and Cloud) posts JSON whose `webhookEvent` names the event. An admin webhook created with
 a secret signs the raw body with HMAC-SHA256 in `X-Hub-Signature: sha256=<hex>`. Descriptions and comment bodies are
-strings (REST v2) or Atlassian Document Format (Cloud): both become markdown through bot.adf. Nothing here does I/O.
+strings (REST v2) or Atlassian Document Format (Cloud): both become markdown through bot.render.adf. Nothing here
+does I/O.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.adf import adf_to_markdown
-from bot.jira_mapping import normalize_site
+from bot.render.adf import adf_to_markdown
+from bot.settings.jira_mapping import normalize_site
 
 __all__ = [
     "JIRA_DELIVERY_PREFIX",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from patch_selectors.records import Review
 from agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
 from agents.trajectory import FormatError, LimitsExceeded
+from patch_selectors.records import Review
 
 log = logging.getLogger(__name__)
 

@@ -449,7 +449,7 @@ class Plugin:
             yield
         finally:
             sys.settrace(None)
-            threading.settrace(None)  # type: ignore[arg-type]
+            threading.settrace(None)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         """Keep each test's outcome and what it printed."""

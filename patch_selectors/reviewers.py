@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from agents.chat import ChatModel
 from patch_selectors.llm_reviewers import BrtRelevanceReviewer, SpecReviewer
 from patch_selectors.patch import Patch
 from patch_selectors.paths import denied_path_problems
 from patch_selectors.records import PatchRecord, Review
-from agents.chat import ChatModel
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRunner
 from sandboxes.pathpolicy import DEFAULT_DENIED
@@ -41,7 +41,7 @@ class ReviewEnv:
     """What reviewers need: a clean base checkout to copy, a test runner, the baseline, a sandbox factory.
 
     Every review run has its own copy and its own sandbox, so runs are independent; `open_sandbox` bounds how
-    many run at once (bot/review.py gives it a slot per core), and reviews and assessments may then run
+    many run at once (bot/pipeline/review.py gives it a slot per core), and reviews and assessments may then run
     their sandboxes concurrently.
     """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from bot.store import Store
 from bot.store.base import StoreConnection
 from bot.store.pg import is_postgres_url

@@ -11,10 +11,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.config import Settings
-from bot.github_client import InstallationTokens
-from bot.queue import Queue
-from bot.server import make_app
+from bot.forges.github_client import InstallationTokens
+from bot.intake.server import make_app
+from bot.jobs.queue import Queue
+from bot.settings.config import Settings
 from bot.store import Job, Store
 from bot.worker import Worker, WorkerDeps
 from tests.conftest import FIXTURES, require_shared

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.jira import JiraDouble, JiraIssue
 from tests.gh_env import INSTALLATION, GitHubEnv

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.config import Settings
-from bot.evaluate import _git_repo_from
-from bot.pipeline import JobOutcome, JobRequest, run_job
-from bot.queue import Queue
+from bot.evaluate.run import _git_repo_from
+from bot.jobs.queue import Queue
+from bot.pipeline.run import JobOutcome, JobRequest, run_job
+from bot.settings.config import Settings
 from bot.store import Store
 from tests.conftest import QUIXBUGS, require_shared
 from tests.fakes.llm_server import ScriptedLLM, load_script

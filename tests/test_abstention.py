@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.triage.abstention import AbstentionDecision, issue_features, python_symbols, score_issue
 from agents.reading.facts import parse_issue
+from agents.triage.abstention import AbstentionDecision, issue_features, python_symbols, score_issue
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BENCH = SHARED / "bench" / "quixbugs"

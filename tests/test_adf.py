@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.adf import adf_to_markdown
+from bot.render.adf import adf_to_markdown
 
 
 def _doc(*content: object) -> dict[str, object]:
@@ -137,7 +137,7 @@ def test_malformed_nodes_never_raise() -> None:
 
 
 def test_markdown_becomes_jira_wiki_markup_and_code_is_left_alone() -> None:
-    from bot.jira_wiki import markdown_to_jira
+    from bot.render.jira_wiki import markdown_to_jira
 
     text = (
         "<!-- reprobot:progress:SHOP-1 -->\n"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from agents.app.android import AndroidDriver, package_of, parse_hierarchy, parse_logcat
-from agents.app.reproduce import reproduce_app
 from agents.app.driver import DriverError
+from agents.app.reproduce import reproduce_app
 
 SAMPLES = Path(__file__).parent / "samples" / "android"
 PKG = "com.example.notes"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.apprepro import model_call
-from bot.config import Settings
 from agents.app.driver import Element, Signal, state_hash
 from agents.app.oracle import OracleSpec, judge_signals, judge_text, oracle_spec
 from agents.app.s2r import Step, extract_llm, extract_rules, extract_steps, retrieve, split_report
 from agents.app.webcases import extraction_score, load_web_cases
+from bot.cli.apprepro import model_call
+from bot.settings.config import Settings
 from tests.fakes.llm_server import ScriptedLLM
 from tests.llm_helpers import llm_settings
 

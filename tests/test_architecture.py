@@ -16,7 +16,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("bot", "handlers", "sandboxes", "patch_selectors")
+PACKAGES = ("bot", "handlers", "agents", "sandboxes", "patch_selectors")
 #: The map's promise (issue 13): a labeled-issue delivery reaches its PR through at most this many files...
 MAX_TRACE_FILES = 6
 #: ...none longer than this.

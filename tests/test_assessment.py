@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
-from bot.review import assessment_pool
+from bot.pipeline.review import assessment_pool
+from bot.settings.config import Settings
 from patch_selectors.assess_run import assess_records
 from patch_selectors.assessment import (
     Assessment,
@@ -28,9 +28,9 @@ from patch_selectors.assessment import (
     touched_targets,
 )
 from patch_selectors.patch import Patch
+from patch_selectors.probe_harness import _variants, norm_repr
 from patch_selectors.records import Review, make_record
 from patch_selectors.reviewers import ReviewEnv
-from patch_selectors.probe_harness import _variants, norm_repr
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import Baseline, TestRunner, build_environment, detect_python_spec
 from sandboxes.factory import make_sandbox
@@ -356,8 +356,8 @@ def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
 
 
 def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidate() -> None:
-    from bot.review import _alternatives
     from agents.trajectory import Trajectory
+    from bot.pipeline.review import _alternatives
 
     other = _fix("return items[len(items) // 2 - 1]")
     t0 = Trajectory(id="t0", agent="classic", seed=0, diff=CORRECT, alternatives=[OVERFIT, CORRECT])

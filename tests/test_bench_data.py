@@ -15,8 +15,8 @@ from types import ModuleType
 
 import pytest
 
-from bot.config import Settings
-from bot.evaluate import load_cases, run_eval
+from bot.evaluate.run import load_cases, run_eval
+from bot.settings.config import Settings
 from tests.conftest import REPO_ROOT, make_git_repo
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.reading.facts import IssueFacts, parse_issue
 from agents.reproduce.synthesis import (
     BrtCandidate,
     choose_test_path,
@@ -17,7 +18,6 @@ from agents.reproduce.synthesis import (
     synthesize_brts,
     value_source,
 )
-from agents.reading.facts import IssueFacts, parse_issue
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BENCH = SHARED / "bench" / "quixbugs"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from agents.localize.ranking import Location
 from agents.repair.classic import search as classic
-from agents.reproduce.types import BrtCandidate
 from agents.repair.classic.search import (
     CandidateCache,
     ClassicSearch,
@@ -17,8 +17,8 @@ from agents.repair.classic.search import (
     SearchLimits,
     candidate_timeout,
 )
-from agents.localize.ranking import Location
 from agents.repair.mutation.templates import Candidate
+from agents.reproduce.types import BrtCandidate
 from agents.trajectory import Submitted, Trajectory
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import prepare_environment

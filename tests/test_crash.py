@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from agents.reading.crash import JvmCrash, MinecraftCrash, crash_signature, find_crashes, group_by_signature, parse_crash
+from agents.reading.crash import (
+    JvmCrash,
+    MinecraftCrash,
+    crash_signature,
+    find_crashes,
+    group_by_signature,
+    parse_crash,
+)
 from tests.conftest import FIXTURES, require_shared
 
 CRASHES = FIXTURES / "minecraft-crash"

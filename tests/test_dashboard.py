@@ -15,9 +15,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.config import Settings
-from bot.queue import Queue
-from bot.server import make_app
+from bot.intake.server import make_app
+from bot.jobs.queue import Queue
+from bot.settings.config import Settings
 from bot.store import Store
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble

@@ -12,7 +12,7 @@ import pytest
 
 from bot.cli import EXIT_ENVIRONMENT, EXIT_OK, main
 from bot.cli.checks import check_engine, check_model
-from bot.config import Settings
+from bot.settings.config import Settings
 from bot.store import LATEST_VERSION, Store
 from tests.fakes.llm_server import ScriptedLLM
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import Settings
+from bot.settings.config import Settings
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import TestRunner, prepare_environment
 from sandboxes.factory import available_backends, make_sandbox

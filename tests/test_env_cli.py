@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import Settings
+from bot.settings.config import Settings
 from sandboxes.factory import available_backends
 from tests.conftest import make_git_repo
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
-from bot.evaluate import BenchCase, load_cases, run_eval
+from bot.evaluate.run import BenchCase, load_cases, run_eval
+from bot.settings.config import Settings
 from sandboxes.envspec import EnvironmentSpec, with_extra_deps
 
 # A project whose code needs `six` but declares nothing: only the case's `deps` bring it.

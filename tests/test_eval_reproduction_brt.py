@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bot.evaluate import new_file_diff
+from bot.evaluate.run import new_file_diff
 
 
 def test_new_file_diff_applies_with_git(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.eval_report import render_report
-from bot.evaluate import CaseResult, assessment_summary, parse_ks, summarize
+from bot.evaluate.run import CaseResult, assessment_summary, parse_ks, summarize
+from bot.evaluate.summary import render_report
 from patch_selectors.metrics import TrajectoryOutcome
 from tests.conftest import QUIXBUGS, require_shared
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from bot.cli.apprepro import model_call
-from bot.config import Settings, SettingsError
 from agents.game.actloop import check_model_macro, model_loop, parse_proposal
-from agents.game.reproduce import reproduce_game
 from agents.game.driver import GameCrash, GameState
+from agents.game.reproduce import reproduce_game
+from bot.cli.apprepro import model_call
+from bot.settings.config import Settings, SettingsError
 from tests.fakes.llm_server import ScriptedLLM, approx_tokens
 from tests.llm_helpers import PRICE_IN, PRICE_OUT, llm_settings
 
@@ -225,7 +225,7 @@ def test_loop_settings_are_read_and_checked() -> None:
 
 
 def test_the_closing_note_reports_what_the_model_cost() -> None:
-    from bot.report import render_app_reproduction
+    from bot.render.report import render_app_reproduction
 
     usage = {"calls": 4, "prompt_tokens": 2122, "completion_tokens": 96, "cost_usd": 0.006265}
     body = render_app_reproduction({"status": "reproduced", "actions": [{}] * 5, "model_usage": usage}, {})

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.apprepro import model_call
-from bot.config import Settings
-from agents.reading.crash import crash_signature, parse_crash
-from bot.runner.minecraft import MinecraftDriver, rcon_packet, rcon_parse, report_signature
+from agents.game.driver import GameDriverError, GameState, validate_macro
+from agents.game.luacrash import parse_lua_crashes, same_signature
+from agents.game.minetest import install_repo
 from agents.game.reproduce import (
     ActionModel,
     GameStep,
@@ -25,9 +24,10 @@ from agents.game.reproduce import (
     synthesize_llm,
     synthesize_steps,
 )
-from agents.game.driver import GameDriverError, GameState, validate_macro
-from agents.game.luacrash import parse_lua_crashes, same_signature
-from agents.game.minetest import install_repo
+from agents.reading.crash import crash_signature, parse_crash
+from bot.cli.apprepro import model_call
+from bot.selfhosted.minecraft import MinecraftDriver, rcon_packet, rcon_parse, report_signature
+from bot.settings.config import Settings
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.llm_server import ScriptedLLM, approx_tokens
 from tests.llm_helpers import llm_settings

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.conftest import QUIXBUGS, require_shared
 from tests.gh_env import GitHubEnv, bot_comments
 
@@ -173,7 +173,7 @@ async def test_command_on_an_unactionable_report_answers_with_reasons(tmp_path: 
 async def test_serve_with_in_process_workers_answers_help(tmp_path: Path, settings: Settings) -> None:
     from aiohttp import web
 
-    from bot.server import make_app
+    from bot.intake.server import make_app
 
     async with GitHubEnv(tmp_path, settings) as env:
         issue = _host_case(env)

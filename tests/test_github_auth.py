@@ -7,8 +7,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.config import Settings
-from bot.github_client import REFRESH_MARGIN, InstallationTokens
+from bot.forges.github_client import REFRESH_MARGIN, InstallationTokens
+from bot.settings.config import Settings
 from tests.gh_env import INSTALLATION, GitHubEnv
 
 
@@ -49,7 +49,7 @@ async def test_a_wrong_app_key_is_refused(tmp_path: Path, settings: Settings) ->
 
 async def test_git_over_https_keeps_the_token_out_of_git_config(tmp_path: Path, settings: Settings) -> None:
     from bot.forges.github import GitHubForge
-    from bot.github_client import client
+    from bot.forges.github_client import client
     from sandboxes.workspace import GitError, git, head_commit
 
     async with GitHubEnv(tmp_path, settings) as env:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.conftest import QUIXBUGS, require_shared
 from tests.fakes.github_git import commit_file
 from tests.fakes.llm_server import ScriptedLLM, load_script
@@ -119,7 +119,7 @@ def test_cli_reproduce_agent_llm_writes_the_models_brt(
     tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bot.cli import main
-    from bot.evaluate import _git_repo_from
+    from bot.evaluate.run import _git_repo_from
     from tests.llm_helpers import scripted_server_thread
 
     case = require_shared(QUIXBUGS) / "gcd"

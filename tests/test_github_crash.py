@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.gh_env import GitHubEnv, bot_comments
 from tests.test_github_app import REPO, _host_case
 

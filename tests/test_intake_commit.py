@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.config import Settings
-from bot.group_commit import GroupCommit
+from bot.intake.group_commit import GroupCommit
+from bot.settings.config import Settings
 from bot.store import DeliveryRejected, PlannedJob, Store
 from bot.store.bodies import LZ4_FRAME_MAGIC, BodyCodecError, pack_body, unpack_body
 from tests.gh_env import GitHubEnv
@@ -277,7 +277,7 @@ def test_an_idle_promotion_does_not_wait_for_the_write_lock(tmp_path: Path) -> N
 
 
 def test_acknowledged_deliveries_survive_a_restart_and_the_next_claim_runs_them(tmp_path: Path) -> None:
-    from bot.queue import Queue
+    from bot.jobs.queue import Queue
 
     path = tmp_path / "s.db"
     with Store.open(path) as store:

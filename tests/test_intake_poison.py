@@ -15,10 +15,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.config import Settings
-from bot.server import BUDGET, SUPERVISOR, make_app
+from bot.intake.server import BUDGET, SUPERVISOR, make_app
+from bot.intake.supervisor import Supervisor
+from bot.settings.config import Settings
 from bot.store import PlannedJob
-from bot.supervisor import Supervisor
 from bot.worker import Worker
 from handlers.github_payload import PayloadError, validate_payload
 from tests.gh_env import GitHubEnv, bot_comments, load_payload

@@ -334,8 +334,8 @@ def test_free_text_label_values() -> None:
 
 def test_random_markdown_never_crashes() -> None:
     """Seeded fuzz over report fragments: parsing, synthesis and scoring never raise, tests always compile."""
-    from agents.triage.abstention import score_issue
     from agents.reproduce.synthesis import synthesize_brts
+    from agents.triage.abstention import score_issue
 
     pieces = [
         *("# ", "```", "```python\n", ">>> ", "... ", "`", "``", "\n", "    ", "> ", "~~~", "\t", "\r\n"),

@@ -10,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agents.reading.facts import parse_issue
 from agents.reproduce.code import dotted_homes, resolve_imports
 from agents.reproduce.console import command_argv
 from agents.reproduce.files import files_for_program, listed_files
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.synthesis import BrtCandidate, synthesize_brts
-from agents.reading.facts import parse_issue
 
 
 def test_actual_label_outranks_a_value_phrase_in_the_description() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.conftest import QUIXBUGS, require_shared
 from tests.fakes.jira import JiraIssue
 from tests.gh_env import load_payload

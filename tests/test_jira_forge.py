@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from jira import JIRAError
 
-from bot.config import Settings
 from bot.forges.git import GitRemoteForge
 from bot.forges.jira import JiraForge, jira_client
-from bot.jira_mapping import parse_mapping
+from bot.settings.config import Settings
+from bot.settings.jira_mapping import parse_mapping
 from sandboxes.workspace import GitError
 from tests.conftest import FIXTURES, make_git_repo, require_shared
 from tests.fakes.jira import JiraDouble

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import doctor_warnings
-from bot.config import Settings, SettingsError
-from bot.jira_mapping import MappingError, load_mapping, parse_mapping
+from bot.settings.config import Settings, SettingsError
+from bot.settings.jira_mapping import MappingError, load_mapping, parse_mapping
 
 GOOD = """
 projects:

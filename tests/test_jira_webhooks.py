@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.conftest import FIXTURES, require_shared
 from tests.jira_env import JIRA_SECRET, JiraEnv, jira_webhook
 

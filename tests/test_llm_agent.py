@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.llm_helpers import LlmRun, run_scripted_job
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]

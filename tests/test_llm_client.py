@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
-from bot.llm import Budget, Ledger, LLMError, PriceTable, check_endpoint, client_from_settings, ledger_from_settings
-from bot.queue import Queue
-from bot.store import Store
 from agents.trajectory import LimitsExceeded
+from bot.jobs.queue import Queue
+from bot.llm import Budget, Ledger, LLMError, PriceTable, check_endpoint, client_from_settings, ledger_from_settings
+from bot.settings.config import Settings
+from bot.store import Store
 from tests.fakes.llm_server import ScriptedLLM
 
 HELLO = [{"role": "user", "content": "hello"}]

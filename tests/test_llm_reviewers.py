@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.triage.abstention import AbstentionDecision, combine_with_model
-from bot.config import Settings
 from bot.llm import Ledger, LLMClient, client_from_settings
+from bot.settings.config import Settings
 from patch_selectors.llm_reviewers import BrtRelevanceReviewer, SpecReviewer
 from patch_selectors.records import Review, make_record
 from patch_selectors.reviewers import ReviewSubject

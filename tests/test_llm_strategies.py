@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.job import rerun_command
-from bot.config import Settings
-from bot.report import render_pr_body
-from patch_selectors.records import make_record
 from agents.repair.llm.tools import TOOL_NAMES
+from bot.cli.job import rerun_command
+from bot.render.report import render_pr_body
+from bot.settings.config import Settings
+from patch_selectors.records import make_record
 from tests.llm_helpers import LlmRun, run_scripted_job
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]

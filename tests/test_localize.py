@@ -420,8 +420,8 @@ def test_named_function_lines_in_covered_files_are_noted_not_reordered() -> None
 
 
 def test_search_tries_named_function_lines_beyond_the_top_locations() -> None:
-    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
     from agents.localize.ranking import NAMED_NOTE
+    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
 
     covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
     entry = Location("m.py", 60, 0.2, ("ochiai=0.200", NAMED_NOTE))

@@ -15,12 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.config import Settings
 from bot.mojira.client import MojiraClient, MojiraError
 from bot.mojira.fields import MojiraFormatError, cursor_jql, parse_report
 from bot.mojira.poller import Poller
 from bot.mojira.sinks import StoreSink
 from bot.mojira.triage import GAME_JOB_KIND, triage_report
+from bot.settings.config import Settings
 from bot.store import Store
 from tests.fakes.mojira import MojiraDouble, adf_doc
 

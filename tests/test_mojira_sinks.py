@@ -13,7 +13,6 @@ import httpx
 import pytest
 from jira import JIRAError
 
-from bot.config import Settings, SettingsError
 from bot.forges.jira import IssueRefused, JiraIssueCreator, jira_client
 from bot.mojira.client import MojiraClient
 from bot.mojira.fields import parse_report
@@ -21,6 +20,7 @@ from bot.mojira.poller import Poller
 from bot.mojira.render import report_body, report_title
 from bot.mojira.sinks import GitHubIssueSink, JiraProjectSink, StoreSink, build_sink
 from bot.mojira.triage import triage_report
+from bot.settings.config import Settings, SettingsError
 from bot.store import Store
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble

@@ -785,8 +785,8 @@ def test_special_method_needs_a_named_class_of_the_file() -> None:
 def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_special_method() -> None:
     from types import SimpleNamespace
 
-    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
     from agents.localize.ranking import Location
+    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
 
     ranked = [Location("lib/shelf.py", 9, 0.9, ("ochiai",)), Location("lib/util.py", 3, 0.5, ("ochiai",))]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings
-from bot.oracle import OracleScorer
+from bot.evaluate.scoring import OracleScorer
+from bot.settings.config import Settings
 from sandboxes.factory import available_backends
 from tests.conftest import one_module_project
 from tests.test_envspec import write

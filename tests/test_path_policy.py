@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from bot.policy import defaults
+from agents.reading.facts import parse_issue
+from agents.repair.llm.tools import Toolbox
+from agents.trajectory import FormatError, Trajectory
+from bot.settings.policy import defaults
 from patch_selectors.patch import Patch
 from patch_selectors.paths import denied_path_problems, diff_path_problems
 from patch_selectors.records import make_record
 from patch_selectors.reviewers import ReviewEnv, ReviewSubject, SmellReviewer
-from agents.reading.facts import parse_issue
-from agents.repair.llm.tools import Toolbox
-from agents.trajectory import FormatError, Trajectory
 from sandboxes.base import SandboxSpec
 from sandboxes.environment import Baseline
 from sandboxes.factory import available_backends, make_sandbox

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.checks import check_engine
-from bot.config import Settings, SettingsError
+from bot.settings.config import Settings, SettingsError
 from bot.store import LATEST_VERSION, Store
 from bot.store.pg import PgConnection, read_schema_version, redact, translate
 from bot.store.schema import SchemaTooNew
@@ -114,8 +114,8 @@ async def test_an_artifact_uploaded_on_one_machine_is_served_by_another(
     import httpx
     from aiohttp import web
 
-    from bot.runner_api import artifact_path
-    from bot.server import make_app
+    from bot.intake.server import make_app
+    from bot.selfhosted.api import artifact_path
 
     url = pg_server.new_database()
     data = b'{"probe": "ok"}'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.policy import KEYS, PolicyError, deep_merge, defaults, load_policy, policy_table
+from bot.settings.policy import KEYS, PolicyError, deep_merge, defaults, load_policy, policy_table
 
 
 def fetcher(files: dict[tuple[str, str], str]):  # type: ignore[no-untyped-def]

@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.config import Settings
 from bot.metrics import StoreSnapshot, exposition
+from bot.settings.config import Settings
 from bot.store.views import QueueStat, RunnerView
 from tests.gh_env import GitHubEnv
 

@@ -8,11 +8,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.config import Settings
 from bot.forges.base import Forge
 from bot.forges.github import GitHubForge
+from bot.forges.github_client import InstallationTokens, client
 from bot.forges.local import LocalForge, read_issue_file
-from bot.github_client import InstallationTokens, client
+from bot.settings.config import Settings
 from tests.conftest import QUIXBUGS, require_shared
 from tests.gh_env import INSTALLATION, GitHubEnv, bot_comments
 
@@ -94,8 +94,8 @@ async def test_a_reproduction_survives_a_later_fix(tmp_path: Path, settings: Set
 
 
 async def test_publish_records_each_kind_and_skips_an_unchanged_status(tmp_path: Path) -> None:
-    from bot.pipeline import JobOutcome
-    from bot.publish import Publication, Recorder, publish_outcome
+    from bot.jobs.publish import Publication, Recorder, publish_outcome
+    from bot.pipeline.run import JobOutcome
     from bot.store import Store
 
     store = Store.memory()

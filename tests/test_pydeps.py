@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-from bot.policy import PolicyError, validate
+from bot.settings.policy import PolicyError, validate
 from sandboxes.base import SandboxSpec
 from sandboxes.environment import BASE_TEST_DEPS, EnvironmentError_, EnvironmentSpec, TestRunner, build_environment
 from sandboxes.factory import available_backends, make_sandbox

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.queue import LeaseLost, Queue
+from bot.jobs.queue import LeaseLost, Queue
 from bot.store import Job, Store, iso
 
 # Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
@@ -279,7 +279,7 @@ _CLAIMER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from bot.queue import Queue
+    from bot.jobs.queue import Queue
     from bot.store import Store
 
     db, worker, ready, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])

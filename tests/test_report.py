@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.report import (
+from agents.trajectory import BrtEvidence
+from bot.render.report import (
     PrContext,
     ReproductionContext,
     ReviewLine,
@@ -12,7 +13,6 @@ from bot.report import (
     render_reproduction_comment,
     render_suggestion,
 )
-from agents.trajectory import BrtEvidence
 
 BRT = BrtEvidence(
     path="tests/test_issue.py",

@@ -10,11 +10,11 @@ import pytest
 
 from bot.cli import build_parser
 from bot.cli.job import options_from_args
-from bot.config import Settings, SettingsError
-from bot.jobtypes import JobRequest
-from bot.policy import deep_merge, defaults
-from bot.report import render_notes
-from bot.request import JobOptions, build_request
+from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.types import JobRequest
+from bot.render.report import render_notes
+from bot.settings.config import Settings, SettingsError
+from bot.settings.policy import deep_merge, defaults
 from handlers.commands import parse_command
 
 REPO = Path("/tmp/some-repo")

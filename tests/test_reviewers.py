@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from patch_selectors.records import make_record
 from patch_selectors.reviewers import (
     DEFAULT_REVIEWERS,

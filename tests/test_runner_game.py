@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.config import Settings
-from bot.store import Job
 from agents.game.minetest import missing_tools
+from bot.settings.config import Settings
+from bot.store import Job
 from tests.gh_env import GitHubEnv, bot_comments
 from tests.runner_procs import REGISTRATION, Runners
 

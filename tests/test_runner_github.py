@@ -17,7 +17,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from bot.store import Job
 from tests.gh_env import GitHubEnv, bot_comments
 from tests.runner_procs import REGISTRATION, Runners

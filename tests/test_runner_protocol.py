@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.queue import Queue
+from bot.jobs.queue import Queue
 from bot.store import Job, Store, iso
 from bot.store.runners import runner_owner
 from tests.runner_procs import REGISTRATION, REPROBOT, Runners, serve, wait_until

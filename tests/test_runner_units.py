@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings, SettingsError
-from bot.queue import Queue
-from bot.report import render_app_reproduction
-from bot.runner import execute
-from bot.runner.agent import RunnerAgent, RunnerConfig, scrubbed_env
-from bot.runner.execute import CACHE_ENV
+from bot.jobs.queue import Queue
+from bot.render.report import render_app_reproduction
+from bot.selfhosted import execute
+from bot.selfhosted.execute import CACHE_ENV
+from bot.selfhosted.runner import RunnerAgent, RunnerConfig, scrubbed_env
+from bot.settings.config import Settings, SettingsError
 from bot.store import Store
 from bot.store.runners import runner_owner, token_hash
 

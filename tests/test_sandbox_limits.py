@@ -250,7 +250,7 @@ WORKER_WITH_SANDBOX = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from bot.config import Settings
+    from bot.settings.config import Settings
     from bot.store import Store
     from bot.worker import Worker
     from sandboxes.base import SandboxSpec

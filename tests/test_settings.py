@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import Settings, SettingsError
+from bot.settings.config import Settings, SettingsError
 
 
 def test_defaults_need_no_environment() -> None:

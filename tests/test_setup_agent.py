@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
-from bot.config import Settings
-from bot.pipeline import JobContext, JobRequest, prepare_environment, run_baseline
-from bot.setup_model import setup_agent_for
-from bot.store import Store
 from agents.setup.llm import LlmSetupAgent, detect_languages
+from bot.cli import main
+from bot.pipeline.run import JobContext, JobRequest, prepare_environment, run_baseline
+from bot.pipeline.setup_model import setup_agent_for
+from bot.settings.config import Settings
+from bot.store import Store
 from sandboxes.environment import EnvironmentError_
 from sandboxes.envspec import detect_spec
 from sandboxes.factory import available_backends

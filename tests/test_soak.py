@@ -28,7 +28,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from bot.store import Store
 from tests import netns
 from tests.gh_env import GitHubEnv, bot_comments, load_payload

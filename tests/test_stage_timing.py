@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings, SettingsError
-from bot.jobtypes import TIMED_STAGES, JobContext, stage_timing
+from bot.pipeline.types import TIMED_STAGES, JobContext, stage_timing
+from bot.settings.config import Settings, SettingsError
 
 
 async def test_stage_clock_accumulates_per_timing_name(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ import pytest
 from aiohttp import web
 from gidgethub.sansio import Event
 
-from bot.config import Settings
-from bot.queue import Queue
-from bot.server import make_app
+from bot.intake.server import make_app
+from bot.jobs.queue import Queue
+from bot.settings.config import Settings
 from bot.store import DeliveryRejected, PlannedAction, PlannedJob, Store, StoreOnEventLoop, forbid_store_calls_on_loop
 from bot.store.base import StoreConnection
 from handlers.github import Intake, router

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.queue import Queue
+from bot.jobs.queue import Queue
 from bot.store import Store
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handlers.commands import parse_command
 from agents.reading.facts import parse_issue
+from handlers.commands import parse_command
 from sandboxes.text import INVISIBLE_RANGES, _clean, clean_text, clean_title, is_invisible
 
 

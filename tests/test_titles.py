@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
-from bot.forges.local import TITLE_LIMIT, LocalForge, read_issue_file
-from bot.report import PrContext, render_pr_body
 from agents.trajectory import BrtEvidence
+from bot.forges.local import TITLE_LIMIT, LocalForge, read_issue_file
+from bot.render.report import PrContext, render_pr_body
+from bot.settings.config import Settings
 from sandboxes.text import clean_commit_message, is_invisible
 from sandboxes.workspace import clone_workspace, head_commit
 from tests.conftest import QUIXBUGS, make_git_repo, require_shared

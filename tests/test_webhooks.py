@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from tests.gh_env import GitHubEnv, load_payload
 
 
@@ -78,7 +78,7 @@ async def test_mid_sized_body_is_read_whole_and_no_secret_means_401(tmp_path: Pa
 
     from aiohttp.test_utils import TestClient, TestServer
 
-    from bot.server import make_app
+    from bot.intake.server import make_app
 
     async with GitHubEnv(tmp_path, settings) as env:
         payload = load_payload("ping", "payload") | {"padding": "x" * 300_000}
@@ -133,7 +133,7 @@ async def test_oversized_chunked_body_gets_413(tmp_path: Path, settings: Setting
 
     from aiohttp.test_utils import TestClient, TestServer
 
-    from bot.server import make_app
+    from bot.intake.server import make_app
     from bot.store import Store
 
     small = replace(settings, github_webhook_secret="s", webhook_max_bytes=1000)
@@ -152,7 +152,7 @@ async def test_oversized_chunked_body_gets_413(tmp_path: Path, settings: Setting
 
 
 def test_answers_are_json_even_when_a_message_is_not_valid_unicode() -> None:
-    from bot.server import _reply
+    from bot.intake.server import _reply
 
     plain = _reply(202, "queued", jobs=["github.issue"])
     assert plain.status == 202 and plain.content_type == "application/json"

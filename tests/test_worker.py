@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from bot.store import Store
 from bot.worker import Worker
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.app.reproduce import AppReproResult, replay_actions, reproduce_app
 from agents.app.driver import Driver
+from agents.app.reproduce import AppReproResult, replay_actions, reproduce_app
 from agents.app.s2r import Step, step_matches
 
 

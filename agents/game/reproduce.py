@@ -28,12 +28,12 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
+from agents.app.oracle import OracleSpec, Verdict, judge_text, oracle_spec
 from agents.app.reproduce import AppReproResult
+from agents.app.s2r import Complete, clauses, split_report
 from agents.game.actloop import ModelCall, model_loop
 from agents.game.driver import GameCrash, GameDriver, GameDriverError, GameState, validate_macro
 from agents.game.luacrash import parse_lua_crashes, same_signature
-from agents.app.oracle import OracleSpec, Verdict, judge_text, oracle_spec
-from agents.app.s2r import Complete, clauses, split_report
 
 log = logging.getLogger(__name__)
 

@@ -7,14 +7,6 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from agents.reading.patterns import BLOCK, SPAN
-from agents.reading.phrases import (
-    Claims,
-    IssueKind,
-    find_claims,
-    is_expression,
-    issue_kind,
-)
 from agents.reading.markdown import (
     CodeBlock,
     ParsedTraceback,
@@ -29,6 +21,14 @@ from agents.reading.markdown import (
     quiet_parse,
     split_fences,
     unique,
+)
+from agents.reading.patterns import BLOCK, SPAN
+from agents.reading.phrases import (
+    Claims,
+    IssueKind,
+    find_claims,
+    is_expression,
+    issue_kind,
 )
 from sandboxes.text import clean_text
 

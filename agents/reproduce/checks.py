@@ -7,10 +7,10 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from agents.reproduce.code import Reproduction
-from agents.reproduce.types import Symptom
 from agents.reading.facts import IssueFacts
 from agents.reading.markdown import quiet_literal, quiet_parse
+from agents.reproduce.code import Reproduction
+from agents.reproduce.types import Symptom
 
 #: Stands for the variable holding the observed value in check lines; a control character never appears in
 #: a repr, in unparsed source or in cleaned report text, so replacing it cannot touch a quoted value.

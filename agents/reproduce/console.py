@@ -14,9 +14,9 @@ import shlex
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from agents.reproduce.types import BrtCandidate
 from agents.reading.facts import IssueFacts
 from agents.reading.markdown import console_output
+from agents.reproduce.types import BrtCandidate
 
 #: Shell syntax a plain argv cannot express: substitution, pipes, redirection, chaining, variables.
 _SHELL_SYNTAX = re.compile(r"\$\(|`|\||[<>]|&&|;|\$\{?\w")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from agents.reproduce.types import BrtCandidate
 from agents.reading.facts import IssueFacts
 from agents.reading.markdown import quiet_literal
+from agents.reproduce.types import BrtCandidate
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _TIMEOUT = re.compile(r"\bFailed: Timeout\b|^\+{3,} Timeout \+{3,}|\bTimeout >\s*\d", re.M)

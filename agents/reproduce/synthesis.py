@@ -11,6 +11,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
 
+from agents.reading.facts import IssueFacts
+from agents.reading.markdown import quiet_parse
+from agents.reading.phrases import is_expression
 from agents.reproduce.checks import VAR, Check, checks_for, value_source
 from agents.reproduce.code import (
     Reproduction,
@@ -29,9 +32,6 @@ from agents.reproduce.console import console_brts
 from agents.reproduce.files import files_for_program, write_lines
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.types import BrtCandidate, Symptom
-from agents.reading.facts import IssueFacts
-from agents.reading.phrases import is_expression
-from agents.reading.markdown import quiet_parse
 
 __all__ = [
     "BrtCandidate",

@@ -12,11 +12,11 @@ from typing import Any
 
 from agents.chat import ChatModel, LLMError
 from agents.repair.llm.loop import ELIDED_CHARS, load_prompt
+from agents.setup.shell import SetupShell
 from agents.setup.tools import SETUP_TOOLS, DeadEnd, SetupTools, SpecAccepted, repo_files
 from agents.trajectory import FormatError, LimitsExceeded
 from sandboxes.envspec import EnvironmentSpec
 from sandboxes.setup_agent import SetupBudget, SetupFailed
-from agents.setup.shell import SetupShell
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from agents.chat import ToolCall, string_list_param, string_param, tool_schema
+from agents.setup.shell import REPORT_FORMATS, SetupShell, spec_problem
 from agents.tool_output import clean_output
 from agents.trajectory import FormatError, Submitted
 from sandboxes.base import PathOutsideWorkspace, resolve_in_workspace
 from sandboxes.environment import EnvironmentError_
 from sandboxes.envspec import BASE_TEST_DEPS, EnvironmentSpec
-from agents.setup.shell import REPORT_FORMATS, SetupShell, spec_problem
 
 _VIEW_MAX = 150
 _LIST_MAX = 300

@@ -10,8 +10,8 @@ from pathlib import PurePosixPath
 
 from agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
 from agents.reading.facts import IssueFacts
-from agents.reading.phrases import is_expression
 from agents.reading.markdown import quiet_parse
+from agents.reading.phrases import is_expression
 from agents.trajectory import FormatError, LimitsExceeded
 
 DEFAULT_THRESHOLD = 0.5

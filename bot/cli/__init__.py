@@ -16,10 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from bot.cli.types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
-from bot.config import Settings, SettingsError
 
 # Exit codes, documented in the README, live with the job types; they stay importable from here.
-from bot.jobtypes import (
+from bot.pipeline.types import (
     EXIT_ABSTAINED,
     EXIT_BAD_ISSUE,
     EXIT_BAD_REPO,
@@ -33,6 +32,7 @@ from bot.jobtypes import (
     EXIT_USAGE,
     STATUS_EXIT,
 )
+from bot.settings.config import Settings, SettingsError
 
 __all__ = [
     "EXIT_ABSTAINED",
@@ -263,7 +263,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return asyncio.run(run_job_command(args, settings))
     if args.command == "eval":
-        from bot.evaluate import run_eval_command
+        from bot.evaluate.run import run_eval_command
 
         return asyncio.run(run_eval_command(args, settings))
     if args.command == "doctor":
@@ -341,7 +341,7 @@ def doctor_warnings(settings: Settings) -> list[str]:
             "create the Jira webhook with a secret and set REPROBOT_JIRA_WEBHOOK_SECRET instead"
         )
     if settings.jira_mapping is not None:
-        from bot.jira_mapping import MappingError, load_mapping
+        from bot.settings.jira_mapping import MappingError, load_mapping
 
         try:
             load_mapping(settings.jira_mapping)

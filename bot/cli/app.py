@@ -7,7 +7,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from bot.config import Settings
+from bot.settings.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
             return 8
         return 0
     if args.command == "worker":
-        from bot.github_client import GitHubConfigError
+        from bot.forges.github_client import GitHubConfigError
         from bot.worker import run_worker
 
         try:
@@ -49,12 +49,12 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     from aiohttp import web
 
-    from bot.server import make_app
+    from bot.intake.server import make_app
 
     if not settings.github_webhook_secret:
         log.warning("REPROBOT_GITHUB_WEBHOOK_SECRET is not set: every delivery will be refused (401)")
-    from bot.github_client import GitHubConfigError
-    from bot.jira_mapping import MappingError
+    from bot.forges.github_client import GitHubConfigError
+    from bot.settings.jira_mapping import MappingError
 
     try:
         app = make_app(settings, workers=args.workers)

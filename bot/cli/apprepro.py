@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.cli.types import float_range
-from bot.config import Settings
-from bot.forges.local import ForgeError, read_issue_file
-from bot.jobtypes import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
-from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
 from agents.app.reproduce import AppReproResult, replay_actions, reproduce_app
+from bot.cli.types import float_range
+from bot.forges.local import ForgeError, read_issue_file
+from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
+from bot.pipeline.types import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+from bot.settings.config import Settings
 
 #: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (the README's exit codes).
 #: Shared by `reproduce --game`.

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from bot.store import LATEST_VERSION
 
 #: Free bytes in the data dir below which doctor warns / fails (environments and workspaces live there).

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.types import absolute_path, float_range
-from bot.config import Settings
+from bot.settings.config import Settings
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -116,7 +116,7 @@ def _detect(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
 async def _discover(repo: Path, backend: str, settings: Settings) -> Any:
     """Run the setup agent on a scratch clone (the checkout is never written to); the spec or why it failed."""
     from bot.llm import LLMError
-    from bot.setup_model import setup_agent_for
+    from bot.pipeline.setup_model import setup_agent_for
     from sandboxes.envspec import ci_test_commands
     from sandboxes.setup_agent import SetupBudget, SetupFailed
     from sandboxes.workspace import GitError, clone_workspace
@@ -137,7 +137,7 @@ async def _discover(repo: Path, backend: str, settings: Settings) -> Any:
 
 
 async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
-    from bot.setup_model import setup_agent_for
+    from bot.pipeline.setup_model import setup_agent_for
     from sandboxes.base import Limits, SandboxSpec
     from sandboxes.environment import EnvironmentError_, diagnose_baseline, prepare_environment, run_baseline
     from sandboxes.factory import SandboxUnavailable, make_sandbox

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.cli.apprepro import model_call, print_result, stop
-from bot.config import Settings
-from bot.forges.local import ForgeError, read_issue_file
-from bot.jobtypes import EXIT_ERROR, EXIT_USAGE
-from agents.game.reproduce import GameReproResult, replay_game, reproduce_game
 from agents.game.driver import GameDriverError
+from agents.game.reproduce import GameReproResult, replay_game, reproduce_game
+from bot.cli.apprepro import model_call, print_result, stop
+from bot.forges.local import ForgeError, read_issue_file
+from bot.pipeline.types import EXIT_ERROR, EXIT_USAGE
+from bot.settings.config import Settings
 
 GAMES = ("minetest", "minecraft")
 
@@ -33,7 +33,7 @@ def add_game_args(rep: argparse.ArgumentParser, replay: argparse.ArgumentParser)
 
 def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
     if game == "minecraft":
-        from bot.runner.minecraft import MinecraftDriver
+        from bot.selfhosted.minecraft import MinecraftDriver
 
         return MinecraftDriver.from_settings(settings)
     from agents.game.minetest import MinetestDriver
@@ -72,7 +72,7 @@ async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
         return stop(args, str(exc), exc.code, shown=f"reprobot: {exc}")
     signature = None
     if args.game == "minecraft":
-        from bot.runner.minecraft import report_signature
+        from bot.selfhosted.minecraft import report_signature
 
         signature = report_signature
     result = await reproduce_game(

@@ -16,7 +16,6 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from bot.config import Settings
 from bot.forges.local import (
     ForgeError,
     LocalForge,
@@ -25,12 +24,13 @@ from bot.forges.local import (
     rerun_command,
     run_folder,
 )
-from bot.jobtypes import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
+from bot.jobs.publish import Publication, Recorder, publish_outcome
+from bot.jobs.queue import Queue
+from bot.jobs.request import JobOptions, build_request
 from bot.llm import check_endpoint
-from bot.pipeline import JobOutcome, JobRequest, Mode, run_job
-from bot.publish import Publication, Recorder, publish_outcome
-from bot.queue import Queue
-from bot.request import JobOptions, build_request
+from bot.pipeline.run import JobOutcome, JobRequest, Mode, run_job
+from bot.pipeline.types import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
+from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes.factory import SandboxUnavailable
 from sandboxes.text import clean_title

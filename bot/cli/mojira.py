@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.config import Settings
+from bot.settings.config import Settings
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -1,4 +1,4 @@
-"""`reprobot runner`: a self-hosted runner (see bot/runner/ and the README's "Runner protocol")."""
+"""`reprobot runner`: a self-hosted runner (see bot/selfhosted/ and the README's "Runner protocol")."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def add_parser(sub: Any) -> None:
 
 def run_runner_command(args: argparse.Namespace) -> int:
     """Run the runner until SIGTERM or SIGINT (or one job, when ephemeral); returns the exit code."""
-    from bot.runner.agent import RunnerAgent, RunnerConfig
+    from bot.selfhosted.runner import RunnerAgent, RunnerConfig
 
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns what matters

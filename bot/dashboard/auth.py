@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 import aiohttp
 from gidgethub import GitHubException
 
-from bot.config import Settings
-from bot.github_client import client
+from bot.forges.github_client import client
+from bot.settings.config import Settings
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from bot.config import Settings
 from bot.dashboard import auth
 from bot.dashboard.render import conversation_view, diff_css, diff_html, step_view
+from bot.settings.config import Settings
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
-from bot.report import clip_output
+from bot.render.report import clip_output
 
 #: Characters of one step's output shown on the page (the tail, as in the PR body).
 STEP_OUTPUT_CHARS = 3000

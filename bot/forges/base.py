@@ -1,7 +1,7 @@
 """What the job core needs from a forge (GitHub, a local repo, later Jira or a self-hosted runner).
 
 A forge is an I/O point only: it reads and writes the forge, never the store. Idempotency (what was already posted,
-keyed by issue and kind) is decided by bot/publish.py, which passes back what it recorded.
+keyed by issue and kind) is decided by bot/jobs/publish.py, which passes back what it recorded.
 """
 
 from __future__ import annotations

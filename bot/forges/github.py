@@ -13,9 +13,9 @@ import aiohttp
 from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
-from bot.config import Settings
 from bot.forges.base import ChangeRequest, PermanentJobError
-from bot.github_client import InstallationTokens, client
+from bot.forges.github_client import InstallationTokens, client
+from bot.settings.config import Settings
 from sandboxes.text import clean_commit_message, clean_title
 from sandboxes.workspace import SAFE_GIT, GitError, apply_patch, git
 

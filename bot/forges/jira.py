@@ -22,15 +22,15 @@ import requests
 from jira import JIRA, JIRAError
 from tenacity import Retrying
 
-from bot.adf import adf_to_markdown
-from bot.config import Settings, SettingsError
 from bot.forges.base import ChangeRequest, CodeForge, PermanentJobError
 from bot.forges.git import GitRemoteForge
 from bot.forges.github import GitHubForge
-from bot.github_client import InstallationTokens, client
-from bot.jira_mapping import JiraMapping, MappingError, ProjectMapping, load_mapping
-from bot.jira_wiki import markdown_to_jira
+from bot.forges.github_client import InstallationTokens, client
+from bot.render.adf import adf_to_markdown
+from bot.render.jira_wiki import markdown_to_jira
 from bot.retry import MAX_WAIT, retry_policy
+from bot.settings.config import Settings, SettingsError
+from bot.settings.jira_mapping import JiraMapping, MappingError, ProjectMapping, load_mapping
 
 __all__ = [
     "STATUS_MARKER",

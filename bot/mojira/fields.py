@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.adf import adf_to_markdown
+from bot.render.adf import adf_to_markdown
 
 __all__ = [
     "Attachment",

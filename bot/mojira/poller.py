@@ -20,9 +20,9 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bot.config import Settings, SettingsError
 from agents.reading.crash import crash_signature
-from bot.github_client import GitHubConfigError
+from bot.forges.github_client import GitHubConfigError
+from bot.jobs.queue import Queue
 from bot.mojira.client import MojiraClient, MojiraError, MojiraSearch
 from bot.mojira.fields import (
     MojiraFormatError,
@@ -34,7 +34,7 @@ from bot.mojira.fields import (
 )
 from bot.mojira.sinks import Sink, SinkRejected, build_sink
 from bot.mojira.triage import is_crash_attachment, triage_report
-from bot.queue import Queue
+from bot.settings.config import Settings, SettingsError
 from bot.store import Store
 
 log = logging.getLogger(__name__)

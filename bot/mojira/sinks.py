@@ -13,12 +13,12 @@ from typing import Protocol
 import aiohttp
 from gidgethub import BadRequest, apps
 
-from bot.config import Settings
+from bot.forges.github_client import InstallationTokens, client
 from bot.forges.jira import IssueRefused, issue_creator
-from bot.github_client import InstallationTokens, client
 from bot.mojira.fields import MojiraReport
 from bot.mojira.render import report_body, report_title
 from bot.mojira.triage import GameTriage
+from bot.settings.config import Settings
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The job queue's atomic primitives; the policy (leases, retries, backoff) lives in bot.queue."""
+"""The job queue's atomic primitives; the policy (leases, retries, backoff) lives in bot.jobs.queue."""
 
 from __future__ import annotations
 

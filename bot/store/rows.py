@@ -67,7 +67,7 @@ class Delivery(_Row):
 
 @dataclass(frozen=True)
 class Job(_Row):
-    """A queued unit of work; see bot.queue for the state machine."""
+    """A queued unit of work; see bot.jobs.queue for the state machine."""
 
     JSON_FIELDS = ("payload", "result", "labels")
 

@@ -242,7 +242,7 @@ _V6_MOJIRA = (
 
 
 _V7_RUNNERS = (
-    # Self-hosted runners (bot/runner_api.py). A job with labels waits for a runner that has them all; the
+    # Self-hosted runners (bot/selfhosted/api.py). A job with labels waits for a runner that has them all; the
     # worker never claims it. NULL: a worker's job.
     "ALTER TABLE jobs ADD COLUMN labels TEXT",
     "CREATE INDEX jobs_for_runners ON jobs (status, run_after) WHERE labels IS NOT NULL",

@@ -9,12 +9,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.reproduce.synthesis import synthesize_brts
-from agents.reproduce.types import BrtCandidate
 from agents.chat import ToolCall, int_param, string_param, tool_schema
-from agents.reading.facts import IssueFacts
 from agents.localize.ranking import parse_traceback_frames
 from agents.localize.sbfl import _is_test_file, localize_in_sandbox
+from agents.reading.facts import IssueFacts
+from agents.reproduce.synthesis import synthesize_brts
+from agents.reproduce.types import BrtCandidate
 from agents.tool_output import clean_output
 from agents.trajectory import BrtEvidence, FormatError, Submitted, Trajectory
 from sandboxes.base import PathOutsideWorkspace, Sandbox, resolve_in_workspace

@@ -9,9 +9,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from agents.repair.mutation import exprs
-from agents.repair.mutation import ops
-from agents.repair.mutation import stmts
+from agents.repair.mutation import exprs, ops, stmts
 from agents.repair.mutation.ops import Edit, Env, make_env
 from agents.repair.mutation.scope import MutationContext, build_context, find_targets, scope_at
 

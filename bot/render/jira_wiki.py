@@ -1,4 +1,4 @@
-"""Markdown (what bot/report.py renders) → Jira wiki markup (what Jira's REST v2 comments render), pure.
+"""Markdown (what bot/render/report.py renders) → Jira wiki markup (what Jira's REST v2 comments render), pure.
 
 Jira Server and the v2 API render comment bodies as wiki markup, so markdown would show its backticks and fences
 raw. Converted: fenced code, inline code, bold, links, headings, lists, quotes and tables. Dropped: the HTML

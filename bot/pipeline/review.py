@@ -9,20 +9,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.jobtypes import Chosen, JobContext, JobRequest, TrajectoryStore, sandbox_spec
+from agents.trajectory import Trajectory
+from bot.pipeline.types import Chosen, JobContext, JobRequest, TrajectoryStore, sandbox_spec
 from patch_selectors.assess_run import assess_records
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord, make_record
 from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
 from patch_selectors.selectors import SELECTORS, select
-from agents.trajectory import Trajectory
 from sandboxes.base import Sandbox, host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
 from sandboxes.factory import make_sandbox
 
 log = logging.getLogger(__name__)
 
-#: Chosen moved to bot.jobtypes; it stays importable from here.
+#: Chosen moved to bot.pipeline.types; it stays importable from here.
 __all__ = ["Chosen", "assessment_pool", "review_and_select"]
 
 

@@ -6,8 +6,8 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 
-from bot.config import Settings
 from bot.forges.base import Forge
+from bot.settings.config import Settings
 from bot.store import Store
 
 __all__ = ["JobDeps", "Recorder"]

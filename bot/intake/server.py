@@ -14,14 +14,14 @@ from aiohttp import web
 from gidgethub import BadRequest, ValidationFailure
 from gidgethub.sansio import Event, validate_event
 
-from bot.config import Settings
 from bot.dashboard import setup_dashboard
-from bot.group_commit import GroupCommit
-from bot.http_metrics import add_metrics_route, counted
-from bot.jira_mapping import JiraMapping, load_mapping
-from bot.runner_api import add_runner_routes
+from bot.intake.group_commit import GroupCommit
+from bot.intake.http_metrics import add_metrics_route, counted
+from bot.intake.supervisor import Supervisor
+from bot.selfhosted.api import add_runner_routes
+from bot.settings.config import Settings
+from bot.settings.jira_mapping import JiraMapping, load_mapping
 from bot.store import DeliveryRecord, DeliveryRejected, PlannedJob, Store, forbid_store_calls_on_loop
-from bot.supervisor import Supervisor
 from handlers.github import Intake, PermissionLookup, router
 from handlers.github_payload import PayloadError, validate_payload
 from handlers.jira import JiraIntake
@@ -266,7 +266,7 @@ def _permission_lookup(settings: Settings) -> PermissionLookup | None:
     if not (settings.github_app_id and settings.github_private_key):
         return None
     from bot.forges.github import collaborator_permission
-    from bot.github_client import InstallationTokens, client
+    from bot.forges.github_client import InstallationTokens, client
 
     tokens = InstallationTokens(settings)
 
@@ -283,7 +283,7 @@ def _permission_lookup(settings: Settings) -> PermissionLookup | None:
 def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0) -> web.Application:
     """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`)."""
     if workers > 0 and not (settings.github_app_id and settings.github_private_key):
-        from bot.github_client import GitHubConfigError
+        from bot.forges.github_client import GitHubConfigError
 
         raise GitHubConfigError("--workers needs REPROBOT_GITHUB_APP_ID and REPROBOT_GITHUB_PRIVATE_KEY(_PATH)")
     app = web.Application(client_max_size=settings.webhook_max_bytes)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.config import Settings
-from bot.jobtypes import JobRequest, Mode
+from bot.pipeline.types import JobRequest, Mode
+from bot.settings.config import Settings
 from sandboxes.pathpolicy import DEFAULT_DENIED
 
 #: Agent kinds that call the model for their trajectories.
@@ -93,8 +93,8 @@ def build_request(
 ) -> JobRequest:
     """The JobRequest for one job, every knob bounded by the deployment's caps (notes say what was clamped).
 
-    `policy` is the repo's effective policy (bot.policy.load_policy); None when there is none (the CLI), in which
-    case the deployment's defaults (REPROBOT_TRAJECTORIES, REPROBOT_TEST_TIMEOUT, ...) fill in what the options
+    `policy` is the repo's effective policy (bot.settings.policy.load_policy); None when there is none (the CLI),
+    in which case the deployment's defaults (REPROBOT_TRAJECTORIES, REPROBOT_TEST_TIMEOUT, ...) fill in what the options
     leave open. With a policy, the command's options win over the policy's keys.
     """
     notes = _Notes()

@@ -73,7 +73,7 @@ class Queue:
         concurrency_key: at most one job per key runs at a time (e.g. "github:owner/repo#12"); None: no limit.
         dedupe_key: enqueueing the same key again returns the existing job (whatever its status) instead.
         delay: seconds before the job may first be claimed.
-        labels: a job for a self-hosted runner that has all these labels (bot/runner_api.py); never a worker's.
+        labels: a job for a self-hosted runner that has all these labels (bot/selfhosted/api.py); never a worker's.
         """
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")

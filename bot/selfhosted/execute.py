@@ -1,4 +1,4 @@
-"""The child process that runs one runner job: `python -m bot.runner.execute JOB_JSON OUT_DIR`.
+"""The child process that runs one runner job: `python -m bot.selfhosted.execute JOB_JSON OUT_DIR`.
 
 It looks up the job's kind in EXECUTORS, runs it with OUT_DIR for its files (action log, screenshots), and
 writes the result to OUT_DIR/result.json. Its stdout and stderr are the job's log. The runner starts it in its
@@ -78,8 +78,8 @@ async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     if not task.get("issue_text") or task.get("game") not in ("minetest", "minecraft"):
         raise ValueError("a reproduce.game job needs task.issue_text and task.game (minetest or minecraft)")
     if task["game"] == "minecraft":  # a maintainer's machine: the game runs there already
-        from bot.config import Settings
-        from bot.runner.minecraft import MinecraftDriver, report_signature
+        from bot.selfhosted.minecraft import MinecraftDriver, report_signature
+        from bot.settings.config import Settings
 
         driver = MinecraftDriver.from_settings(Settings.from_env())
         driver.check()
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one job; exit 0 with OUT_DIR/result.json written, 3 for an unknown kind, 1 when the executor failed."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m bot.runner.execute JOB_JSON OUT_DIR", file=sys.stderr)
+        print("usage: python -m bot.selfhosted.execute JOB_JSON OUT_DIR", file=sys.stderr)
         return 2
     job = json.loads(Path(args[0]).read_text())
     out_dir = Path(args[1])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from bot.config import Settings
-from bot.llm import Ledger, client_from_settings, ledger_from_settings
 from agents.chat import ChatModel
 from agents.setup.llm import LlmSetupAgent, SetupAgentConfig
 from agents.setup.shell import SetupShell
+from bot.llm import Ledger, client_from_settings, ledger_from_settings
+from bot.settings.config import Settings
 
 
 def setup_agent_for(

@@ -3,7 +3,7 @@
 Self-hosted runners connect outbound only. They register with the deployment's registration token and get their
 own token (stored hashed), long-poll for a job whose labels they all have, renew its lease, send their log in
 numbered chunks and their artifacts by content, and finish it once. A runner sees and touches only the jobs it
-holds. This module parses, authenticates and answers; the state lives in bot.store.runners and bot.queue.
+holds. This module parses, authenticates and answers; the state lives in bot.store.runners and bot.jobs.queue.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings
-from bot.queue import LeaseLost, Queue
-from bot.report import artifact_url
+from bot.jobs.queue import LeaseLost, Queue
+from bot.render.report import artifact_url
+from bot.settings.config import Settings
 from bot.store import Job, Store, forbid_store_calls_on_loop, iso
 from bot.store.runners import Runner, runner_owner
 

@@ -11,10 +11,16 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from agents.localize import impact
+from agents.reading.facts import IssueFacts, parse_issue
+from agents.repair.classic.search import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
+from agents.trajectory import Trajectory
 from agents.triage.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
-from bot.config import Settings
-from bot.generate import generate_patches, trajectory_kinds
-from bot.jobtypes import (
+from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
+from bot.pipeline.generate import generate_patches, trajectory_kinds
+from bot.pipeline.review import review_and_select
+from bot.pipeline.setup_model import setup_agent_for
+from bot.pipeline.types import (
     GenerateRequest,
     JobContext,
     JobOutcome,
@@ -25,15 +31,9 @@ from bot.jobtypes import (
     TickSink,
     sandbox_spec,
 )
-from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
-from bot.review import review_and_select
-from bot.setup_model import setup_agent_for
+from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes import environment as envlayer
-from agents.localize import impact
-from agents.repair.classic.search import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
-from agents.reading.facts import IssueFacts, parse_issue
-from agents.trajectory import Trajectory
 from sandboxes.base import host_cpu_count
 from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
 from sandboxes.factory import make_sandbox
@@ -41,7 +41,7 @@ from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
 log = logging.getLogger(__name__)
 
-#: The job types moved to bot.jobtypes; these names stay importable from here for existing callers.
+#: The job types moved to bot.pipeline.types; these names stay importable from here for existing callers.
 __all__ = [
     "JobContext",
     "JobOutcome",
@@ -78,7 +78,7 @@ async def prepare_environment(ctx: JobContext, workspace: Path, request: JobRequ
     settings = ctx.settings
     if not isinstance(settings, Settings):
         # The job types see settings through a protocol; the setup agent needs the deployment's whole Settings.
-        raise TypeError("the pipeline runs with bot.config.Settings")
+        raise TypeError("the pipeline runs with bot.settings.config.Settings")
     ledger = ctx.ledger if isinstance(ctx.ledger, Ledger) else ledger_from_settings(settings)
     agent = setup_agent_for(settings, request.sandbox, model=ctx.model, ledger=ledger)
     try:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.config import Settings
+from bot.settings.config import Settings
 from patch_selectors.records import make_record
 from sandboxes.base import Limits, SandboxSpec, host_cpu_count
 from sandboxes.environment import (

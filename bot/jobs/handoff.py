@@ -10,16 +10,16 @@ import asyncio
 from typing import Any
 
 from bot.forges.base import Forge, PermanentJobError
-from bot.policy import POLICY_PATH
-from bot.queue import Queue
-from bot.recorder import JobDeps, Recorder
-from bot.report import artifact_url, render_app_reproduction, render_policy_error, render_progress
+from bot.jobs.queue import Queue
+from bot.jobs.recorder import JobDeps, Recorder
+from bot.render.report import artifact_url, render_app_reproduction, render_policy_error, render_progress
+from bot.settings.policy import POLICY_PATH
 from bot.store import Job
 from sandboxes.text import clean_text, clean_title
 
 __all__ = ["FORGE_FIELDS", "publish_app_result", "queue_for_runner"]
 
-#: The forge job's fields a runner job carries back to publish its result on the issue (bot/runner_api.py).
+#: The forge job's fields a runner job carries back to publish its result on the issue (bot/selfhosted/api.py).
 FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
 
 
@@ -29,7 +29,7 @@ async def queue_for_runner(
     """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
 
     The runner sees only the task (report, app address); its finish queues the `<forge>.app_result` job that
-    publishes on this issue with the payload's `FORGE_FIELDS` (bot/runner_api.py)."""
+    publishes on this issue with the payload's `FORGE_FIELDS` (bot/selfhosted/api.py)."""
     labels = sorted(runner["labels"])
     if not runner["app_url"]:
         body = render_policy_error(

@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bot.config import Settings
-from agents.reading.crash import crash_signature, find_crashes, parse_crash
 from agents.game.driver import GameCrash, GameDriverError, GameState
+from agents.reading.crash import crash_signature, find_crashes, parse_crash
+from bot.settings.config import Settings
 
 #: RCON packet types (the Source RCON protocol Minecraft servers speak).
 _RCON_LOGIN, _RCON_COMMAND = 3, 2
@@ -202,5 +202,5 @@ class MinecraftDriver:
 
     async def knowledge(self) -> dict[str, Any]:
         """Minecraft's commands and common items, shipped as data (the game cannot dump them for us)."""
-        data = resources.files("bot.runner") / "data" / "minecraft_knowledge.json"
+        data = resources.files("bot.selfhosted") / "data" / "minecraft_knowledge.json"
         return dict(json.loads(data.read_text()))

@@ -6,18 +6,18 @@ import asyncio
 import contextlib
 import logging
 
-from bot.jobtypes import GenerateRequest, sandbox_spec
-from bot.llm_agent import run_llm_trajectory
-from patch_selectors.majority import MajorityWatch
 from agents.repair.classic.search import CandidateCache, ClassicSearch
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
+from bot.pipeline.llm_agent import run_llm_trajectory
+from bot.pipeline.types import GenerateRequest, sandbox_spec
+from patch_selectors.majority import MajorityWatch
 from sandboxes.environment import TestRunner
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import copy_workspace
 
 log = logging.getLogger(__name__)
 
-#: GenerateRequest moved to bot.jobtypes; it stays importable from here.
+#: GenerateRequest moved to bot.pipeline.types; it stays importable from here.
 __all__ = ["GenerateRequest", "generate_patches", "trajectory_kinds"]
 
 

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.forges.base import Forge, PermanentJobError
-from bot.gamejobs import queue_game_job
-from bot.permissions import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
-from bot.pipeline import JobOutcome, Mode, run_job
-from bot.policy import PolicyError, load_policy
-from bot.queue import Queue
-from bot.recorder import JobDeps, Recorder
-from bot.report import (
+from bot.jobs.game import queue_game_job
+from bot.jobs.handoff import publish_app_result, queue_for_runner
+from bot.jobs.permissions import HELP_TEXT, association_allows, permission_allows, polite_key, polite_text
+from bot.jobs.queue import Queue
+from bot.jobs.recorder import JobDeps, Recorder
+from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.run import JobOutcome, Mode, run_job
+from bot.render.report import (
     ReproductionContext,
     render_abstention,
     render_final_status,
@@ -31,8 +32,7 @@ from bot.report import (
     render_reproduction_comment,
     render_suggestion,
 )
-from bot.request import JobOptions, build_request
-from bot.runner_jobs import publish_app_result, queue_for_runner
+from bot.settings.policy import PolicyError, load_policy
 from bot.store import Job, Store
 from patch_selectors.paths import diff_path_problems
 from sandboxes.text import clean_text, clean_title

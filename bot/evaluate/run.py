@@ -21,13 +21,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from rich.console import Console
 from rich.progress import Progress
 
-from bot.config import Settings
-from bot.eval_report import write_plot, write_report
-from bot.jobtypes import EXIT_ENVIRONMENT, TIMED_STAGES, stage_timing
-from bot.oracle import OracleScorer
-from bot.pipeline import JobOutcome, run_job
-from bot.queue import Queue
-from bot.request import JobOptions, build_request
+from bot.evaluate.scoring import OracleScorer
+from bot.evaluate.summary import write_plot, write_report
+from bot.jobs.queue import Queue
+from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.run import JobOutcome, run_job
+from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, stage_timing
+from bot.settings.config import Settings
 from bot.store import Store
 from patch_selectors.metrics import (
     SelectionCase,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from bot.jira_mapping import normalize_site
+from bot.settings.jira_mapping import normalize_site
 from sandboxes.quota import MIN_QUOTA_BYTES, parse_size
 
 
@@ -232,7 +232,7 @@ class Settings:
     mojira_sink: str = "store"
     #: REPROBOT_MOJIRA_CRASH_ATTACHMENT_BYTES: crash-like attachments up to this size are fetched and parsed.
     mojira_crash_attachment_bytes: int = 2 * 1024 * 1024
-    # -- self-hosted runners (bot/runner_api.py; the README's "Runner protocol") ---------------------------
+    # -- self-hosted runners (bot/selfhosted/api.py; the README's "Runner protocol") ---------------------------
     #: REPROBOT_RUNNER_REGISTRATION_TOKEN: the secret a runner exchanges for its own token at `register`, and
     #: the admin credential of `GET /api/runners`. Unset: runner registration is refused.
     runner_registration_token: str | None = field(default=None, repr=False)

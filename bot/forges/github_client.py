@@ -12,8 +12,8 @@ import aiohttp
 from gidgethub import apps
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.config import Settings
 from bot.retry import RetryableHTTPError, classify_response, http_retrying
+from bot.settings.config import Settings
 
 log = logging.getLogger(__name__)
 

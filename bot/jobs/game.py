@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.config import Settings
 from bot.forges.base import Forge, PermanentJobError
-from bot.policy import POLICY_PATH
-from bot.queue import Queue
-from bot.report import render_policy_error, render_progress
-from bot.runner_jobs import FORGE_FIELDS
+from bot.jobs.handoff import FORGE_FIELDS
+from bot.jobs.queue import Queue
+from bot.render.report import render_policy_error, render_progress
+from bot.settings.config import Settings
+from bot.settings.policy import POLICY_PATH
 from bot.store import Job, Store
 from sandboxes.text import clean_text, clean_title
 

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 
 from bot.retry import RetryableHTTPError
-from bot.runner.client import JobGone, ProtocolError, RunnerClient
-from bot.runner.execute import CACHE_ENV
+from bot.selfhosted.client import JobGone, ProtocolError, RunnerClient
+from bot.selfhosted.execute import CACHE_ENV
 
 __all__ = ["RunnerAgent", "RunnerConfig", "default_command", "scrubbed_env"]
 
@@ -40,8 +40,8 @@ _TRANSIENT = (httpx.TransportError, RetryableHTTPError)
 
 
 def default_command() -> list[str]:
-    """The built-in executors (bot.runner.execute), run by this runner's own interpreter."""
-    return [sys.executable, "-m", "bot.runner.execute"]
+    """The built-in executors (bot.selfhosted.execute), run by this runner's own interpreter."""
+    return [sys.executable, "-m", "bot.selfhosted.execute"]
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.jobtypes import GenerateRequest
 from agents.reading.facts import parse_issue
 from agents.repair.llm.loop import AgentConfig, RepairAgent
 from agents.repair.llm.tools import Toolbox
 from agents.trajectory import Trajectory
+from bot.pipeline.types import GenerateRequest
 from sandboxes.base import Sandbox
 from sandboxes.environment import TestRunner
 

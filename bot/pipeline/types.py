@@ -1,10 +1,10 @@
 """The job's types at the bottom of the core: request, outcome, per-job context, selection result, exit codes.
 
 Everything above (the pipeline stages, the request builder, the CLI, the forges' jobs) imports these; this module
-imports nothing from `bot` but the pure renderers' inputs (bot.report), the triage decision (agents.triage.abstention)
-and the counters (bot.metrics), which import nothing from `bot` themselves. The deployment's settings, the store
-and the model ledger are seen through the small protocols below, so the stages never need the modules that build
-them.
+imports nothing from `bot` but the pure renderers' inputs (bot.render.report), the triage decision
+(agents.triage.abstention) and the counters (bot.metrics), which import nothing from `bot` themselves. The
+deployment's settings, the store and the model ledger are seen through the small protocols below, so the stages
+never need the modules that build them.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from bot import metrics
+from agents.chat import ChatModel
+from agents.reading.facts import IssueFacts
+from agents.repair.classic.search import Reproduction, SearchLimits
+from agents.trajectory import BrtEvidence, Trajectory
 from agents.triage.abstention import AbstentionDecision
-from bot.report import PrContext, ReviewLine, SuggestionContext
+from bot import metrics
+from bot.render.report import PrContext, ReviewLine, SuggestionContext
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord
 from patch_selectors.selectors import Selection
-from agents.chat import ChatModel
-from agents.repair.classic.search import Reproduction, SearchLimits
-from agents.reading.facts import IssueFacts
-from agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import Baseline, BuiltEnvironment
 from sandboxes.pathpolicy import DEFAULT_DENIED
@@ -57,7 +57,7 @@ STATUS_EXIT = {
 
 
 class JobSettings(Protocol):
-    """The deployment settings the stages read (bot.config.Settings has them all)."""
+    """The deployment settings the stages read (bot.settings.config.Settings has them all)."""
 
     @property
     def data_dir(self) -> Path: ...

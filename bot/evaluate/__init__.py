@@ -1,0 +1,1 @@
+"""`reprobot eval`: benchmark cases through the pipeline, oracle scoring, and the report."""

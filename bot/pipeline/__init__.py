@@ -1,0 +1,1 @@
+"""The job pipeline: triage, environment, generate, review, select; the job's types."""

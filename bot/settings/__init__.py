@@ -1,0 +1,1 @@
+"""The deployment's settings, the per-repo policy, and the Jira project mapping."""
