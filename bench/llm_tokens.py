@@ -24,7 +24,7 @@ from bot.evaluate.run import _git_repo_from
 from bot.llm import Ledger, client_from_settings
 from bot.pipeline.run import sandbox_spec
 from bot.settings.config import Settings
-from sandboxes.environment import TestRunner, build_environment, detect_python_spec
+from sandboxes.environment import TestSuite, build_environment, detect_python_spec
 from sandboxes.factory import available_backends, make_sandbox
 from tests.fakes.llm_server import ScriptedLLM, load_script
 
@@ -48,7 +48,7 @@ async def _trajectory(tmp: Path, settings: Settings, keep_full: int) -> list[int
         traj = Trajectory(id=f"bench-{keep_full}", agent="llm", seed=0)
         ended = "no end"
         async with make_sandbox(backend, sandbox_spec(repo, env, s, 120.0)) as sb:
-            tools = Toolbox(sb, TestRunner(env, timeout=120.0), traj, parse_issue(issue))
+            tools = Toolbox(sb, TestSuite(env, timeout=120.0), traj, parse_issue(issue))
             agent = RepairAgent(model, tools, traj, issue, AgentConfig(max_steps=STEPS, keep_full=keep_full))
             try:
                 await agent.run()

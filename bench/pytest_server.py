@@ -1,6 +1,6 @@
 """Benchmark, side by side in one run: a tiny pytest run in a warm bwrap session, ordinary vs the pytest server.
 
-Both sides are the same TestRunner.run (JUnit XML report written and parsed) of one small test file in one
+Both sides are the same TestSuite.run (JUnit XML report written and parsed) of one small test file in one
 sandbox with the project's real environment (pytest, pytest-timeout, coverage); only the spec's
 pytest_server setting differs, so the difference is the interpreter start and pytest import per run.
 """
@@ -24,7 +24,7 @@ from sandboxes.base import Limits, Sandbox, SandboxSpec
 from sandboxes.bwrap import BwrapSandbox
 from sandboxes.environment import BuiltEnvironment, prepare_environment
 from sandboxes.factory import available_backends
-from sandboxes.testrun import TestRunner
+from sandboxes.testrun import TestSuite
 
 PYTHON = Path("/usr/bin/python3")
 PROJECT = {
@@ -37,7 +37,7 @@ PROJECT = {
 }
 
 
-async def _one(runner: TestRunner, sandbox: Sandbox) -> float:
+async def _one(runner: TestSuite, sandbox: Sandbox) -> float:
     started = time.perf_counter()
     run = await runner.run(sandbox, ["tests/test_tiny.py"])
     if not run.all_passed:
@@ -47,7 +47,7 @@ async def _one(runner: TestRunner, sandbox: Sandbox) -> float:
 
 async def _measure(n: int, work: Path) -> dict[str, object]:
     env: BuiltEnvironment | None = None
-    sides: dict[str, tuple[TestRunner, Sandbox]] = {}
+    sides: dict[str, tuple[TestSuite, Sandbox]] = {}
     async with contextlib.AsyncExitStack() as stack:
         for name, server in (("ordinary", False), ("server", True)):
             ws = work / name
@@ -61,7 +61,7 @@ async def _measure(n: int, work: Path) -> dict[str, object]:
                 workspace=ws, mounts=env.mounts, limits=Limits(wall_seconds=120), session="warm", pytest_server=server
             )
             sb = await stack.enter_async_context(BwrapSandbox(spec))
-            sides[name] = (TestRunner(env, timeout=120), sb)
+            sides[name] = (TestSuite(env, timeout=120), sb)
         for _ in range(3):  # start the sessions (and the server) so the first samples do not dominate
             for runner, sb in sides.values():
                 await _one(runner, sb)
@@ -73,7 +73,7 @@ async def _measure(n: int, work: Path) -> dict[str, object]:
     med = {name: statistics.median(values) for name, values in samples.items()}
     return {
         "n": n,
-        "run": "TestRunner.run of a 2-test file, JUnit XML parsed, warm bwrap session",
+        "run": "TestSuite.run of a 2-test file, JUnit XML parsed, warm bwrap session",
         "ordinary_median_s": round(med["ordinary"], 4),
         "server_median_s": round(med["server"], 4),
         "speedup": round(med["ordinary"] / max(med["server"], 1e-9), 2),

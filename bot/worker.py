@@ -25,7 +25,7 @@ from bot.jobs.publish import JobDeps, run_forge_job
 from bot.jobs.queue import LeaseLost, Queue
 from bot.mojira.poller import poll_periodically
 from bot.settings.config import Settings
-from bot.store import Job, Store, forbid_store_calls_on_loop
+from bot.store import JobRow, Store, forbid_store_calls_on_loop
 from sandboxes.reaper import reap_periodically
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class WorkerDeps:
     tokens: InstallationTokens
 
 
-async def _run_on_its_forge(job: Job, deps: WorkerDeps) -> dict[str, Any]:
+async def _run_on_its_forge(job: JobRow, deps: WorkerDeps) -> dict[str, Any]:
     """Make the job's forge from its payload, then run it through the forge-neutral publish module."""
     forge: Forge
     if job.kind.startswith("jira."):
@@ -133,7 +133,7 @@ class Worker:
                 waiter.cancel()
             wake.clear()
 
-    async def _poll(self) -> Job | None:
+    async def _poll(self) -> JobRow | None:
         """Prune if due, then claim a job (promoting the inbox first), or only promote when at capacity."""
         await self._prune_if_due()
         # On a thread: promoting a burst of deliveries, or waiting for another process's write
@@ -161,7 +161,7 @@ class Worker:
         limit = self.settings.max_running_jobs
         return limit <= 0 or await asyncio.to_thread(self.queue.count_running) < limit
 
-    async def _heartbeat(self, job: Job, work: asyncio.Task[dict[str, object]]) -> None:
+    async def _heartbeat(self, job: JobRow, work: asyncio.Task[dict[str, object]]) -> None:
         while True:
             await asyncio.sleep(self.settings.worker_lease / 3)
             try:
@@ -171,12 +171,12 @@ class Worker:
                 work.cancel()
                 return
 
-    async def run_one(self, job: Job, deps: WorkerDeps) -> None:
+    async def run_one(self, job: JobRow, deps: WorkerDeps) -> None:
         """Run one claimed job to a recorded end: done, retry later, or dead-lettered with its error."""
         with forbid_store_calls_on_loop():  # its tasks inherit the mark
             await self._run_one(job, deps)
 
-    async def _run_one(self, job: Job, deps: WorkerDeps) -> None:
+    async def _run_one(self, job: JobRow, deps: WorkerDeps) -> None:
         log.info("job %s (%s, attempt %s) started by %s", job.id, job.kind, job.attempts, self.worker_id)
         started = time.monotonic()
         outcome = "lease_lost"
@@ -205,7 +205,7 @@ class Worker:
             beat.cancel()
             metrics.observe_job(job.kind, outcome, time.monotonic() - started)
 
-    async def _fail(self, job: Job, error: str, retryable: bool = True) -> str:
+    async def _fail(self, job: JobRow, error: str, retryable: bool = True) -> str:
         """Record the failure; returns the outcome for the metrics: retry, failed, dead or lease_lost."""
         try:
             after = await asyncio.to_thread(self.queue.fail, job.id, self.worker_id, error[-4000:], retryable=retryable)

@@ -17,7 +17,7 @@ from patch_selectors.patch import Patch
 from patch_selectors.paths import denied_path_problems
 from patch_selectors.records import PatchRecord, Review
 from sandboxes.base import Sandbox
-from sandboxes.environment import Baseline, TestRunner
+from sandboxes.environment import Baseline, TestSuite
 from sandboxes.pathpolicy import DEFAULT_DENIED
 from sandboxes.workspace import GitError, apply_patch, copy_workspace
 
@@ -47,7 +47,7 @@ class ReviewEnv:
 
     base: Path
     scratch: Path
-    runner: TestRunner
+    runner: TestSuite
     baseline: Baseline
     open_sandbox: Callable[[Path], AbstractAsyncContextManager[Sandbox]]
     denied_paths: tuple[str, ...] = DEFAULT_DENIED

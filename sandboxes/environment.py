@@ -34,7 +34,7 @@ from sandboxes.pyenv import build_python_env, installed_distributions, refuse_di
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
-from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestRunner, diagnose_baseline, error_summary
+from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestSuite, diagnose_baseline, error_summary
 
 __all__ = [
     "BASE_TEST_DEPS",
@@ -44,7 +44,7 @@ __all__ = [
     "EnvironmentError_",
     "EnvironmentSpec",
     "TestRun",
-    "TestRunner",
+    "TestSuite",
     "build_environment",
     "describe_environment",
     "detect_python_spec",
@@ -436,7 +436,7 @@ async def run_baseline(
     With `coverage_rc` the suite runs under coverage.py with those settings (for test impact selection).
     """
     started = time.monotonic()
-    run = await TestRunner(env, timeout=timeout).run(sandbox, [], coverage_rc=coverage_rc)
+    run = await TestSuite(env, timeout=timeout).run(sandbox, [], coverage_rc=coverage_rc)
     baseline = Baseline(
         tests=run.tests,
         seconds=time.monotonic() - started,

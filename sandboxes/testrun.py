@@ -131,7 +131,7 @@ def pytest_extra_args(command: tuple[str, ...]) -> list[str]:
     return []
 
 
-class TestRunner:
+class TestSuite:
     """Runs a repo's tests inside a sandbox with its mounted environment; pytest via JUnit XML."""
 
     __test__ = False

@@ -15,7 +15,7 @@ from bot.forges.github_client import InstallationTokens
 from bot.intake.server import make_app
 from bot.jobs.queue import Queue
 from bot.settings.config import Settings
-from bot.store import Job, Store
+from bot.store import JobRow, Store
 from bot.worker import Worker, WorkerDeps
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
@@ -126,7 +126,7 @@ class GitHubEnv:
         """A queue on the test store."""
         return Queue(self.store)
 
-    def jobs(self) -> list[Job]:
+    def jobs(self) -> list[JobRow]:
         """Every job, after promoting the acknowledged deliveries as a worker's next poll would."""
         self.store.deliveries.promote_deliveries()
         return self.store.jobs.list_jobs()

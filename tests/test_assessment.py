@@ -32,7 +32,7 @@ from patch_selectors.probe_harness import _variants, norm_repr
 from patch_selectors.records import Review, make_record
 from patch_selectors.reviewers import ReviewEnv
 from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import Baseline, TestRunner, build_environment, detect_python_spec
+from sandboxes.environment import Baseline, TestSuite, build_environment, detect_python_spec
 from sandboxes.factory import make_sandbox
 from tests.conftest import make_git_repo
 
@@ -299,7 +299,7 @@ async def middle_env(tmp_path: Path, settings: Settings) -> AsyncIterator[Review
     }
     base = make_git_repo(tmp_path / "base", files)
     env = await build_environment(detect_python_spec(base), settings.cache_dir, python=settings.sandbox_python)
-    runner = TestRunner(env, timeout=120)
+    runner = TestSuite(env, timeout=120)
 
     def open_sandbox(workspace: Path):  # type: ignore[no-untyped-def]
         spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=Limits(wall_seconds=120))

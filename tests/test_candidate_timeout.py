@@ -23,7 +23,7 @@ from agents.trajectory import Submitted, Trajectory
 from sandboxes.base import Limits, SandboxSpec
 from sandboxes.environment import prepare_environment
 from sandboxes.factory import available_backends, make_sandbox
-from sandboxes.testrun import Baseline, TestRunner
+from sandboxes.testrun import Baseline, TestSuite
 from tests.conftest import one_module_project
 
 pytestmark = pytest.mark.timeout(300)
@@ -61,7 +61,7 @@ async def test_cut_off_candidates_are_rechecked_with_the_full_timeout_when_nothi
     spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300), session="warm")
     monkeypatch.setattr(classic, "generate_candidates", _candidates)
     async with make_sandbox("bwrap", spec) as sb:
-        runner = TestRunner(env, timeout=120)
+        runner = TestSuite(env, timeout=120)
         brt = BrtCandidate("tests/test_brt.py", BRT, "wrong_value", "42", "test_answer", "answer() returns 42")
         sb.write_file(brt.path, brt.source)
         before = await runner.run(sb, [brt.path])

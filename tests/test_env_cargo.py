@@ -13,7 +13,7 @@ import pytest
 from bot.cli import main
 from bot.settings.config import Settings
 from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import TestRunner, prepare_environment
+from sandboxes.environment import TestSuite, prepare_environment
 from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.results import cargo_summary_counts
 from sandboxes.rust import find_rust_toolchain
@@ -96,7 +96,7 @@ async def test_selected_rust_tests_run_by_id(tmp_path: Path, settings: Settings)
     env = await prepare_environment(workspace, settings.cache_dir, python=settings.sandbox_python)
     spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=600, max_processes=1024))
     async with make_sandbox("bwrap", spec) as sb:
-        run = await TestRunner(env, timeout=600).run(sb, ["calc::tests::wrong", "it::same"])
+        run = await TestSuite(env, timeout=600).run(sb, ["calc::tests::wrong", "it::same"])
     assert run.tests["calc::tests::wrong"] == "failed" and run.tests["it::same"] == "passed"
     assert "calc::tests::later" not in run.tests and "calc::tests::no_network" not in run.tests
 

@@ -15,7 +15,7 @@ from agents.repair.classic.search import CandidateCache, ClassicSearch, SearchLi
 from sandboxes.base import Limits, Sandbox, SandboxSpec
 from sandboxes.environment import BuiltEnvironment, prepare_environment, run_baseline
 from sandboxes.factory import available_backends, make_sandbox
-from sandboxes.testrun import Baseline, TestRun, TestRunner
+from sandboxes.testrun import Baseline, TestRun, TestSuite
 from tests.test_envspec import write
 
 pytestmark = pytest.mark.timeout(300)
@@ -34,7 +34,7 @@ PROJECT = {
 }
 
 
-class RecordingRunner(TestRunner):
+class RecordingRunner(TestSuite):
     """The real runner, remembering each selection it ran (empty: the full suite)."""
 
     __test__ = False

@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 
 from bot.settings.policy import PolicyError, validate
 from sandboxes.base import SandboxSpec
-from sandboxes.environment import BASE_TEST_DEPS, EnvironmentError_, EnvironmentSpec, TestRunner, build_environment
+from sandboxes.environment import BASE_TEST_DEPS, EnvironmentError_, EnvironmentSpec, TestSuite, build_environment
 from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.pydeps import (
     DEFAULT_BUILD_REQUIRES,
@@ -308,7 +308,7 @@ async def test_an_allowed_git_dependency_is_built_and_installed_in_the_sandbox(
         tmp_path / "ws", {"test_it.py": "import vcs_pkg\n\ndef test_v1():\n    assert vcs_pkg.double(2) == 4\n"}
     )
     async with make_sandbox("bwrap", SandboxSpec(workspace=ws, mounts=env.mounts)) as sb:
-        run = await TestRunner(env, timeout=120).run(sb, [])
+        run = await TestSuite(env, timeout=120).run(sb, [])
     assert run.tests == {"test_it.py::test_v1": "passed"}, run.result.output[-2000:]
 
 

@@ -17,7 +17,7 @@ from sandboxes.environment import (
     BuiltEnvironment,
     EnvironmentError_,
     EnvironmentSpec,
-    TestRunner,
+    TestSuite,
     build_environment,
 )
 from sandboxes.factory import available_backends, make_sandbox
@@ -67,7 +67,7 @@ async def test_revealed_source_only_dependencies_are_built_in_turn(chain: Enviro
         tmp_path / "ws", {"test_it.py": "import top_pkg\n\ndef test_chain():\n    assert top_pkg.value() == 42\n"}
     )
     async with make_sandbox("bwrap", SandboxSpec(workspace=ws, mounts=env.mounts)) as sb:
-        run = await TestRunner(env, timeout=120).run(sb, [])
+        run = await TestSuite(env, timeout=120).run(sb, [])
     assert run.tests == {"test_it.py::test_chain": "passed"}, run.result.output[-2000:]
     assert not list((tmp_path / "cache" / "envs").glob("*.work")), "the build's scratch wheelhouse is removed"
 
@@ -99,7 +99,7 @@ def pulled_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EnvironmentSpe
 async def run_in(env: BuiltEnvironment, ws: Path) -> dict[str, str]:
     """The statuses of the workspace's tests run against `env` in a bwrap sandbox."""
     async with make_sandbox("bwrap", SandboxSpec(workspace=ws, mounts=env.mounts)) as sb:
-        run = await TestRunner(env, timeout=120).run(sb, [])
+        run = await TestSuite(env, timeout=120).run(sb, [])
     assert run.tests, run.result.output[-2000:]
     return run.tests
 

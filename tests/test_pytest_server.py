@@ -19,7 +19,7 @@ from sandboxes.environment import BuiltEnvironment, prepare_environment
 from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.hostsandbox import ProcessSandbox
 from sandboxes.results import parse_junit_xml
-from sandboxes.testrun import TestRunner
+from sandboxes.testrun import TestSuite
 from tests.test_envspec import write
 
 pytestmark = pytest.mark.timeout(300)
@@ -263,7 +263,7 @@ async def test_runner_results_are_the_same_with_and_without_the_server(built: Bu
         ws = write(tmp_path / f"ws-{on}", PROJECT)
         spec = SandboxSpec(workspace=ws, mounts=built.mounts, limits=Limits(wall_seconds=60), pytest_server=on)
         async with make_sandbox("bwrap", spec) as sb:
-            runner = TestRunner(built, timeout=60)
+            runner = TestSuite(built, timeout=60)
             runs.append((await runner.run(sb, ["tests/test_calc.py"]), await runner.run(sb, [])))
             assert isinstance(sb, ProcessSandbox) and sb._session is not None
             assert (sb._session.resident is not None) is on

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.jobs.queue import LeaseLost, Queue
-from bot.store import Job, Store, iso
+from bot.store import JobRow, Store, iso
 
 # Every test runs on both engines (tests/conftest.py `engine`): SQLite, and a real PostgreSQL server.
 pytestmark = pytest.mark.usefixtures("engine")
@@ -52,7 +52,7 @@ def queue(store: Store) -> Queue:
     return Queue(store, backoff_base=10.0, backoff_cap=100.0, jitter=lambda delay: 0.0)
 
 
-def _job(store: Store, job_id: int) -> Job:
+def _job(store: Store, job_id: int) -> JobRow:
     job = store.jobs.get_job(job_id)
     assert job is not None
     return job

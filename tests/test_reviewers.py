@@ -19,7 +19,7 @@ from patch_selectors.reviewers import (
     review_patch,
 )
 from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import Baseline, TestRunner, build_environment, detect_python_spec
+from sandboxes.environment import Baseline, TestSuite, build_environment, detect_python_spec
 from sandboxes.factory import make_sandbox
 from tests.conftest import QUIXBUGS, make_git_repo, require_shared
 
@@ -81,7 +81,7 @@ async def review_env(tmp_path: Path, settings: Settings) -> ReviewEnv:
     files = {str(p.relative_to(case / "repo")): p.read_text() for p in (case / "repo").rglob("*") if p.is_file()}
     base = make_git_repo(tmp_path / "base", files)
     env = await build_environment(detect_python_spec(base), settings.cache_dir, python=settings.sandbox_python)
-    runner = TestRunner(env, timeout=120)
+    runner = TestSuite(env, timeout=120)
 
     def open_sandbox(workspace: Path):  # type: ignore[no-untyped-def]
         spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=Limits(wall_seconds=120))

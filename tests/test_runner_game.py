@@ -15,7 +15,7 @@ import pytest
 
 from agents.game.minetest import missing_tools
 from bot.settings.config import Settings
-from bot.store import Job
+from bot.store import JobRow
 from tests.gh_env import GitHubEnv, bot_comments
 from tests.runner_procs import REGISTRATION, Runners
 
@@ -40,13 +40,13 @@ def _fast(settings: Settings) -> Settings:
     )
 
 
-def _game_job(env: GitHubEnv) -> Job:
+def _game_job(env: GitHubEnv) -> JobRow:
     jobs = env.store.jobs.list_jobs(kind="reproduce.game")
     assert len(jobs) == 1, jobs
     return jobs[0]
 
 
-async def _wait_done(env: GitHubEnv, timeout: float = 180.0) -> Job:
+async def _wait_done(env: GitHubEnv, timeout: float = 180.0) -> JobRow:
     deadline = asyncio.get_running_loop().time() + timeout
     while (job := await asyncio.to_thread(_game_job, env)).status != "done":
         if asyncio.get_running_loop().time() > deadline:

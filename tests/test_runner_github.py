@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from bot.settings.config import Settings
-from bot.store import Job
+from bot.store import JobRow
 from tests.gh_env import GitHubEnv, bot_comments
 from tests.runner_procs import REGISTRATION, Runners
 
@@ -101,7 +101,7 @@ async def _wait(probe: Callable[[], Any], what: str, timeout: float = 60.0) -> A
     return value
 
 
-def _app_job(env: GitHubEnv) -> Job:
+def _app_job(env: GitHubEnv) -> JobRow:
     jobs = env.store.jobs.list_jobs(kind="reproduce.app")
     assert len(jobs) == 1, jobs
     return jobs[0]

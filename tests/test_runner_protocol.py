@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from bot.jobs.queue import Queue
-from bot.store import Job, Store, iso
+from bot.store import JobRow, Store, iso
 from bot.store.runners import runner_owner
 from tests.runner_procs import REGISTRATION, REPROBOT, Runners, serve, wait_until
 
@@ -33,7 +33,7 @@ def bot(tmp_path: Path) -> Iterator[tuple[str, Store, Runners]]:
             store.close()
 
 
-def _job(store: Store, job_id: int) -> Job:
+def _job(store: Store, job_id: int) -> JobRow:
     job = store.jobs.get_job(job_id)
     assert job is not None
     return job

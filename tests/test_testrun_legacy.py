@@ -10,7 +10,7 @@ from sandboxes.base import ExecResult, Limits, SandboxSpec
 from sandboxes.environment import BuiltEnvironment, prepare_environment, run_baseline
 from sandboxes.envspec import EnvironmentSpec
 from sandboxes.factory import make_sandbox
-from sandboxes.testrun import TestRun, TestRunner, diagnose_baseline
+from sandboxes.testrun import TestRun, TestSuite, diagnose_baseline
 from tests.test_envspec import write
 
 # Settings under setup.cfg's old [pytest] section (pytest >= 4 refuses it), test files that only the project's own
@@ -86,7 +86,7 @@ async def test_project_naming_rules_hold_for_the_suite_and_a_written_test_is_sti
     write(workspace, {"tests/test_brt.py": "class TestBug:\n    def test_bug(self):\n        assert 1 + 1 == 3\n"})
     spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
     async with make_sandbox("bwrap", spec) as sb:
-        brt = await TestRunner(env, timeout=300).run(sb, ["tests/test_brt.py"])
+        brt = await TestSuite(env, timeout=300).run(sb, ["tests/test_brt.py"])
     assert brt.tests == {"tests/test_brt.py::TestBug::test_bug": "failed"}, brt.result.output[-2000:]
 
 

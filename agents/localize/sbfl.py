@@ -19,7 +19,7 @@ from agents.localize.ranking import (
     split_outcomes,
 )
 from sandboxes.base import Sandbox
-from sandboxes.environment import TestRunner
+from sandboxes.environment import TestSuite
 from sandboxes.workspace import SCRATCH_DIR
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def _is_test_file(path: str) -> bool:
 
 async def localize_in_sandbox(
     sandbox: Sandbox,
-    runner: TestRunner,
+    runner: TestSuite,
     brt_path: str,
     repo_files: Sequence[str],
     frames: list[Frame],

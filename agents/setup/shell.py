@@ -10,7 +10,7 @@ from sandboxes.environment import BuiltEnvironment, build_environment
 from sandboxes.envspec import EnvironmentSpec
 from sandboxes.factory import make_sandbox
 from sandboxes.results import PARSERS
-from sandboxes.testrun import ENV_MOUNT, TestRun, TestRunner
+from sandboxes.testrun import ENV_MOUNT, TestRun, TestSuite
 
 #: Report formats a proposed spec may use: the parsers the test runner knows, plus plain exit codes.
 REPORT_FORMATS = ("exit-code", *PARSERS)
@@ -92,4 +92,4 @@ class SetupShell:
         """Build the spec's environment and run its whole suite once, as every later stage will."""
         env = await self.environment(spec)
         async with make_sandbox(self.backend, self._sandbox_spec(env, self.test_timeout)) as sb:
-            return await TestRunner(env, timeout=self.test_timeout).run(sb, [])
+            return await TestSuite(env, timeout=self.test_timeout).run(sb, [])

@@ -15,7 +15,7 @@ from sandboxes.base import Limits, SandboxSpec, host_cpu_count
 from sandboxes.environment import (
     BuiltEnvironment,
     TestRun,
-    TestRunner,
+    TestSuite,
     build_environment,
     detect_python_spec,
     with_extra_deps,
@@ -111,7 +111,7 @@ class OracleScorer:
             session="cold",
         )
         async with make_sandbox(self.sandbox, spec) as sb:
-            return await TestRunner(env, timeout=300).run(sb, tests)
+            return await TestSuite(env, timeout=300).run(sb, tests)
 
     async def score(self, diff: str) -> PatchScore:
         """Score one patch; identical patches are scored once, even when asked for at the same time."""

@@ -19,7 +19,7 @@ from bot.jobs.queue import Queue
 from bot.render.report import render_policy_error, render_progress
 from bot.settings.config import Settings
 from bot.settings.policy import POLICY_PATH
-from bot.store import Job, Store
+from bot.store import JobRow, Store
 from sandboxes.text import clean_text, clean_title
 
 #: The most a game repo may weigh, packed, to travel in a runner task (mods and games are small).
@@ -48,7 +48,9 @@ def pack_repo(folder: Path) -> bytes:
     return buf.getvalue()
 
 
-async def queue_game_job(job: Job, forge: Forge, rec: _Recorder, deps: _Deps, runner: dict[str, Any]) -> dict[str, Any]:
+async def queue_game_job(
+    job: JobRow, forge: Forge, rec: _Recorder, deps: _Deps, runner: dict[str, Any]
+) -> dict[str, Any]:
     """Queue a `reproduce.game` job (the report and the packed repo) for a runner with the policy's labels."""
     store, settings = deps.store, deps.settings
     labels = sorted(runner["labels"])

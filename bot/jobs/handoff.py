@@ -14,7 +14,7 @@ from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
 from bot.render.report import artifact_url, render_app_reproduction, render_policy_error, render_progress
 from bot.settings.policy import POLICY_PATH
-from bot.store import Job
+from bot.store import JobRow
 from sandboxes.text import clean_text, clean_title
 
 __all__ = ["FORGE_FIELDS", "publish_app_result", "queue_for_runner"]
@@ -24,7 +24,7 @@ FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_
 
 
 async def queue_for_runner(
-    job: Job, forge: Forge, rec: Recorder, deps: JobDeps, runner: dict[str, Any]
+    job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps, runner: dict[str, Any]
 ) -> dict[str, Any]:
     """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
 
@@ -58,7 +58,7 @@ async def queue_for_runner(
     return {"status": "queued_for_runner", "runner_job": runner_job, "labels": labels}
 
 
-async def publish_app_result(job: Job, forge: Forge, rec: Recorder, deps: JobDeps) -> dict[str, Any]:
+async def publish_app_result(job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps) -> dict[str, Any]:
     """Post the reproduction comment of a finished runner job (edited in place: one comment per issue)."""
     try:
         runner_job_id = int(job.payload["runner_job"])

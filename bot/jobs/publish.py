@@ -33,7 +33,7 @@ from bot.render.report import (
     render_suggestion,
 )
 from bot.settings.policy import PolicyError, load_policy
-from bot.store import Job, Store
+from bot.store import JobRow, Store
 from patch_selectors.paths import diff_path_problems
 from sandboxes.text import clean_text, clean_title
 from sandboxes.workspace import head_commit
@@ -130,7 +130,7 @@ async def publish_outcome(
     return result
 
 
-async def run_forge_job(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]:
+async def run_forge_job(job: JobRow, forge: Forge, deps: JobDeps) -> dict[str, Any]:
     """Dispatch a queued job by kind on its forge (the worker made it); returns the result stored with the job."""
     if job.issue_id is None:
         raise PermanentJobError(f"job {job.id} has no issue")
@@ -189,7 +189,7 @@ def _mode_for_issue_event(payload: dict[str, Any], policy: dict[str, Any]) -> Mo
     return None
 
 
-async def _command_allowed(job: Job, forge: Forge, policy: dict[str, Any]) -> bool:
+async def _command_allowed(job: JobRow, forge: Forge, policy: dict[str, Any]) -> bool:
     cmd = policy["triggers"]["commands"]
     if not cmd["enabled"]:
         return False
@@ -198,7 +198,7 @@ async def _command_allowed(job: Job, forge: Forge, policy: dict[str, Any]) -> bo
     return permission_allows(await forge.permission(str(job.payload.get("actor", ""))), cmd["permission"])
 
 
-async def _queue_polite_reply(job: Job, forge: Forge, deps: JobDeps, policy: dict[str, Any]) -> None:
+async def _queue_polite_reply(job: JobRow, forge: Forge, deps: JobDeps, policy: dict[str, Any]) -> None:
     """A command the webhook could not check in time turned out not allowed: queue the one polite reply."""
     if not job.payload.get("permission_unverified") or not policy["triggers"]["commands"]["reply_to_others"]:
         return
@@ -217,7 +217,7 @@ def _cancel_pipeline_jobs(store: Store, issue_id: int | None) -> int:
     return sum(1 for j in jobs if j.kind.partition(".")[2] in _PIPELINE_ACTIONS and queue.cancel(j.id))
 
 
-async def _reply(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]:
+async def _reply(job: JobRow, forge: Forge, deps: JobDeps) -> dict[str, Any]:
     p = job.payload
     if p.get("permission_unverified") or p.get("polite"):
         try:
@@ -246,7 +246,7 @@ async def _reply(job: Job, forge: Forge, deps: JobDeps) -> dict[str, Any]:
 
 
 async def _run_and_publish(
-    job: Job, forge: Forge, rec: Recorder, deps: JobDeps, policy: dict[str, Any], mode: Mode
+    job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps, policy: dict[str, Any], mode: Mode
 ) -> dict[str, Any]:
     settings = deps.settings
     issue = await forge.get_issue()

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.store import Job, Store
+from bot.store import JobRow, Store
 
 __all__ = ["LeaseLost", "Queue", "default_jitter"]
 
@@ -91,7 +91,7 @@ class Queue:
         )
         return job_id
 
-    def claim(self, worker_id: str, lease_seconds: float = 60.0) -> Job | None:
+    def claim(self, worker_id: str, lease_seconds: float = 60.0) -> JobRow | None:
         """Lease the oldest runnable job to `worker_id` for `lease_seconds`, or return None if there is none.
 
         Also takes over running jobs whose lease expired; that counts as another attempt. Webhook deliveries
@@ -108,7 +108,7 @@ class Queue:
 
     def start_inline(
         self, kind: str, issue_id: int | None, payload: Mapping[str, Any], worker_id: str, lease_seconds: float
-    ) -> Job:
+    ) -> JobRow:
         """Enqueue a job and lease it at once to `worker_id`: the CLI and the eval harness run jobs inline,
         yet they go through the same state machine (and leave the same record) as a worker's jobs."""
         job_id = self.enqueue(kind, issue_id, payload, concurrency_key=None, max_attempts=1)
@@ -130,7 +130,7 @@ class Queue:
         if not self.store.jobs.release_job(job_id, worker_id, status=status, now=self.clock(), result=result):
             raise LeaseLost(job_id, worker_id)
 
-    def fail(self, job_id: int, worker_id: str, error: str, retryable: bool = True) -> Job:
+    def fail(self, job_id: int, worker_id: str, error: str, retryable: bool = True) -> JobRow:
         """Record an error: requeue with exponential backoff, or dead-letter the job (keeping the error)
         when it is not retryable or has used all its attempts. Returns the job as it now stands.
 

@@ -11,7 +11,7 @@ from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from bot.pipeline.llm_agent import run_llm_trajectory
 from bot.pipeline.types import GenerateRequest, sandbox_spec
 from patch_selectors.majority import MajorityWatch
-from sandboxes.environment import TestRunner
+from sandboxes.environment import TestSuite
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import copy_workspace
 
@@ -80,7 +80,7 @@ async def _one_trajectory(
             await ctx.save_trajectory(traj)
             return traj
         workspace = await copy_workspace(gen.base, ctx.workdir / f"t{index}")
-        runner = TestRunner(gen.env, timeout=gen.request.test_timeout)
+        runner = TestSuite(gen.env, timeout=gen.request.test_timeout)
         spec = sandbox_spec(workspace, gen.env, ctx.settings, gen.request.test_timeout)
         try:
             async with make_sandbox(gen.request.sandbox, spec) as sb:

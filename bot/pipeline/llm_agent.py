@@ -8,10 +8,10 @@ from agents.repair.llm.tools import Toolbox
 from agents.trajectory import Trajectory
 from bot.pipeline.types import GenerateRequest
 from sandboxes.base import Sandbox
-from sandboxes.environment import TestRunner
+from sandboxes.environment import TestSuite
 
 
-async def run_llm_trajectory(gen: GenerateRequest, traj: Trajectory, sandbox: Sandbox, runner: TestRunner) -> None:
+async def run_llm_trajectory(gen: GenerateRequest, traj: Trajectory, sandbox: Sandbox, runner: TestSuite) -> None:
     """Run one ReAct repair trajectory; raises Submitted or LimitsExceeded like the classic search."""
     ctx = gen.ctx
     if ctx.model is None or ctx.ledger is None:

@@ -17,7 +17,7 @@ from patch_selectors.records import PatchRecord, make_record
 from patch_selectors.reviewers import DEFAULT_REVIEWERS, ReviewEnv, Reviewer, ReviewSubject, llm_reviewers, review_patch
 from patch_selectors.selectors import SELECTORS, select
 from sandboxes.base import Sandbox, host_cpu_count
-from sandboxes.environment import Baseline, BuiltEnvironment, TestRunner
+from sandboxes.environment import Baseline, BuiltEnvironment, TestSuite
 from sandboxes.factory import make_sandbox
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ async def review_and_select(
     review_env = ReviewEnv(
         base=base,
         scratch=ctx.workdir / "review",
-        runner=TestRunner(env, timeout=request.test_timeout),
+        runner=TestSuite(env, timeout=request.test_timeout),
         baseline=baseline,
         open_sandbox=open_sandbox,
         denied_paths=request.denied_paths,

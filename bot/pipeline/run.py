@@ -35,7 +35,7 @@ from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes import environment as envlayer
 from sandboxes.base import host_cpu_count
-from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestRunner
+from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_, TestSuite
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import SCRATCH_DIR, clone_workspace, tracked_files
 
@@ -203,7 +203,7 @@ async def _run_stages(ctx: JobContext, request: JobRequest, facts: IssueFacts, o
         outcome.environment["collection_errors"] = baseline.collection_errors
 
     await ctx.stage("reproduce", "synthesizing a bug reproduction test")
-    runner = TestRunner(env, timeout=request.test_timeout)
+    runner = TestSuite(env, timeout=request.test_timeout)
     shared = Trajectory(id=f"{ctx.job_id}-repro", agent=request.agent, seed=0)
     await ctx.open_trajectory(shared, strategy="reproduce")
     spec = sandbox_spec(base, env, ctx.settings, request.test_timeout)

@@ -26,8 +26,8 @@ from aiohttp import web
 from bot.jobs.queue import LeaseLost, Queue
 from bot.render.report import artifact_url
 from bot.settings.config import Settings
-from bot.store import Job, Store, forbid_store_calls_on_loop, iso
-from bot.store.runners import Runner, runner_owner
+from bot.store import JobRow, Store, forbid_store_calls_on_loop, iso
+from bot.store.runners import RunnerRow, runner_owner
 
 __all__ = ["RunnerApi", "add_runner_routes", "artifact_path"]
 
@@ -83,7 +83,7 @@ def _labels(value: Any) -> list[str] | str:
     return sorted(set(value))
 
 
-def job_view(job: Job) -> dict[str, Any]:
+def job_view(job: JobRow) -> dict[str, Any]:
     """What a runner is shown of a job it holds: the task, never the forge details of where it came from."""
     return {
         "id": job.id,
@@ -141,7 +141,7 @@ class RunnerApi:
         given = _bearer(request)
         return bool(expected and given and hmac.compare_digest(given.encode(), expected.encode()))
 
-    async def _runner(self, request: web.Request) -> Runner | web.Response:
+    async def _runner(self, request: web.Request) -> RunnerRow | web.Response:
         token = _bearer(request)
         if not token:
             return _reply(401, "missing runner token (Authorization: Bearer ...)")
@@ -150,7 +150,7 @@ class RunnerApi:
             return _reply(401, "unknown runner token (the runner was removed or never registered)")
         return runner
 
-    async def _held(self, request: web.Request) -> tuple[Runner, Job] | web.Response:
+    async def _held(self, request: web.Request) -> tuple[RunnerRow, JobRow] | web.Response:
         """The authenticated runner and the job of the URL, which it must hold (else 404: not even its status)."""
         runner = await self._runner(request)
         if isinstance(runner, web.Response):
@@ -358,7 +358,9 @@ class RunnerApi:
         log.info("job %s finished by runner %s: %s", job.id, runner.id, job.status)
         return _reply(200, "finished", job_status=job.status)
 
-    def _record_finish(self, store: Store, runner: Runner, job: Job, status: str, body: dict[str, Any]) -> Job | None:
+    def _record_finish(
+        self, store: Store, runner: RunnerRow, job: JobRow, status: str, body: dict[str, Any]
+    ) -> JobRow | None:
         queue = Queue(store)
         owner = runner_owner(runner.id)
         try:
@@ -402,7 +404,7 @@ def _write_blob(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _queue_follow_up(store: Store, job: Job) -> None:
+def _queue_follow_up(store: Store, job: JobRow) -> None:
     """Queue the job that publishes a runner job's result on its forge (once, whatever the retries)."""
     publish = job.payload.get("publish")
     if not isinstance(publish, dict) or not publish.get("kind"):

@@ -14,7 +14,7 @@ from bot.store.base import StoreConnection
 from bot.store.bodies import unpack_body
 from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.publications import apply_action
-from bot.store.rows import Delivery
+from bot.store.rows import DeliveryRow
 from bot.store.schema import FORGES
 from bot.store.sql import check_choice, dumps, iso
 
@@ -262,7 +262,7 @@ class Deliveries:
         with self._conn.write() as db:
             db.execute("UPDATE deliveries SET job_id = ? WHERE delivery_id = ?", (job_id, delivery_id))
 
-    def get_delivery(self, delivery_id: str) -> Delivery | None:
+    def get_delivery(self, delivery_id: str) -> DeliveryRow | None:
         """The recorded delivery, if any, with its body as text (None once pruned or when it had none)."""
         sql = """SELECT d.*, b.payload, b.packed FROM deliveries d LEFT JOIN delivery_bodies b ON b.delivery_id = d.id
             WHERE d.delivery_id = ?"""
@@ -272,4 +272,4 @@ class Deliveries:
         row = rows[0]
         if row["packed"] is not None:  # written since schema 9: the raw bytes, packed
             row["payload"] = unpack_body(row["packed"]).decode("utf-8", "replace")
-        return Delivery.from_row(row)
+        return DeliveryRow.from_row(row)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.store.base import StoreConnection
-from bot.store.rows import EnvironmentRecord
+from bot.store.rows import EnvironmentRow
 from bot.store.sql import dumps
 
 
@@ -29,8 +29,8 @@ class Environments:
                 (key, repo, dumps(dict(spec)), path, now, now),
             )
 
-    def get_environment(self, key: str) -> EnvironmentRecord | None:
+    def get_environment(self, key: str) -> EnvironmentRow | None:
         """The cached environment for `key`, if any; marks it used so eviction can go least-recently-used."""
         with self._conn.write() as db:
             db.execute("UPDATE environments SET last_used_at = ? WHERE key = ?", (self._conn.now(), key))
-            return self._conn.one(EnvironmentRecord, "SELECT * FROM environments WHERE key = ?", (key,))
+            return self._conn.one(EnvironmentRow, "SELECT * FROM environments WHERE key = ?", (key,))

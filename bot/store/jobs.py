@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from bot.store.base import StoreConnection
-from bot.store.rows import Job
+from bot.store.rows import JobRow
 from bot.store.schema import JOB_STATUSES
 from bot.store.sql import check_choice, dumps, iso
 
@@ -49,7 +49,7 @@ class Jobs:
             self._conn.queue_changed(db.conn)
             return job_id, True
 
-    def claim_job(self, worker_id: str, *, now: float, lease_seconds: float) -> Job | None:
+    def claim_job(self, worker_id: str, *, now: float, lease_seconds: float) -> JobRow | None:
         """Atomically lease the oldest runnable job to `worker_id`, or return None.
 
         Runnable: queued with run_after passed, or running with an expired lease (its worker died); and no
@@ -66,7 +66,7 @@ class Jobs:
                 raise  # SQLite's claims are serialized: this would be a bug in the claim, not a race
             return None
 
-    def _claim(self, params: dict[str, Any]) -> Job | None:
+    def _claim(self, params: dict[str, Any]) -> JobRow | None:
         with self._conn.write(row_locks=True) as db:
             db.execute(
                 """UPDATE jobs SET status = 'dead', lease_expires_at = NULL, updated_at = :now,
@@ -104,7 +104,7 @@ class Jobs:
             )
             return self.get_job(int(rows[0]["id"]))
 
-    def claim_job_by_id(self, job_id: int, worker_id: str, *, now: float, lease_seconds: float) -> Job | None:
+    def claim_job_by_id(self, job_id: int, worker_id: str, *, now: float, lease_seconds: float) -> JobRow | None:
         """Lease one specific queued job to `worker_id` (an inline run such as the CLI's); None if not queued."""
         params = {"now": iso(now), "until": iso(now + lease_seconds), "worker": worker_id, "id": job_id}
         with self._conn.write() as db:
@@ -172,9 +172,9 @@ class Jobs:
         sql = "SELECT count(*) AS n FROM jobs WHERE status = 'running' AND lease_expires_at > ?"
         return int(self._conn.rows(sql, (iso(now),))[0]["n"])
 
-    def get_job(self, job_id: int) -> Job | None:
+    def get_job(self, job_id: int) -> JobRow | None:
         """The job with this id, if any."""
-        return self._conn.one(Job, "SELECT * FROM jobs WHERE id = ?", (job_id,))
+        return self._conn.one(JobRow, "SELECT * FROM jobs WHERE id = ?", (job_id,))
 
     def list_jobs(
         self,
@@ -183,9 +183,9 @@ class Jobs:
         kind: str | None = None,
         issue_id: int | None = None,
         limit: int = 100,
-    ) -> list[Job]:
+    ) -> list[JobRow]:
         """Jobs matching every given filter, newest first."""
         sql = """SELECT * FROM jobs WHERE (:status IS NULL OR status = :status)
             AND (:kind IS NULL OR kind = :kind) AND (:issue_id IS NULL OR issue_id = :issue_id)
             ORDER BY id DESC LIMIT :limit"""
-        return self._conn.all(Job, sql, {"status": status, "kind": kind, "issue_id": issue_id, "limit": limit})
+        return self._conn.all(JobRow, sql, {"status": status, "kind": kind, "issue_id": issue_id, "limit": limit})

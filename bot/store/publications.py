@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.store.base import StoreConnection
 from bot.store.plans import PlannedAction
-from bot.store.rows import Installation, Issue, PrOutcome, Publication
+from bot.store.rows import InstallationRow, IssueRow, PrOutcomeRow, PublicationRow
 from bot.store.schema import FORGES, PUBLICATION_KINDS
 from bot.store.sql import check_choice, dumps
 
@@ -52,7 +52,7 @@ class Publications:
         title: str = "",
         body: str = "",
         url: str | None = None,
-    ) -> Issue:
+    ) -> IssueRow:
         """Insert the issue, or refresh title, body and url; (forge, repo, number_or_key) is its identity."""
         check_choice(forge, FORGES, "forge")
         key = str(number_or_key)
@@ -69,14 +69,14 @@ class Publications:
         assert issue is not None  # written in the same transaction
         return issue
 
-    def get_issue(self, issue_id: int) -> Issue | None:
+    def get_issue(self, issue_id: int) -> IssueRow | None:
         """The issue with this id, if any."""
-        return self._conn.one(Issue, "SELECT * FROM issues WHERE id = ?", (issue_id,))
+        return self._conn.one(IssueRow, "SELECT * FROM issues WHERE id = ?", (issue_id,))
 
-    def find_issue(self, forge: str, repo: str, number_or_key: str) -> Issue | None:
+    def find_issue(self, forge: str, repo: str, number_or_key: str) -> IssueRow | None:
         """The issue with this identity, if any."""
         sql = "SELECT * FROM issues WHERE forge = ? AND repo = ? AND number_or_key = ?"
-        return self._conn.one(Issue, sql, (forge, repo, str(number_or_key)))
+        return self._conn.one(IssueRow, sql, (forge, repo, str(number_or_key)))
 
     # -- publications -----------------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ class Publications:
         *,
         body_hash: str | None = None,
         job_id: int | None = None,
-    ) -> Publication:
+    ) -> PublicationRow:
         """Record what was posted for (issue, kind), replacing the previous record; created_at is kept."""
         check_choice(kind, PUBLICATION_KINDS, "publication kind")
         params = {"job": job_id, "issue": issue_id, "kind": kind, "ref": forge_ref, "hash": body_hash}
@@ -106,10 +106,10 @@ class Publications:
         assert publication is not None  # written in the same transaction
         return publication
 
-    def get_publication(self, issue_id: int, kind: str) -> Publication | None:
+    def get_publication(self, issue_id: int, kind: str) -> PublicationRow | None:
         """What was posted for (issue, kind), if anything."""
         sql = "SELECT * FROM publications WHERE issue_id = ? AND kind = ?"
-        return self._conn.one(Publication, sql, (issue_id, kind))
+        return self._conn.one(PublicationRow, sql, (issue_id, kind))
 
     # -- installations and PR outcomes (webhooks write these through PlannedAction) ---------------------
 
@@ -122,20 +122,20 @@ class Publications:
         """Mark an installation as removed; its row is kept for history."""
         self._apply(PlannedAction("installation_removed", {"installation_id": installation_id}))
 
-    def get_installation(self, installation_id: int) -> Installation | None:
+    def get_installation(self, installation_id: int) -> InstallationRow | None:
         """The installation with this id, if any."""
         sql = "SELECT * FROM installations WHERE installation_id = ?"
-        return self._conn.one(Installation, sql, (installation_id,))
+        return self._conn.one(InstallationRow, sql, (installation_id,))
 
     def record_pr_outcome(self, repo: str, pr_number: int, merged: bool, closed_at: str | None = None) -> None:
         """Record how one of our pull requests ended (the latest report wins); closed_at defaults to now."""
         args = {"repo": repo, "pr_number": pr_number, "merged": merged, "closed_at": closed_at}
         self._apply(PlannedAction("pr_outcome", args))
 
-    def get_pr_outcome(self, repo: str, pr_number: int) -> PrOutcome | None:
+    def get_pr_outcome(self, repo: str, pr_number: int) -> PrOutcomeRow | None:
         """The recorded outcome of a pull request, if any."""
         sql = "SELECT * FROM pr_outcomes WHERE repo = ? AND pr_number = ?"
-        return self._conn.one(PrOutcome, sql, (repo, pr_number))
+        return self._conn.one(PrOutcomeRow, sql, (repo, pr_number))
 
     def _apply(self, action: PlannedAction) -> None:
         with self._conn.write() as db:

@@ -33,7 +33,7 @@ class _Row:
 
 
 @dataclass(frozen=True)
-class Issue(_Row):
+class IssueRow(_Row):
     """An issue on a forge; `number_or_key` is "12" on GitHub, "MC-123" on Jira, a file name locally."""
 
     id: int
@@ -48,7 +48,7 @@ class Issue(_Row):
 
 
 @dataclass(frozen=True)
-class Delivery(_Row):
+class DeliveryRow(_Row):
     """One webhook delivery, recorded so a redelivery never runs twice."""
 
     id: int
@@ -66,7 +66,7 @@ class Delivery(_Row):
 
 
 @dataclass(frozen=True)
-class Job(_Row):
+class JobRow(_Row):
     """A queued unit of work; see bot.jobs.queue for the state machine."""
 
     JSON_FIELDS = ("payload", "result", "labels")
@@ -97,7 +97,7 @@ class Job(_Row):
 
 
 @dataclass(frozen=True)
-class Trajectory(_Row):
+class TrajectoryRow(_Row):
     """One agent run for a job: totals plus the number of recorded steps."""
 
     id: int
@@ -116,7 +116,7 @@ class Trajectory(_Row):
 
 
 @dataclass(frozen=True)
-class Step(_Row):
+class StepRow(_Row):
     """One recorded step of a trajectory (thought, action, observation, ...), `idx` counting from 0."""
 
     JSON_FIELDS = ("content",)
@@ -129,7 +129,7 @@ class Step(_Row):
 
 
 @dataclass(frozen=True)
-class PatchRecord(_Row):
+class PatchRow(_Row):
     """A candidate patch; `fix_hash` identifies its normalized fix part for grouping."""
 
     BOOL_FIELDS = ("has_test",)
@@ -146,7 +146,7 @@ class PatchRecord(_Row):
 
 
 @dataclass(frozen=True)
-class Review(_Row):
+class ReviewRow(_Row):
     """One reviewer's verdict on a patch, with the evidence it rests on."""
 
     JSON_FIELDS = ("evidence",)
@@ -162,7 +162,7 @@ class Review(_Row):
 
 
 @dataclass(frozen=True)
-class Selection(_Row):
+class SelectionRow(_Row):
     """A selector's choice (or None) with its explanation and the groups it saw."""
 
     JSON_FIELDS = ("groups",)
@@ -177,7 +177,7 @@ class Selection(_Row):
 
 
 @dataclass(frozen=True)
-class Publication(_Row):
+class PublicationRow(_Row):
     """What the bot posted for an issue, so a retried job updates it instead of posting again."""
 
     id: int
@@ -191,7 +191,7 @@ class Publication(_Row):
 
 
 @dataclass(frozen=True)
-class Installation(_Row):
+class InstallationRow(_Row):
     """A GitHub App installation; `removed_at` is set once it is uninstalled."""
 
     JSON_FIELDS = ("repos",)
@@ -204,7 +204,7 @@ class Installation(_Row):
 
 
 @dataclass(frozen=True)
-class PrOutcome(_Row):
+class PrOutcomeRow(_Row):
     """Whether a pull request the bot opened was merged, recorded when it closed."""
 
     BOOL_FIELDS = ("merged",)
@@ -217,7 +217,7 @@ class PrOutcome(_Row):
 
 
 @dataclass(frozen=True)
-class EnvironmentRecord(_Row):
+class EnvironmentRow(_Row):
     """A built environment in the cache, keyed by a hash of (repo, commit, spec)."""
 
     JSON_FIELDS = ("spec",)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from bot.store.base import StoreConnection
-from bot.store.rows import Job, _Row
+from bot.store.rows import JobRow, _Row
 from bot.store.sql import dumps, iso
 
 #: Runner jobs a claim may take: queued and due, or running under a lapsed lease; oldest first.
@@ -30,7 +30,7 @@ def runner_owner(runner_id: int) -> str:
 
 
 @dataclass(frozen=True)
-class Runner(_Row):
+class RunnerRow(_Row):
     """One registered runner: labels it offers, its version, when it was last heard from."""
 
     JSON_FIELDS = ("labels",)
@@ -73,14 +73,14 @@ class Runners:
         row |= {"version": version, "ephemeral": int(ephemeral), "created_at": now, "last_seen_at": now}
         return self._conn.insert("runners", row)
 
-    def runner_for_token(self, token: str) -> Runner | None:
+    def runner_for_token(self, token: str) -> RunnerRow | None:
         """The runner holding `token`, or None (unknown or removed)."""
         sql = "SELECT * FROM runners WHERE token_hash = ?"
-        return self._conn.one(Runner, sql, (token_hash(token),))
+        return self._conn.one(RunnerRow, sql, (token_hash(token),))
 
-    def get_runner(self, runner_id: int) -> Runner | None:
+    def get_runner(self, runner_id: int) -> RunnerRow | None:
         """The runner with this id, if it is still registered."""
-        return self._conn.one(Runner, "SELECT * FROM runners WHERE id = ?", (runner_id,))
+        return self._conn.one(RunnerRow, "SELECT * FROM runners WHERE id = ?", (runner_id,))
 
     def touch(self, runner_id: int) -> None:
         """Record that the runner was heard from now."""
@@ -92,9 +92,9 @@ class Runners:
         with self._conn.write() as db:
             return db.execute("DELETE FROM runners WHERE id = ?", (runner_id,)).rowcount == 1
 
-    def list_runners(self) -> list[Runner]:
+    def list_runners(self) -> list[RunnerRow]:
         """Every registered runner, most recently seen first."""
-        return self._conn.all(Runner, "SELECT * FROM runners ORDER BY last_seen_at DESC, id")
+        return self._conn.all(RunnerRow, "SELECT * FROM runners ORDER BY last_seen_at DESC, id")
 
     def prune_stale(self, older_than: float) -> list[int]:
         """Remove runners not heard from since `older_than` (epoch seconds) and holding no live lease."""
@@ -114,7 +114,7 @@ class Runners:
 
     # -- the claim ----------------------------------------------------------------------------------------
 
-    def claim_for_runner(self, runner: Runner, *, now: float, lease_seconds: float) -> Job | None:
+    def claim_for_runner(self, runner: RunnerRow, *, now: float, lease_seconds: float) -> JobRow | None:
         """Atomically lease the oldest runnable job whose labels the runner all has, or return None.
 
         Runnable as in the worker's claim: queued and due, or running with a lapsed lease (its runner died),
@@ -155,7 +155,7 @@ class Runners:
                 params | {"id": runner.id},
             )
             row = next(iter(db.query("SELECT * FROM jobs WHERE id = ?", (chosen,))))
-            return Job.from_row(row)
+            return JobRow.from_row(row)
 
     # -- logs and artifacts -------------------------------------------------------------------------------
 

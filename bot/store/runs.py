@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.store.base import StoreConnection
-from bot.store.rows import PatchRecord, Review, Selection, Step, Trajectory
+from bot.store.rows import PatchRow, ReviewRow, SelectionRow, StepRow, TrajectoryRow
 from bot.store.sql import dumps
 
 
@@ -44,9 +44,9 @@ class Runs:
             WHERE t.created_at >= :since AND (:issue_id IS NULL OR j.issue_id = :issue_id)"""
         return float(self._conn.rows(sql, {"since": since, "issue_id": issue_id})[0]["spent"])
 
-    def get_steps(self, trajectory_id: int) -> list[Step]:
+    def get_steps(self, trajectory_id: int) -> list[StepRow]:
         """Every step of the trajectory, in the order it was recorded."""
-        return self._conn.all(Step, "SELECT * FROM steps WHERE trajectory_id = ? ORDER BY idx", (trajectory_id,))
+        return self._conn.all(StepRow, "SELECT * FROM steps WHERE trajectory_id = ? ORDER BY idx", (trajectory_id,))
 
     def finish_trajectory(
         self,
@@ -66,13 +66,13 @@ class Runs:
                 (status, seconds, tokens, cost, error, self._conn.now(), trajectory_id),
             )
 
-    def get_trajectory(self, trajectory_id: int) -> Trajectory | None:
+    def get_trajectory(self, trajectory_id: int) -> TrajectoryRow | None:
         """The trajectory with this id, if any."""
-        return self._conn.one(Trajectory, "SELECT * FROM trajectories WHERE id = ?", (trajectory_id,))
+        return self._conn.one(TrajectoryRow, "SELECT * FROM trajectories WHERE id = ?", (trajectory_id,))
 
-    def list_trajectories(self, job_id: int) -> list[Trajectory]:
+    def list_trajectories(self, job_id: int) -> list[TrajectoryRow]:
         """The job's trajectories in creation order."""
-        return self._conn.all(Trajectory, "SELECT * FROM trajectories WHERE job_id = ? ORDER BY id", (job_id,))
+        return self._conn.all(TrajectoryRow, "SELECT * FROM trajectories WHERE job_id = ? ORDER BY id", (job_id,))
 
     # -- patches, reviews, selections -------------------------------------------------------------------
 
@@ -92,13 +92,13 @@ class Runs:
         row |= {"has_test": int(has_test), "fix_lines": fix_lines, "total_lines": total_lines}
         return self._conn.insert("patches", row | {"created_at": self._conn.now()})
 
-    def get_patch(self, patch_id: int) -> PatchRecord | None:
+    def get_patch(self, patch_id: int) -> PatchRow | None:
         """The patch with this id, if any."""
-        return self._conn.one(PatchRecord, "SELECT * FROM patches WHERE id = ?", (patch_id,))
+        return self._conn.one(PatchRow, "SELECT * FROM patches WHERE id = ?", (patch_id,))
 
-    def list_patches(self, job_id: int) -> list[PatchRecord]:
+    def list_patches(self, job_id: int) -> list[PatchRow]:
         """The job's patches in creation order."""
-        return self._conn.all(PatchRecord, "SELECT * FROM patches WHERE job_id = ? ORDER BY id", (job_id,))
+        return self._conn.all(PatchRow, "SELECT * FROM patches WHERE job_id = ? ORDER BY id", (job_id,))
 
     def add_review(
         self,
@@ -113,9 +113,9 @@ class Runs:
         row |= {"evidence": dumps(dict(evidence or {})), "created_at": self._conn.now()}
         return self._conn.insert("reviews", row)
 
-    def get_reviews(self, patch_id: int) -> list[Review]:
+    def get_reviews(self, patch_id: int) -> list[ReviewRow]:
         """The patch's reviews in the order they were recorded."""
-        return self._conn.all(Review, "SELECT * FROM reviews WHERE patch_id = ? ORDER BY id", (patch_id,))
+        return self._conn.all(ReviewRow, "SELECT * FROM reviews WHERE patch_id = ? ORDER BY id", (patch_id,))
 
     def add_selection(
         self, job_id: int | None, selector: str, patch_id: int | None, explanation: str, groups: list[Any]
@@ -124,6 +124,6 @@ class Runs:
         row = {"job_id": job_id, "selector": selector, "patch_id": patch_id, "explanation": explanation}
         return self._conn.insert("selections", row | {"groups": dumps(groups), "created_at": self._conn.now()})
 
-    def get_selections(self, job_id: int) -> list[Selection]:
+    def get_selections(self, job_id: int) -> list[SelectionRow]:
         """The job's selections in the order they were recorded."""
-        return self._conn.all(Selection, "SELECT * FROM selections WHERE job_id = ? ORDER BY id", (job_id,))
+        return self._conn.all(SelectionRow, "SELECT * FROM selections WHERE job_id = ? ORDER BY id", (job_id,))

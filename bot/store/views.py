@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.store.base import StoreConnection
-from bot.store.rows import Delivery, Issue, Job, Publication
+from bot.store.rows import DeliveryRow, IssueRow, JobRow, PublicationRow
 from bot.store.sql import iso, parse_iso
 
 #: A runner counts as online when it reached the server within this many seconds.
@@ -21,8 +21,8 @@ RUNNER_ONLINE_SECONDS = 120.0
 class JobListing:
     """One line of the dashboard's jobs list: the job and, when it has one, its issue."""
 
-    job: Job
-    issue: Issue | None
+    job: JobRow
+    issue: IssueRow | None
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ class Views:
         for row in rows:
             issue = None
             if row["i_id"] is not None:
-                issue = Issue.from_row({k[2:]: v for k, v in row.items() if k.startswith("i_")})
-            out.append(JobListing(Job.from_row(row), issue))
+                issue = IssueRow.from_row({k[2:]: v for k, v in row.items() if k.startswith("i_")})
+            out.append(JobListing(JobRow.from_row(row), issue))
         return out
 
     def filter_choices(self) -> dict[str, list[str]]:
@@ -87,25 +87,25 @@ class Views:
         statuses = [r["status"] for r in self._conn.rows("SELECT DISTINCT status FROM jobs ORDER BY status")]
         return {"repo": repos, "kind": kinds, "status": statuses}
 
-    def issue(self, issue_id: int) -> Issue | None:
+    def issue(self, issue_id: int) -> IssueRow | None:
         """The issue with this id, if any."""
-        return self._conn.one(Issue, "SELECT * FROM issues WHERE id = ?", (issue_id,))
+        return self._conn.one(IssueRow, "SELECT * FROM issues WHERE id = ?", (issue_id,))
 
-    def publications(self, issue_id: int) -> list[Publication]:
+    def publications(self, issue_id: int) -> list[PublicationRow]:
         """What was posted for the issue (branch, PR, status comments), oldest first."""
-        return self._conn.all(Publication, "SELECT * FROM publications WHERE issue_id = ? ORDER BY id", (issue_id,))
+        return self._conn.all(PublicationRow, "SELECT * FROM publications WHERE issue_id = ? ORDER BY id", (issue_id,))
 
     def installation_ids(self) -> list[int]:
         """The App's installations that are still installed (the dashboard's GitHub login checks them)."""
         rows = self._conn.rows("SELECT installation_id FROM installations WHERE removed_at IS NULL ORDER BY 1")
         return [int(r["installation_id"]) for r in rows]
 
-    def list_deliveries(self, *, limit: int = 100) -> list[Delivery]:
+    def list_deliveries(self, *, limit: int = 100) -> list[DeliveryRow]:
         """The latest webhook deliveries (without their bodies), newest first."""
         sql = """SELECT id, delivery_id, source, event, received_at, job_id, NULL AS payload, planned, promoted_at,
                 promote_error
             FROM deliveries ORDER BY id DESC LIMIT ?"""
-        return self._conn.all(Delivery, sql, (limit,))
+        return self._conn.all(DeliveryRow, sql, (limit,))
 
     def queue_stats(self, *, now: float) -> list[QueueStat]:
         """Jobs by kind and status; for queued jobs the age of the oldest one that may run now."""

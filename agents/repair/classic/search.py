@@ -19,7 +19,7 @@ from agents.repair.mutation.templates import Candidate, build_context, generate_
 from agents.reproduce.synthesis import BrtCandidate, symptom_matches, synthesize_brts
 from agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
-from sandboxes.environment import Baseline, TestRun, TestRunner
+from sandboxes.environment import Baseline, TestRun, TestSuite
 from sandboxes.workspace import workspace_diff
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class CandidateCache:
 async def reproduce(
     facts: IssueFacts,
     sandbox: Sandbox,
-    runner: TestRunner,
+    runner: TestSuite,
     repo_files: Sequence[str],
     trajectory: Trajectory,
     *,
@@ -190,7 +190,7 @@ class ClassicSearch:
     def __init__(
         self,
         reproduction: Reproduction,
-        runner: TestRunner,
+        runner: TestSuite,
         baseline: Baseline,
         cache: CandidateCache,
         limits: SearchLimits,

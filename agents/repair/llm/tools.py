@@ -18,7 +18,7 @@ from agents.reproduce.types import BrtCandidate
 from agents.tool_output import clean_output
 from agents.trajectory import BrtEvidence, FormatError, Submitted, Trajectory
 from sandboxes.base import PathOutsideWorkspace, Sandbox, resolve_in_workspace
-from sandboxes.environment import TestRun, TestRunner
+from sandboxes.environment import TestRun, TestSuite
 from sandboxes.pathpolicy import DEFAULT_DENIED, is_denied
 from sandboxes.workspace import SCRATCH_DIR, git, tracked_files, workspace_diff
 
@@ -124,7 +124,7 @@ class Toolbox:
     """Tool state for one trajectory: the sandbox, test runner, policy and the agent's hypotheses."""
 
     sandbox: Sandbox
-    runner: TestRunner
+    runner: TestSuite
     trajectory: Trajectory
     facts: IssueFacts
     strategy: str = "freeform"
