@@ -23,7 +23,7 @@ WEBAPPS = ROOT / "tests" / "samples" / "webapps"
 def main() -> None:
     """Run the web eval on the sample apps and print the figures."""
     sys.path.insert(0, str(ROOT))
-    from agents.app.webcases import render_web_report, run_web_eval
+    from agents.app import render_web_report, run_web_eval
 
     with tempfile.TemporaryDirectory(prefix="app-repro-bench-") as tmp:
         doc = asyncio.run(run_web_eval(WEBAPPS, Path(tmp)))
@@ -44,9 +44,7 @@ def main() -> None:
 
 async def _alternative_wordings() -> dict[str, int]:
     """Reproduce each buggy app from its second report; count reproductions and ground-truth steps found."""
-    from agents.app.reproduce import reproduce_app
-    from agents.app.web import WebDriver, shared_browser
-    from agents.app.webcases import extraction_score, load_web_cases, serve_app
+    from agents.app import WebDriver, extraction_score, load_web_cases, reproduce_app, serve_app, shared_browser
 
     reports = json.loads((Path(__file__).parent / "data" / "webapp_alt_reports.json").read_text())
     counts = {"cases": 0, "reproduced": 0, "found": 0, "total": 0}

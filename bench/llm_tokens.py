@@ -16,9 +16,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.reading.facts import parse_issue
-from agents.repair.llm.loop import AgentConfig, RepairAgent
-from agents.repair.llm.tools import Toolbox
+from agents.reading import parse_issue
+from agents.repair.llm import AgentConfig, RepairAgent, Toolbox
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from bot.evaluate.run import _git_repo_from
 from bot.llm import Ledger, client_from_settings

@@ -262,7 +262,7 @@ def _serve(req: dict[str, object], cwd: str, mode: str, private: list[int], spar
     os.close(write_fd)
     pidfd = None
     try:
-        pidfd = os.pidfd_open(pid)  # type: ignore[attr-defined]
+        pidfd = os.pidfd_open(pid)  # absent before Python 3.9 and off Linux: AttributeError below
     except (AttributeError, OSError):
         pidfd = None
     poll = select.poll()
@@ -338,8 +338,8 @@ def main() -> None:
     except Exception as exc:
         send({"error": f"preload failed: {exc!r}"})
         return
-    loaded = [
-        getattr(m, "__file__", None) for m in list(sys.modules.values()) if getattr(m, "__file__", None) is not None
+    loaded: list[str] = [
+        f for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if isinstance(f, str)
     ]
     project = [f for f in loaded if _under(f, dirs)]
     if project:

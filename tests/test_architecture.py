@@ -9,6 +9,7 @@ docs/architecture.md names files that exist and stay short.
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -120,3 +121,52 @@ def test_the_map_traces_a_delivery_through_few_short_files() -> None:
     for rel in files:
         lines = len((ROOT / rel).read_text().splitlines())
         assert lines <= MAX_TRACE_LINES, f"{rel} has {lines} lines"
+
+
+#: Each agent family is a subpackage with one public entry point: its package. Code outside a family (the
+#: pipeline, the selectors, other families) imports the family's package, never one of its modules.
+AGENT_FAMILIES = (
+    "agents.reading",
+    "agents.triage",
+    "agents.reproduce",
+    "agents.localize",
+    "agents.repair.classic",
+    "agents.repair.mutation",
+    "agents.repair.llm",
+    "agents.setup",
+    "agents.app",
+    "agents.game",
+)
+
+
+def reached_inside(graph: grimp.ImportGraph) -> list[str]:
+    """Imports that reach a module inside an agent family from outside that family."""
+    found = []
+    for family in AGENT_FAMILIES:
+        inside = {m for m in graph.modules if m.startswith(family + ".")}
+        for module in sorted(inside):
+            for importer in sorted(graph.find_modules_that_directly_import(module)):
+                if importer != family and not importer.startswith(family + "."):
+                    found.append(f"{importer} -> {module}")
+    return found
+
+
+def test_families_are_reached_through_their_entry_points(graph: grimp.ImportGraph) -> None:
+    assert [f for f in AGENT_FAMILIES if f not in graph.modules] == [], "a family listed here no longer exists"
+    assert reached_inside(graph) == [], "import the family's package (its __init__ re-exports the public names)"
+
+
+def test_the_entry_point_check_finds_a_deep_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "agents"
+    (root / "reading").mkdir(parents=True)
+    for rel, text in {
+        "__init__.py": "",
+        "reading/__init__.py": "from agents.reading.facts import parse\n",
+        "reading/facts.py": "def parse(): ...\n",
+        "user.py": "from agents.reading.facts import parse\n",
+    }.items():
+        (root / rel).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in list(sys.modules) if m == "agents" or m.startswith("agents.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert reached_inside(grimp.build_graph("agents", cache_dir=None)) == ["agents.user -> agents.reading.facts"]

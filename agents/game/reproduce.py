@@ -28,9 +28,7 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
-from agents.app.oracle import OracleSpec, Verdict, judge_text, oracle_spec
-from agents.app.reproduce import AppReproResult
-from agents.app.s2r import Complete, clauses, split_report
+from agents.app import AppReproResult, Complete, OracleSpec, Verdict, clauses, judge_text, oracle_spec, split_report
 from agents.game.actloop import ModelCall, model_loop
 from agents.game.driver import GameCrash, GameDriver, GameDriverError, GameState, validate_macro
 from agents.game.luacrash import parse_lua_crashes, same_signature

@@ -39,7 +39,7 @@ show_contexts = True
 """
 
 
-def _is_test_file(path: str) -> bool:
+def is_test_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return (
         path.startswith(("tests/", "test/"))
@@ -88,7 +88,7 @@ async def localize_in_sandbox(
     # Coverage names a test by its function's dotted name, pytest by node id: map one onto the other.
     failing, passing = split_outcomes(all_contexts(coverage), run.failed_ids, run.passed_ids)
     python_files = {f for f in repo_files if f.endswith(".py")}
-    test_files = {f for f in python_files if _is_test_file(f)} | {brt_path}
+    test_files = {f for f in python_files if is_test_file(f)} | {brt_path}
     scores = ochiai(coverage, failing, passing) if coverage and failing else {}
     # Reading files back and parsing them is host work: off the event loop.
     sources = await asyncio.to_thread(

@@ -1,1 +1,20 @@
 """Report text into facts: markdown structure, code, REPL sessions, tracebacks, expected vs. actual, crashes."""
+
+from agents.reading.crash import Crash, crash_signature, find_crashes, parse_crash
+from agents.reading.facts import IssueFacts, ReplStep, parse_issue
+from agents.reading.markdown import console_output, quiet_literal, quiet_parse
+from agents.reading.phrases import is_expression
+
+__all__ = [
+    "Crash",
+    "IssueFacts",
+    "ReplStep",
+    "console_output",
+    "crash_signature",
+    "find_crashes",
+    "is_expression",
+    "parse_crash",
+    "parse_issue",
+    "quiet_literal",
+    "quiet_parse",
+]

@@ -7,8 +7,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from agents.reading.facts import IssueFacts
-from agents.reading.markdown import quiet_literal, quiet_parse
+from agents.reading import IssueFacts, quiet_literal, quiet_parse
 from agents.reproduce.code import Reproduction
 from agents.reproduce.types import Symptom
 

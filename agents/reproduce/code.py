@@ -10,9 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
-from agents.reading.facts import IssueFacts, ReplStep
-from agents.reading.markdown import quiet_parse
-from agents.reading.phrases import is_expression
+from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
 from agents.reproduce.files import ListedFile
 
 #: How the report showed the observed value: print() shows str, a REPL shows repr, prose names the value.

@@ -14,8 +14,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from agents.reading.facts import IssueFacts
-from agents.reading.markdown import console_output
+from agents.reading import IssueFacts, console_output
 from agents.reproduce.types import BrtCandidate
 
 #: Shell syntax a plain argv cannot express: substitution, pipes, redirection, chaining, variables.

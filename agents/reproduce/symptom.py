@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agents.reading.facts import IssueFacts
-from agents.reading.markdown import quiet_literal
+from agents.reading import IssueFacts, quiet_literal
 from agents.reproduce.types import BrtCandidate
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -11,9 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from agents.reading.facts import IssueFacts
-from agents.reading.markdown import quiet_parse
-from agents.reading.phrases import is_expression
+from agents.reading import IssueFacts, is_expression, quiet_parse
 from agents.reproduce.checks import VAR, Check, checks_for, value_source
 from agents.reproduce.code import (
     Reproduction,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.chat import ChatModel, LLMError
-from agents.repair.llm.loop import ELIDED_CHARS, load_prompt
+from agents.repair.llm import ELIDED_CHARS, load_prompt
 from agents.setup.shell import SetupShell
 from agents.setup.tools import SETUP_TOOLS, DeadEnd, SetupTools, SpecAccepted, repo_files
 from agents.trajectory import FormatError, LimitsExceeded

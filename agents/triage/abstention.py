@@ -9,9 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
-from agents.reading.facts import IssueFacts
-from agents.reading.markdown import quiet_parse
-from agents.reading.phrases import is_expression
+from agents.reading import IssueFacts, is_expression, quiet_parse
 from agents.trajectory import FormatError, LimitsExceeded
 
 DEFAULT_THRESHOLD = 0.5

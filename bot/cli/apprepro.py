@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.app.reproduce import AppReproResult, replay_actions, reproduce_app
+from agents.app import AppReproResult, replay_actions, reproduce_app
 from bot.cli.types import float_range
 from bot.forges.local import ForgeError, read_issue_file
 from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings

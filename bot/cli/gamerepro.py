@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.game.driver import GameDriverError
-from agents.game.reproduce import GameReproResult, replay_game, reproduce_game
+from agents.game import GameDriverError, GameReproResult, replay_game, reproduce_game
 from bot.cli.apprepro import model_call, print_result, stop
 from bot.forges.local import ForgeError, read_issue_file
 from bot.pipeline.types import EXIT_ERROR, EXIT_USAGE
@@ -36,7 +35,7 @@ def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
         from bot.selfhosted.minecraft import MinecraftDriver
 
         return MinecraftDriver.from_settings(settings)
-    from agents.game.minetest import MinetestDriver
+    from agents.game import MinetestDriver
 
     return MinetestDriver(repo, display=settings.game_display)
 

@@ -46,7 +46,7 @@ def run_crash_command(args: argparse.Namespace) -> int:
 
 def _group(files: list[Path], as_json: bool) -> int:
     """Every crash in the files, grouped by signature: a group of two or more is likely one bug."""
-    from agents.reading.crash import crash_signature, find_crashes
+    from agents.reading import crash_signature, find_crashes
 
     groups: dict[str, dict[str, Any]] = {}
     unreadable: list[str] = []
@@ -76,7 +76,7 @@ def _group(files: list[Path], as_json: bool) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    from agents.reading.crash import crash_signature, find_crashes, parse_crash
+    from agents.reading import crash_signature, find_crashes, parse_crash
 
     try:
         text = args.file.read_text(encoding="utf-8", errors="replace")

@@ -403,8 +403,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     only = {c.strip() for c in args.cases.split(",") if c.strip()} or None
     # Web cases (issue 16): an app to start, issue.md and the oracle kind; scored by the app reproduction agent.
-    from agents.app.driver import DriverError
-    from agents.app.webcases import load_web_cases, render_web_report, run_web_eval
+    from agents.app import DriverError, load_web_cases, render_web_report, run_web_eval
 
     if load_web_cases(args.bench, only):
         try:

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from agents.reading.crash import crash_signature
+from agents.reading import crash_signature
 from bot.forges.github_client import GitHubConfigError
 from bot.jobs.queue import Queue
 from bot.mojira.client import MojiraClient, MojiraError, MojiraSearch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agents.reading.crash import crash_signature
+from agents.reading import crash_signature
 from bot.mojira.fields import MojiraReport
 from bot.mojira.triage import GameTriage
 

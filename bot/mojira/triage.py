@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.reading.crash import Crash, crash_signature, find_crashes, parse_crash
-from agents.triage.abstention import DEFAULT_THRESHOLD, AbstentionDecision
+from agents.reading import Crash, crash_signature, find_crashes, parse_crash
+from agents.triage import DEFAULT_THRESHOLD, AbstentionDecision
 from bot.mojira.fields import MojiraReport
 
 __all__ = ["GAME_JOB_KIND", "GameTriage", "is_crash_attachment", "triage_report"]

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from agents.repair.classic.search import CandidateCache, ClassicSearch
+from agents.repair.classic import CandidateCache, ClassicSearch
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from bot.pipeline.llm_agent import run_llm_trajectory
 from bot.pipeline.types import GenerateRequest, sandbox_spec

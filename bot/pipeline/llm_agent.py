@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from agents.reading.facts import parse_issue
-from agents.repair.llm.loop import AgentConfig, RepairAgent
-from agents.repair.llm.tools import Toolbox
+from agents.reading import parse_issue
+from agents.repair.llm import AgentConfig, RepairAgent, Toolbox
 from agents.trajectory import Trajectory
 from bot.pipeline.types import GenerateRequest
 from sandboxes.base import Sandbox

@@ -11,11 +11,11 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from agents.localize import impact
-from agents.reading.facts import IssueFacts, parse_issue
-from agents.repair.classic.search import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
+from agents.localize import coverage_rc, read_coverage
+from agents.reading import IssueFacts, parse_issue
+from agents.repair.classic import NotReproduced, Reproduction, SearchLimits, reproduce, reproduction_evidence
 from agents.trajectory import Trajectory
-from agents.triage.abstention import AbstentionDecision, combine_with_model, python_symbols, score_issue
+from agents.triage import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.llm import Ledger, LLMError, client_from_settings, ledger_from_settings
 from bot.pipeline.generate import generate_patches, trajectory_kinds
 from bot.pipeline.review import review_and_select
@@ -105,13 +105,13 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
     # Test impact selection needs to know which test executed which line: the one baseline run measures it.
     measure = ctx.settings.test_impact and env.spec.report_format == "junit-xml"
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
-        rc = impact.coverage_rc(sb) if measure else None
+        rc = coverage_rc(sb) if measure else None
         baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout, coverage_rc=rc)
         if rc is not None and not run.tests and not run.result.timed_out:
             # Nothing ran under coverage (it may be missing from a custom environment): the plain run decides.
             baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
         elif measure and not run.result.timed_out:
-            coverage = await impact.read_coverage(sb, env.python)
+            coverage = await read_coverage(sb, env.python)
             baseline = dataclasses.replace(baseline, coverage=coverage)
     if run.result.timed_out:
         # Every later stage runs the suite again; a suite that cannot finish makes all their verdicts noise.

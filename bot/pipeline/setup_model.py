@@ -6,8 +6,7 @@ import uuid
 from pathlib import Path
 
 from agents.chat import ChatModel
-from agents.setup.llm import LlmSetupAgent, SetupAgentConfig
-from agents.setup.shell import SetupShell
+from agents.setup import LlmSetupAgent, SetupAgentConfig, SetupShell
 from bot.llm import Ledger, client_from_settings, ledger_from_settings
 from bot.settings.config import Settings
 

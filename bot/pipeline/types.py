@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agents.chat import ChatModel
-from agents.reading.facts import IssueFacts
-from agents.repair.classic.search import Reproduction, SearchLimits
+from agents.reading import IssueFacts
+from agents.repair.classic import Reproduction, SearchLimits
 from agents.trajectory import BrtEvidence, Trajectory
-from agents.triage.abstention import AbstentionDecision
+from agents.triage import AbstentionDecision
 from bot import metrics
 from bot.render.report import PrContext, ReviewLine, SuggestionContext
 from patch_selectors.assessment import Assessment

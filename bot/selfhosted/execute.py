@@ -37,8 +37,8 @@ def cache_dir(name: str) -> Path | None:
 async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """`reproduce.app`: the app reproduction agent on this machine (agents.app.reproduce)."""
     # Imported here: the agent (and Playwright) load only on runners that take app jobs.
-    from agents.app.reproduce import replay_command
-    from agents.app.reproduce import reproduce_app as run_agent
+    from agents.app import replay_command
+    from agents.app import reproduce_app as run_agent
 
     task = job.get("task") or {}
     if not task.get("issue_text") or not task.get("app_url"):
@@ -71,8 +71,8 @@ async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     import io
     import tarfile
 
-    from agents.game.reproduce import replay_command
-    from agents.game.reproduce import reproduce_game as run_agent
+    from agents.game import replay_command
+    from agents.game import reproduce_game as run_agent
 
     task = job.get("task") or {}
     if not task.get("issue_text") or task.get("game") not in ("minetest", "minecraft"):
@@ -87,7 +87,7 @@ async def reproduce_game(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:
         return mc.to_json()
     if not task.get("repo_archive"):
         raise ValueError("a minetest reproduce.game job needs task.repo_archive (the mod or game)")
-    from agents.game.minetest import MinetestDriver
+    from agents.game import MinetestDriver
 
     name = "".join(c for c in str(task.get("repo_name") or "repo") if c.isalnum() or c in "_-") or "repo"
     repo = out_dir.parent / f"{out_dir.name}-repo" / name

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agents.game.driver import GameCrash, GameDriverError, GameState
-from agents.reading.crash import crash_signature, find_crashes, parse_crash
+from agents.game import GameCrash, GameDriverError, GameState
+from agents.reading import crash_signature, find_crashes, parse_crash
 from bot.settings.config import Settings
 
 #: RCON packet types (the Source RCON protocol Minecraft servers speak).

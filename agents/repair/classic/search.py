@@ -10,13 +10,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
-from agents.localize.impact import select_tests
-from agents.localize.ranking import NAMED_NOTE, Location, parse_traceback_frames
-from agents.localize.sbfl import localize_in_sandbox
-from agents.reading.facts import IssueFacts
-from agents.repair.mutation.protocols import missing_protocols, special_method_candidates
-from agents.repair.mutation.templates import Candidate, build_context, generate_candidates
-from agents.reproduce.synthesis import BrtCandidate, symptom_matches, synthesize_brts
+from agents.localize import NAMED_NOTE, Location, localize_in_sandbox, parse_traceback_frames, select_tests
+from agents.reading import IssueFacts
+from agents.repair.mutation import (
+    Candidate,
+    build_context,
+    generate_candidates,
+    missing_protocols,
+    special_method_candidates,
+)
+from agents.reproduce import BrtCandidate, symptom_matches, synthesize_brts
 from agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRun, TestSuite

@@ -1,1 +1,12 @@
 """The model-driven repair agent: a small ReAct loop and its sandboxed tools."""
+
+from agents.repair.llm.loop import ELIDED_CHARS, AgentConfig, RepairAgent, load_prompt
+from agents.repair.llm.tools import Toolbox
+
+__all__ = [
+    "ELIDED_CHARS",
+    "AgentConfig",
+    "RepairAgent",
+    "Toolbox",
+    "load_prompt",
+]

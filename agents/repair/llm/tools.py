@@ -10,11 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.chat import ToolCall, int_param, string_param, tool_schema
-from agents.localize.ranking import parse_traceback_frames
-from agents.localize.sbfl import _is_test_file, localize_in_sandbox
-from agents.reading.facts import IssueFacts
-from agents.reproduce.synthesis import synthesize_brts
-from agents.reproduce.types import BrtCandidate
+from agents.localize import is_test_file, localize_in_sandbox, parse_traceback_frames
+from agents.reading import IssueFacts
+from agents.reproduce import BrtCandidate, synthesize_brts
 from agents.tool_output import clean_output
 from agents.trajectory import BrtEvidence, FormatError, Submitted, Trajectory
 from sandboxes.base import PathOutsideWorkspace, Sandbox, resolve_in_workspace
@@ -311,7 +309,7 @@ class Toolbox:
         summary = str(args.get("summary") or "").strip()[:500]
         diff = await workspace_diff(self.sandbox.spec.workspace)
         paths = changed_paths(diff)
-        tests = [p for p in paths if p.endswith(".py") and _is_test_file(p) and self._defines_test(p)]
+        tests = [p for p in paths if p.endswith(".py") and is_test_file(p) and self._defines_test(p)]
         if self.strategy in NEEDS_TEST and not tests and not self.guard_fired:
             self.guard_fired = True
             await self.trajectory.step("cleanup_guard", changed=paths)
