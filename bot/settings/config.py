@@ -10,10 +10,27 @@ from types import MappingProxyType
 from typing import Any
 
 from bot.settings.kinds import SettingsError, parse_site_secrets
-from bot.settings.table import AGENT_KINDS, ROWS, SECTIONS, STRATEGY_NAMES, check, default_data_dir, read_values
+from bot.settings.table import (
+    AGENT_KINDS,
+    ROWS,
+    SECTIONS,
+    STRATEGY_NAMES,
+    check,
+    default_data_dir,
+    format_value,
+    read_values,
+)
 from bot.settings.table import default_of as _d
 
-__all__ = ["AGENT_KINDS", "STRATEGY_NAMES", "Settings", "SettingsError", "parse_site_secrets"]
+__all__ = [
+    "AGENT_KINDS",
+    "STRATEGY_NAMES",
+    "Settings",
+    "SettingsError",
+    "parse_site_secrets",
+    "unknown_variables",
+    "variables_in_use",
+]
 
 
 @dataclass(frozen=True)
@@ -27,8 +44,8 @@ class Settings:
     # The fields in the table's order; `_d` is the table's default, so a default is written in one place only.
     data_dir: Path = field(default_factory=default_data_dir)
     sandbox: str = _d("sandbox")
-    sandbox_python: Path = _d("sandbox_python")
-    rootfs: Path | None = _d("rootfs")
+    sandbox_python: Path = field(default=_d("sandbox_python"))
+    rootfs: Path | None = field(default=_d("rootfs"))
     sandbox_disk_quota: int = _d("sandbox_disk_quota")
     sandbox_reap_interval: float = _d("sandbox_reap_interval")
     sandbox_session: str = _d("sandbox_session")
@@ -76,7 +93,7 @@ class Settings:
     llm_timeout: float = _d("llm_timeout")
     jira_webhook_secrets: tuple[tuple[str | None, str], ...] = field(default=_d("jira_webhook_secrets"), repr=False)
     jira_allow_unsigned: bool = _d("jira_allow_unsigned")
-    jira_mapping: Path | None = _d("jira_mapping")
+    jira_mapping: Path | None = field(default=_d("jira_mapping"))
     jira_token: str | None = field(default=_d("jira_token"), repr=False)
     jira_email: str | None = _d("jira_email")
     jira_api_token: str | None = field(default=_d("jira_api_token"), repr=False)
@@ -110,13 +127,13 @@ class Settings:
     runner_log_max_bytes: int = _d("runner_log_max_bytes")
     public_url: str | None = _d("public_url")
     runner_token: str | None = field(default=_d("runner_token"), repr=False)
-    runner_cache: Path | None = _d("runner_cache")
+    runner_cache: Path | None = field(default=_d("runner_cache"))
     game_display: str | None = _d("game_display")
     game_model_turns: int = _d("game_model_turns")
     game_context_turns: int = _d("game_context_turns")
     game_model_images: bool = _d("game_model_images")
     mojira_runner_labels: tuple[str, ...] = _d("mojira_runner_labels")
-    minecraft_dir: Path | None = _d("minecraft_dir")
+    minecraft_dir: Path | None = field(default=_d("minecraft_dir"))
     minecraft_rcon: str | None = _d("minecraft_rcon")
     minecraft_rcon_password: str | None = field(default=_d("minecraft_rcon_password"), repr=False)
     database_url: str | None = _d("database_url")
@@ -172,3 +189,26 @@ class Settings:
         if name not in SECTIONS:
             raise KeyError(name)
         return MappingProxyType({row.field: getattr(self, row.field) for row in ROWS if row.section == name})
+
+
+def variables_in_use(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The REPROBOT_* variables set in the environment, each with the value the bot took (a secret: `(set)`).
+
+    For `reprobot doctor`: what this deployment changed, in the table's order.
+    """
+    env = os.environ if environ is None else environ
+    used: dict[str, str] = {}
+    for row in ROWS:
+        if row.read(env) is None:
+            continue
+        value = getattr(settings, row.field)
+        used[row.env] = "(set)" if row.secret else format_value(value)
+    return used
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """REPROBOT_* variables in the environment that no row of the table names (a typo is silently ignored)."""
+    env = os.environ if environ is None else environ
+    exact = {row.env for row in ROWS if not row.prefix}
+    prefixes = tuple(row.env.removesuffix("<NAME>") for row in ROWS if row.prefix)
+    return sorted(n for n in env if n.startswith("REPROBOT_") and n not in exact and not n.startswith(prefixes))

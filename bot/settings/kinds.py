@@ -246,7 +246,5 @@ def above_up_to(high: float, text: str) -> Rule:
     return Rule(text, lambda v: 0 < v <= high)
 
 
-QUOTA = Rule(
-    f"0 (no quota) or at least {MIN_QUOTA_BYTES // 1024**2}M", lambda v: not 0 < v < MIN_QUOTA_BYTES
-)
+QUOTA = Rule(f"0 (no quota) or at least {MIN_QUOTA_BYTES // 1024**2}M", lambda v: not 0 < v < MIN_QUOTA_BYTES)
 UNIT_INTERVAL = Rule("between 0 and 1", lambda v: 0.0 <= v <= 1.0)

@@ -27,6 +27,7 @@ __all__ = [
     "check",
     "default_data_dir",
     "default_of",
+    "format_value",
     "read_values",
     "row_for",
 ]
@@ -53,7 +54,7 @@ class Row:
     doc: str
     rule: Rule | None = None
     secret: bool = False
-    #: How the docs show the default when the value itself reads poorly (0 meaning "one per core").
+    #: How the docs show the default (markdown) when the value itself reads poorly (0 meaning "one per core").
     shown: str | None = None
     #: A prefix row (`REPROBOT_GIT_CREDENTIAL_<NAME>`): every variable starting with it, as sorted (NAME, value).
     prefix: bool = False
@@ -109,7 +110,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         k.USER_PATH,
         None,
         "the store (reprobot.db), caches (virtualenvs, wheelhouses), trajectories and run outputs live here",
-        shown="~/.local/share/reprobot",
+        shown="`~/.local/share/reprobot`",
         factory=default_data_dir,
     ),
     Row(
@@ -144,7 +145,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         2 * 1024**3,
         "bytes a sandbox's commands may write into its workspace, all files together (bwrap and docker, as root)",
         rule=k.QUOTA,
-        shown="2G",
+        shown="`2G`",
     ),
     Row(
         "REPROBOT_SANDBOX_REAP_INTERVAL",
@@ -204,7 +205,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         0,
         "review and assessment sandboxes of one job running at once",
         rule=k.at_least(0, "0 (one per core) or a positive number"),
-        shown="0 (one per core)",
+        shown="`0` (one per core)",
     ),
 )
 
@@ -273,8 +274,8 @@ _ROWS_JOBS = (
         "jobs",
         k.INT,
         0,
-        "trajectories running at once, across the jobs of a process",
-        shown="0 (one per core)",
+        "trajectories of one job running at once",
+        shown="`0` (one per core)",
     ),
     Row(
         "REPROBOT_ABSTAIN_THRESHOLD",
@@ -406,7 +407,7 @@ _ROWS_GITHUB_WORKER = (
         k.INT,
         0,
         "jobs running at once across every worker sharing the store",
-        shown="0 (no limit)",
+        shown="`0` (no limit)",
     ),
     Row(
         "REPROBOT_DELIVERY_BODY_DAYS",
@@ -610,7 +611,7 @@ _ROWS_JIRA_DASHBOARD = (
         k.INT,
         0,
         "port on which `reprobot worker` serves its own /metrics",
-        shown="0 (none)",
+        shown="`0` (none)",
     ),
 )
 
@@ -938,6 +939,19 @@ CROSS_CHECKS: tuple[CrossCheck, ...] = (
         lambda s: s.runner_artifact_max_bytes >= 1 and s.runner_log_max_bytes >= 1,
     ),
 )
+
+
+def format_value(value: Any) -> str:
+    """A setting's value as text: `unset`, a number without a trailing .0, 1/0 for a switch, a comma list."""
+    if value is None or value == ():
+        return "unset"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def row_for(env: str) -> Row:
