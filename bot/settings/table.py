@@ -153,7 +153,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         "sandbox",
         k.FLOAT,
         60.0,
-        "seconds between a worker's looks for docker sandboxes of dead workers (also done when a worker starts)",
+        "seconds between a worker's looks for docker sandboxes and quota mounts of dead workers (also done at start)",
         rule=k.positive(_SECONDS),
     ),
     Row(
@@ -224,7 +224,7 @@ _ROWS_JOBS = (
         "jobs",
         k.INT,
         4,
-        "default number of parallel trajectories per job (also caps the policy's `agent.trajectories`)",
+        "default number of parallel trajectories per job, M (also caps the policy's `agent.trajectories`)",
         rule=k.at_least(1, "at least 1"),
     ),
     Row(
@@ -233,7 +233,7 @@ _ROWS_JOBS = (
         "jobs",
         k.INT,
         32,
-        "most trajectories a job may run, whatever a policy or `/fix trajectories=` asks (clamped, with a note)",
+        "most trajectories a job may run, whatever a policy, `/fix trajectories=` or `-M` asks (clamped, with a note)",
     ),
     Row(
         "REPROBOT_MAX_TEST_TIMEOUT",
@@ -364,7 +364,7 @@ _ROWS_GITHUB_WORKER = (
         "github",
         k.INT,
         25 * 1024 * 1024,
-        "larger webhook bodies are refused with 413 (GitHub caps payloads at 25 MB)",
+        "larger webhook bodies get 413, as soon as that many bytes have arrived (GitHub caps payloads at 25 MB)",
     ),
     Row(
         "REPROBOT_WEBHOOK_INFLIGHT_BYTES",
@@ -454,7 +454,7 @@ _ROWS_MODEL = (
         "model",
         k.INT,
         40,
-        "tool-using steps per LLM trajectory (RepairAgent's default budget is 40 cycles)",
+        "tool-using steps per LLM trajectory (the remaining budget is restated every turn)",
     ),
     Row(
         "REPROBOT_LLM_MAX_TOKENS",
@@ -505,7 +505,7 @@ _ROWS_JIRA_DASHBOARD = (
         "jira",
         k.SITE_SECRETS,
         (),
-        "the secret Jira webhooks sign bodies with; one, or one per site as `https://site=secret` pairs",
+        "the secret Jira webhooks sign bodies with: one, or one per site as `https://site=secret` pairs",
         secret=True,
     ),
     Row(
@@ -514,7 +514,7 @@ _ROWS_JIRA_DASHBOARD = (
         "jira",
         k.FLAG,
         False,
-        "1 accepts unsigned Jira deliveries (a Jira that cannot sign; doctor warns); signed ones are still checked",
+        "1 accepts deliveries without X-Hub-Signature (a Jira that cannot sign; doctor warns); signed ones are checked",
     ),
     Row(
         "REPROBOT_JIRA_MAPPING",
@@ -522,7 +522,7 @@ _ROWS_JIRA_DASHBOARD = (
         "jira",
         k.USER_PATH,
         None,
-        "the YAML file mapping (Jira site, project, component) to a repo and policy",
+        "the YAML file mapping (Jira site, project, component) to a repo and policy (read at start and by each job)",
     ),
     Row(
         "REPROBOT_JIRA_TOKEN",
@@ -556,7 +556,7 @@ _ROWS_JIRA_DASHBOARD = (
         "jira",
         k.FLOAT,
         1.0,
-        "seconds of the first retry backoff for Jira calls (doubles per attempt)",
+        "seconds of the first retry backoff for Jira calls (5xx, 429 honouring Retry-After, connection errors)",
         rule=k.at_least(0, "0 or more seconds"),
     ),
     Row(
@@ -750,7 +750,7 @@ _ROWS_RUNNER = (
         "runner",
         k.FLOAT,
         1.0,
-        "seconds between two looks at the queue while a long poll waits",
+        "seconds between two looks at the queue while a long poll waits (with jitter)",
         rule=k.positive(_SECONDS),
     ),
     Row(
