@@ -16,10 +16,36 @@ from bot.settings.jira_mapping import normalize_site
 from sandboxes.quota import MIN_QUOTA_BYTES, parse_size
 
 __all__ = [
+    "CREDENTIAL",
+    "DATABASE_URL",
+    "FLAG",
+    "FLOAT",
+    "HOST_PORT",
+    "INT",
+    "KEY_FILE",
+    "LABELS",
+    "MOJIRA_SINK",
+    "PATH",
+    "QUOTA",
+    "SITE_SECRETS",
+    "SIZE",
+    "SWITCH",
+    "TEXT",
+    "UNIT_INTERVAL",
+    "URL",
+    "USER_PATH",
     "Kind",
     "Rule",
     "SettingsError",
+    "above_up_to",
+    "at_least",
+    "bounded",
+    "choice",
+    "names",
+    "not_below",
     "parse_site_secrets",
+    "positive",
+    "whole",
 ]
 
 
