@@ -1,4 +1,4 @@
-# reprobot: make demo · make test · make lint · make bench
+# reprobot: make demo · make test · make lint · make docs · make bench
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

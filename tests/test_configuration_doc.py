@@ -95,6 +95,10 @@ def test_doctor_lists_what_is_set_and_names_unknown_variables() -> None:
     assert variables_in_use(settings, env) == {"REPROBOT_WORKERS": "3", "REPROBOT_LLM_API_KEY": "(set)"}
     assert unknown_variables(env) == ["REPROBOT_WROKERS"]
     assert unknown_variables({"REPROBOT_GIT_CREDENTIAL_SHOP": "t"}) == []
+    # Listing parses nothing again: a PEM file that the inline key overrides is never read.
+    both = {"REPROBOT_GITHUB_PRIVATE_KEY": "pem", "REPROBOT_GITHUB_PRIVATE_KEY_PATH": "/nonexistent.pem"}
+    listed = variables_in_use(Settings.from_env(both), both)
+    assert listed == {"REPROBOT_GITHUB_PRIVATE_KEY": "(set)", "REPROBOT_GITHUB_PRIVATE_KEY_PATH": "(set)"}
 
 
 def test_runner_settings_from_the_table() -> None:

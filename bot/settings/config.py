@@ -199,7 +199,7 @@ def variables_in_use(settings: Settings, environ: Mapping[str, str] | None = Non
     env = os.environ if environ is None else environ
     used: dict[str, str] = {}
     for row in ROWS:
-        if row.read(env) is None:
+        if not row.is_set(env):
             continue
         value = getattr(settings, row.field)
         used[row.env] = "(set)" if row.secret else format_value(value)

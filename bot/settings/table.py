@@ -66,6 +66,13 @@ class Row:
         value = environ.get(self.env)
         return value if value not in (None, "") else None
 
+    def is_set(self, environ: Mapping[str, str]) -> bool:
+        """True when the variable (for a prefix row: any variable with the prefix) has a value; nothing is parsed."""
+        if self.prefix:
+            start = self.env.removesuffix("<NAME>")
+            return any(v for n, v in environ.items() if n.startswith(start))
+        return self.raw(environ) is not None
+
     def read(self, environ: Mapping[str, str]) -> Any:
         """The parsed value, or None when the variable is unset; SettingsError names the variable."""
         if self.prefix:
