@@ -1,4 +1,4 @@
-# reprobot: make demo · make test · make lint · make bench
+# reprobot: make demo · make test · make lint · make docs · make bench
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint bench bench-data soak venv wheelhouse clean system-packages image-wheels image
+.PHONY: demo test lint docs bench bench-data soak venv wheelhouse clean system-packages image-wheels image
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -61,6 +61,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# docs/configuration.md is generated from the settings table (bot/settings/table.py); a test fails while it is stale.
+docs: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m bot.settings.docs > docs/configuration.md.new
+	mv docs/configuration.md.new docs/configuration.md
 
 test: lint wheelhouse image-wheels
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20

@@ -13,7 +13,8 @@ from gidgethub.sansio import Event
 
 from bot.jobs.permissions import association_allows, permission_allows, polite_key, polite_text
 from bot.settings.jira_mapping import JiraMapping
-from bot.settings.policy import defaults
+from bot.settings.policy import effective_policy
+from bot.settings.policy_model import CommandsPolicy
 from bot.store import PlannedAction, PlannedJob, Store
 from handlers.commands import CommandError, clean_text, parse_command
 from handlers.jira import merged_transition_job
@@ -120,12 +121,13 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
     repo = event.data["repository"]["full_name"]
     # The last policy a job loaded for this repo (defaults until then); the job checks again with a fresh one.
     # Read on a thread, never on the loop: an in-process worker may be holding the store's connection.
-    rules = (await asyncio.to_thread(intake.store.deliveries.cached_policy, repo) or defaults())["triggers"]["commands"]
-    if not rules["enabled"]:
+    cached = await asyncio.to_thread(intake.store.deliveries.cached_policy, repo)
+    rules = effective_policy(cached).triggers.commands
+    if not rules.enabled:
         return
     allowed = await _may_command(event, intake, user, comment.get("author_association", "NONE"), rules)
     if allowed is False:
-        if not rules["reply_to_others"]:
+        if not rules.reply_to_others:
             return
         number = event.data["issue"]["number"]
         intake.enqueue(
@@ -141,9 +143,9 @@ async def on_comment(event: Event, gh: object, *, intake: Intake, **_: Any) -> N
         intake.enqueue(event, "github.reply", base | {"command": command.name})
 
 
-async def _may_command(event: Event, intake: Intake, user: str, association: str, rules: dict[str, Any]) -> bool | None:
+async def _may_command(event: Event, intake: Intake, user: str, association: str, rules: CommandsPolicy) -> bool | None:
     """True or False, or None when GitHub did not answer within the ack's budget (the job then decides)."""
-    if association_allows(association, rules["allowed"]) or rules["permission"] == "none":
+    if association_allows(association, rules.allowed) or rules.permission == "none":
         return True
     if intake.permission is None or not (event.data.get("installation") or {}).get("id"):
         return False
@@ -156,7 +158,7 @@ async def _may_command(event: Event, intake: Intake, user: str, association: str
     except Exception:  # an API failure must not turn into a granted command or a 500 for GitHub
         log.warning("delivery %s: permission lookup for %s failed", event.delivery_id, user, exc_info=True)
         return False
-    return permission_allows(perm, rules["permission"])
+    return permission_allows(perm, rules.permission)
 
 
 # -- installations ------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from bot.pipeline.types import (
     EXIT_USAGE,
     STATUS_EXIT,
 )
-from bot.settings.config import Settings, SettingsError
+from bot.settings.config import Settings, SettingsError, unknown_variables, variables_in_use
 
 __all__ = [
     "EXIT_ABSTAINED",
@@ -279,7 +279,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "runner":
         from bot.cli.runner import run_runner_command
 
-        return run_runner_command(args)
+        return run_runner_command(args, settings)
     if args.command == "sandbox":
         from bot.cli.env import run_sandbox_command
 
@@ -318,7 +318,11 @@ def doctor(settings: Settings, as_json: bool = True) -> int:
 
     checks = asyncio.run(run_checks(settings))
     report["checks"] = checks_json(checks)
-    report["warnings"] = doctor_warnings(settings)
+    # What this deployment set, as the settings table parsed it (secrets only as "(set)").
+    report["settings"] = variables_in_use(settings)
+    # A misspelt variable is otherwise ignored without a word: name each one the settings table does not know.
+    unknown = [f"{name} is not a reprobot setting (see docs/configuration.md)" for name in unknown_variables()]
+    report["warnings"] = unknown + doctor_warnings(settings)
     if as_json:
         print(json.dumps(report, indent=2))
     else:

@@ -13,6 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bot.settings.config import Settings
+
 __all__ = ["add_parser", "run_runner_command"]
 
 
@@ -42,7 +44,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--server", required=True, help="the bot's base URL, e.g. https://bot.example.org")
     p.add_argument(
         "--token",
-        default=os.environ.get("REPROBOT_RUNNER_TOKEN"),
         help="registration token (or REPROBOT_RUNNER_TOKEN), exchanged once for this runner's own token",
     )
     p.add_argument("--labels", required=True, type=_labels, help="comma-separated labels, e.g. web,chromium")
@@ -61,13 +62,14 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def run_runner_command(args: argparse.Namespace) -> int:
+def run_runner_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run the runner until SIGTERM or SIGINT (or one job, when ephemeral); returns the exit code."""
     from bot.selfhosted.runner import RunnerAgent, RunnerConfig
 
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns what matters
-    if not args.token:
+    token = settings.runner_token if args.token is None else args.token
+    if not token:
         logging.error("reprobot runner: --token (or REPROBOT_RUNNER_TOKEN) is required to register")
         return 2
     state: Path = args.state or _default_state()
@@ -77,7 +79,7 @@ def run_runner_command(args: argparse.Namespace) -> int:
         version = "unknown"
     config = RunnerConfig(
         server=args.server.rstrip("/"),
-        registration_token=args.token,
+        registration_token=token,
         labels=args.labels,
         name=args.name,
         work_dir=(args.work_dir or state.parent / "runner-work").resolve(),

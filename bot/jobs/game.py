@@ -19,6 +19,7 @@ from bot.jobs.queue import Queue
 from bot.render.report import render_policy_error, render_progress
 from bot.settings.config import Settings
 from bot.settings.policy import POLICY_PATH
+from bot.settings.policy_model import RunnerTarget
 from bot.store import JobRow, Store
 from sandboxes.text import clean_text, clean_title
 
@@ -49,18 +50,18 @@ def pack_repo(folder: Path) -> bytes:
 
 
 async def queue_game_job(
-    job: JobRow, forge: Forge, rec: _Recorder, deps: _Deps, runner: dict[str, Any]
+    job: JobRow, forge: Forge, rec: _Recorder, deps: _Deps, runner: RunnerTarget
 ) -> dict[str, Any]:
     """Queue a `reproduce.game` job (the report and the packed repo) for a runner with the policy's labels."""
     store, settings = deps.store, deps.settings
-    labels = sorted(runner["labels"])
+    labels = sorted(runner.labels)
     publish = {k: job.payload[k] for k in FORGE_FIELDS if k in job.payload}
     publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
 
     async def status(body: str) -> None:
         await rec.status(forge, "reproduce", body)
 
-    game = str(runner["game"])
+    game = str(runner.game)
     if game not in GAMES:
         await status(render_policy_error(forge.ref, POLICY_PATH, "reproduce.runner.game", f"one of {', '.join(GAMES)}"))
         return {"status": "policy_error", "key": "reproduce.runner.game"}

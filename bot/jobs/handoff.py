@@ -14,6 +14,7 @@ from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
 from bot.render.report import artifact_url, render_app_reproduction, render_policy_error, render_progress
 from bot.settings.policy import POLICY_PATH
+from bot.settings.policy_model import RunnerTarget
 from bot.store import JobRow
 from sandboxes.text import clean_text, clean_title
 
@@ -24,14 +25,14 @@ FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_
 
 
 async def queue_for_runner(
-    job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps, runner: dict[str, Any]
+    job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps, runner: RunnerTarget
 ) -> dict[str, Any]:
     """The policy names a runner target: queue a `reproduce.app` job for a runner with its labels.
 
     The runner sees only the task (report, app address); its finish queues the `<forge>.app_result` job that
     publishes on this issue with the payload's `FORGE_FIELDS` (bot/selfhosted/api.py)."""
-    labels = sorted(runner["labels"])
-    if not runner["app_url"]:
+    labels = sorted(runner.labels)
+    if not runner.app_url:
         body = render_policy_error(
             forge.ref, POLICY_PATH, "reproduce.runner.app_url", "a runner target needs the app's URL"
         )
@@ -39,7 +40,7 @@ async def queue_for_runner(
         return {"status": "policy_error", "key": "reproduce.runner.app_url"}
     issue = await forge.get_issue()
     text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
-    task = {"issue_text": text, "app_url": runner["app_url"], "driver": runner["driver"], "issue_ref": forge.ref}
+    task = {"issue_text": text, "app_url": runner.app_url, "driver": runner.driver, "issue_ref": forge.ref}
     publish = {k: job.payload[k] for k in FORGE_FIELDS if k in job.payload}
     publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
     runner_job = await asyncio.to_thread(

@@ -11,7 +11,7 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bot.forges.base import Forge, PermanentJobError
 from bot.jobs.game import queue_game_job
@@ -32,7 +32,8 @@ from bot.render.report import (
     render_reproduction_comment,
     render_suggestion,
 )
-from bot.settings.policy import PolicyError, load_policy
+from bot.settings.policy import PolicyError, load_policy_model
+from bot.settings.policy_model import Policy
 from bot.store import JobRow, Store
 from patch_selectors.paths import diff_path_problems
 from sandboxes.text import clean_text, clean_title
@@ -143,8 +144,8 @@ async def run_forge_job(job: JobRow, forge: Forge, deps: JobDeps) -> dict[str, A
         return await publish_app_result(job, forge, rec, deps)
     command_mode: Mode | None = "fix" if action == "fix" else "reproduce" if action == "reproduce" else None
     try:
-        policy = await load_policy(forge.fetch_file, forge.repo_name)
-        await asyncio.to_thread(deps.store.deliveries.remember_policy, forge.repo_name, policy)
+        policy = await load_policy_model(forge.fetch_file, forge.repo_name)
+        await asyncio.to_thread(deps.store.deliveries.remember_policy, forge.repo_name, policy.to_dict())
     except PolicyError as exc:
         body = render_policy_error(forge.ref, exc.source, exc.key, exc.problem)
         await rec.status(forge, command_mode or "policy", body)
@@ -163,44 +164,45 @@ async def run_forge_job(job: JobRow, forge: Forge, deps: JobDeps) -> dict[str, A
         await forge.react(comment_id, "eyes")
     else:
         raise PermanentJobError(f"unknown job kind {job.kind!r}")
-    if mode == "reproduce" and policy["reproduce"]["runner"]["labels"]:
-        queue = queue_game_job if policy["reproduce"]["runner"]["game"] else queue_for_runner  # games: issue 19
-        return await queue(job, forge, rec, deps, policy["reproduce"]["runner"])
+    runner = policy.reproduce.runner
+    if mode == "reproduce" and runner.labels:
+        queue = queue_game_job if runner.game else queue_for_runner  # games: issue 19
+        return await queue(job, forge, rec, deps, runner)
     result = await _run_and_publish(job, forge, rec, deps, policy, mode)
     if comment_id:
         await forge.react(comment_id, "rocket" if result["status"] in ("fixed", "reproduced") else "confused")
     return result
 
 
-def _mode_for_issue_event(payload: dict[str, Any], policy: dict[str, Any]) -> Mode | None:
+def _mode_for_issue_event(payload: dict[str, Any], policy: Policy) -> Mode | None:
     if payload.get("mode") in ("fix", "reproduce"):
         # The intake decided already (a Jira mapping's trigger label or `on_create`).
         mode: Mode = "fix" if payload["mode"] == "fix" else "reproduce"
         return mode
-    triggers = policy["triggers"]
+    triggers = policy.triggers
     if payload.get("trigger") == "opened":
-        on_open = triggers["on_open"]
-        return None if on_open == "none" else on_open
+        on_open = triggers.on_open
+        return None if on_open == "none" else cast(Mode, on_open)
     label = payload.get("label")
-    if label and label == triggers["labels"]["fix"]:
+    if label and label == triggers.labels.fix:
         return "fix"
-    if label and label == triggers["labels"]["reproduce"]:
+    if label and label == triggers.labels.reproduce:
         return "reproduce"
     return None
 
 
-async def _command_allowed(job: JobRow, forge: Forge, policy: dict[str, Any]) -> bool:
-    cmd = policy["triggers"]["commands"]
-    if not cmd["enabled"]:
+async def _command_allowed(job: JobRow, forge: Forge, policy: Policy) -> bool:
+    cmd = policy.triggers.commands
+    if not cmd.enabled:
         return False
-    if association_allows(str(job.payload.get("association", "NONE")), cmd["allowed"]):
+    if association_allows(str(job.payload.get("association", "NONE")), cmd.allowed):
         return True
-    return permission_allows(await forge.permission(str(job.payload.get("actor", ""))), cmd["permission"])
+    return permission_allows(await forge.permission(str(job.payload.get("actor", ""))), cmd.permission)
 
 
-async def _queue_polite_reply(job: JobRow, forge: Forge, deps: JobDeps, policy: dict[str, Any]) -> None:
+async def _queue_polite_reply(job: JobRow, forge: Forge, deps: JobDeps, policy: Policy) -> None:
     """A command the webhook could not check in time turned out not allowed: queue the one polite reply."""
-    if not job.payload.get("permission_unverified") or not policy["triggers"]["commands"]["reply_to_others"]:
+    if not job.payload.get("permission_unverified") or not policy.triggers.commands.reply_to_others:
         return
     # The issue's address on its forge (installation/repo/number, or site/project/key) without the command.
     payload: dict[str, Any] = {k: v for k, v in job.payload.items() if k not in _COMMAND_KEYS}
@@ -221,14 +223,14 @@ async def _reply(job: JobRow, forge: Forge, deps: JobDeps) -> dict[str, Any]:
     p = job.payload
     if p.get("permission_unverified") or p.get("polite"):
         try:
-            policy = await load_policy(forge.fetch_file, forge.repo_name)
+            policy = await load_policy_model(forge.fetch_file, forge.repo_name)
         except PolicyError:
             return {"status": "policy_error"}
         # The webhook's permission lookup timed out: check before answering.
         if p.get("permission_unverified") and not await _command_allowed(job, forge, policy):
             await _queue_polite_reply(job, forge, deps, policy)
             return {"status": "not_allowed"}
-        if p.get("polite") and not policy["triggers"]["commands"]["reply_to_others"]:
+        if p.get("polite") and not policy.triggers.commands.reply_to_others:
             return {"status": "silent"}
     text = str(p.get("text", ""))
     if p.get("command") == "help":
@@ -246,7 +248,7 @@ async def _reply(job: JobRow, forge: Forge, deps: JobDeps) -> dict[str, Any]:
 
 
 async def _run_and_publish(
-    job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps, policy: dict[str, Any], mode: Mode
+    job: JobRow, forge: Forge, rec: Recorder, deps: JobDeps, policy: Policy, mode: Mode
 ) -> dict[str, Any]:
     settings = deps.settings
     issue = await forge.get_issue()
@@ -277,7 +279,7 @@ async def _run_and_publish(
             mode=mode,
             base_commit=base_commit,
         )
-        minutes = request.job_minutes or float(policy["budget"]["max_minutes"])
+        minutes = request.job_minutes or policy.budget.max_minutes
         try:
             outcome = await asyncio.wait_for(
                 run_job(request, settings, deps.store, job.id, progress=progress), minutes * 60
@@ -287,19 +289,19 @@ async def _run_and_publish(
             body = render_final_status(forge.ref, "stopped", "", [reason]) + render_notes(request.notes)
             await rec.status(forge, mode, body)
             return {"status": "budget_exceeded", "reasons": [reason]}
-        publish = policy["publish"]
+        publish = policy.publish
         pr_title = clean_title(f"Fix {forge.ref}: {title or 'reported bug'}")
         pub = Publication(
             kind=mode,
             issue_title=title,
             base_branch=base_branch,
             base_commit=base_commit,
-            branch=f"{publish['branch_prefix']}{forge.issue_slug}",
+            branch=f"{publish.branch_prefix}{forge.issue_slug}",
             pr_title=pr_title,
             commit_message=f"{pr_title}\n\nFixes {forge.ref}",
-            closes_issue=bool(publish["closes_issue"]),
-            draft=bool(publish["draft"]),
-            labels=tuple(publish["labels"]),
+            closes_issue=publish.closes_issue,
+            draft=publish.draft,
+            labels=publish.labels,
             denied_paths=request.denied_paths,
         )
         result = await publish_outcome(forge, rec, outcome, pub, src)

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.pipeline.types import JobRequest, Mode
 from bot.settings.config import Settings
+from bot.settings.policy_model import Policy
 from sandboxes.pathpolicy import DEFAULT_DENIED
 
 #: Agent kinds that call the model for their trajectories.
@@ -80,9 +81,55 @@ class _Notes:
         return asked
 
 
+def _typed(policy: Policy | Mapping[str, Any] | None) -> Policy | None:
+    """The typed policy; a mapping (load_policy's result) is converted, and an empty one is no policy."""
+    if policy is None or isinstance(policy, Policy):
+        return policy
+    return Policy.from_dict(policy) if policy else None
+
+
+def _agent(notes: _Notes, asked: str, settings: Settings) -> str:
+    """The agent kind: one the deployment allows, and classic when a model kind has no model to use."""
+    agent = notes.allowed("agent", asked, settings.agents, "classic", "AGENTS")
+    if agent == "auto" and not settings.llm_configured:
+        return "classic"  # auto means "the model when there is one": no note, it is the documented meaning
+    if agent in _MODEL_AGENTS and not settings.llm_configured:
+        notes.lines.append(f"agent {agent} → classic: the deployment has no model configured (REPROBOT_LLM_MODEL)")
+        return "classic"
+    return agent
+
+
+def _threshold(notes: _Notes, settings: Settings, policy: Policy | None) -> float:
+    """The abstention threshold: the policy's, but never below the deployment's floor (noted when raised)."""
+    threshold = settings.abstain_threshold
+    if policy is None:
+        return threshold
+    asked = policy.abstention.threshold
+    if asked >= threshold:
+        return asked
+    # The deployment's threshold is a floor: a repo may be more cautious, never less.
+    notes.lines.append(f"abstention threshold {asked:g} → {threshold:g}: deployment floor REPROBOT_ABSTAIN_THRESHOLD")
+    return threshold
+
+
+def _budget(
+    notes: _Notes, settings: Settings, policy: Policy | None, uses_model: bool
+) -> tuple[float | None, int | None, float | None]:
+    """The policy's (job minutes, LLM steps, cost), each bounded by the deployment's cap; all None without one."""
+    if policy is None:
+        return None, None, None
+    job_minutes = notes.cap("job minutes", policy.budget.max_minutes, settings.max_job_minutes, "MAX_JOB_MINUTES")
+    max_steps, max_cost = policy.agent.max_steps, policy.budget.max_cost_usd
+    if uses_model:
+        # The ledger takes the smaller of the two anyway; the note tells the repo its key did not apply.
+        max_steps = int(notes.cap("LLM steps", max_steps, settings.llm_max_steps, "LLM_MAX_STEPS"))
+        max_cost = notes.cap("cost", max_cost, settings.llm_max_cost, "LLM_MAX_COST", " USD")
+    return job_minutes, max_steps, max_cost
+
+
 def build_request(
     settings: Settings,
-    policy: Mapping[str, Any] | None,
+    policy: Policy | Mapping[str, Any] | None,
     options: JobOptions,
     *,
     repo: Path,
@@ -93,71 +140,41 @@ def build_request(
 ) -> JobRequest:
     """The JobRequest for one job, every knob bounded by the deployment's caps (notes say what was clamped).
 
-    `policy` is the repo's effective policy (bot.settings.policy.load_policy); None when there is none (the CLI),
-    in which case the deployment's defaults (REPROBOT_TRAJECTORIES, REPROBOT_TEST_TIMEOUT, ...) fill in what the options
-    leave open. With a policy, the command's options win over the policy's keys.
+    `policy` is the repo's effective policy (bot.settings.policy.load_policy_model, or load_policy's mapping);
+    None when there is none (the CLI), in which case the deployment's defaults (REPROBOT_TRAJECTORIES,
+    REPROBOT_TEST_TIMEOUT, ...) fill in what the options leave open. With a policy, the command's options win over
+    the policy's keys.
     """
     notes = _Notes()
     model = settings.llm_configured
-    p = policy or {}
-    agent_p: Mapping[str, Any] = p.get("agent", {})
-    env_p: Mapping[str, Any] = p.get("environment", {})
+    pol = _typed(policy)
+    env_p = pol.environment if pol else None
 
-    default_m = min(int(agent_p["trajectories"]), settings.trajectories) if policy else settings.trajectories
+    default_m = min(pol.agent.trajectories, settings.trajectories) if pol else settings.trajectories
     trajectories = int(
         notes.cap("trajectories", options.trajectories or default_m, settings.max_trajectories, "MAX_TRAJECTORIES")
     )
-    timeout = options.test_timeout or float(env_p.get("timeout") or settings.test_timeout)
+    timeout = options.test_timeout or float((env_p.timeout if env_p else None) or settings.test_timeout)
     timeout = notes.cap("test timeout", timeout, settings.max_test_timeout, "MAX_TEST_TIMEOUT", " s")
 
-    agent = options.agent or str(agent_p.get("kind") or "classic")
-    agent = notes.allowed("agent", agent, settings.agents, "classic", "AGENTS")
-    if agent == "auto" and not model:
-        agent = "classic"  # auto means "the model when there is one": no note, it is the documented meaning
-    elif agent in _MODEL_AGENTS and not model:
-        notes.lines.append(f"agent {agent} → classic: the deployment has no model configured (REPROBOT_LLM_MODEL)")
-        agent = "classic"
-    strategy = options.strategy or str(agent_p.get("strategy") or "freeform")
+    agent = _agent(notes, options.agent or (pol.agent.kind if pol else "classic"), settings)
+    strategy = options.strategy or (pol.agent.strategy if pol else "freeform")
     strategy = notes.allowed("strategy", strategy, settings.strategies, "freeform", "STRATEGIES")
 
-    review_llm = options.llm_reviewers or bool(p.get("review", {}).get("llm", False))
-    abstention_llm = options.llm_abstention or bool(p.get("abstention", {}).get("llm", False))
-    llm_reviewers = notes.needs_model("LLM reviewers", review_llm, model)
+    llm_reviewers = notes.needs_model("LLM reviewers", options.llm_reviewers or bool(pol and pol.review.llm), model)
+    abstention_llm = options.llm_abstention or bool(pol and pol.abstention.llm)
     llm_abstention = notes.needs_model("LLM abstention", abstention_llm, model)
     uses_model = agent in _MODEL_AGENTS or llm_reviewers or llm_abstention
-
-    threshold = settings.abstain_threshold
-    if policy and float(p["abstention"]["threshold"]) >= threshold:
-        threshold = float(p["abstention"]["threshold"])
-    elif policy:
-        # The deployment's threshold is a floor: a repo may be more cautious, never less.
-        asked = float(p["abstention"]["threshold"])
-        notes.lines.append(
-            f"abstention threshold {asked:g} → {threshold:g}: deployment floor REPROBOT_ABSTAIN_THRESHOLD"
-        )
-
-    max_steps = max_cost = job_minutes = None
-    if policy:
-        job_minutes = notes.cap(
-            "job minutes", float(p["budget"]["max_minutes"]), settings.max_job_minutes, "MAX_JOB_MINUTES"
-        )
-        max_steps, max_cost = int(agent_p["max_steps"]), float(p["budget"]["max_cost_usd"])
-        if uses_model:
-            # The ledger takes the smaller of the two anyway; the note tells the repo its key did not apply.
-            max_steps = int(notes.cap("LLM steps", max_steps, settings.llm_max_steps, "LLM_MAX_STEPS"))
-            max_cost = notes.cap("cost", max_cost, settings.llm_max_cost, "LLM_MAX_COST", " USD")
+    threshold = _threshold(notes, settings, pol)
+    job_minutes, max_steps, max_cost = _budget(notes, settings, pol, uses_model)
 
     if mode == "reproduce" and agent in _MODEL_AGENTS:
         # A reproduction is a test, not a fix: one model trajectory that only writes the BRT.
         agent, strategy, trajectories = "llm", "brt-only", 1
 
-    if options.sandbox:
-        sandbox = options.sandbox
-    elif policy and settings.sandbox != "none":
-        sandbox = str(env_p["sandbox"])
-    else:
-        sandbox = settings.sandbox
-    setup = env_p.get("setup")
+    # The deployment's `none` (an explicit opt-in) is not overridden by a policy; an option still wins.
+    sandbox = options.sandbox or (env_p.sandbox if env_p and settings.sandbox != "none" else settings.sandbox)
+    setup = env_p.setup if env_p else None
     return JobRequest(
         repo=repo,
         issue_text=issue_text,
@@ -166,19 +183,19 @@ def build_request(
         trajectories=trajectories,
         agent=agent,
         sandbox=sandbox,
-        selector=options.selector or str(p.get("selection", {}).get("selector") or "ranked"),
+        selector=options.selector or (pol.selection.selector if pol else "ranked"),
         abstain_threshold=threshold,
         base_commit=base_commit,
         test_timeout=timeout,
-        denied_paths=tuple(p["paths"]["deny"]) if policy else DEFAULT_DENIED,
+        denied_paths=pol.paths.deny if pol else DEFAULT_DENIED,
         strategy=strategy,
         llm_reviewers=llm_reviewers,
         llm_abstention=llm_abstention,
         max_steps=max_steps,
         max_cost=max_cost,
         setup_commands=(str(setup),) if setup else (),
-        test_command=env_p.get("test"),
-        allow_direct_references=options.allow_direct_references or bool(env_p.get("allow_direct_references")),
+        test_command=env_p.test if env_p else None,
+        allow_direct_references=options.allow_direct_references or bool(env_p and env_p.allow_direct_references),
         job_minutes=job_minutes,
         notes=tuple(notes.lines),
     )

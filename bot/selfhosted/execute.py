@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import platform
 import shutil
 import socket
@@ -20,18 +19,22 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from bot.settings.config import Settings
+
 __all__ = ["CACHE_ENV", "EXECUTORS", "cache_dir", "main"]
 
 Executor = Callable[[dict[str, Any], Path], Coroutine[Any, Any, dict[str, Any]]]
 
-#: The runner's cache folder, kept across its jobs (the runner sets it under its work dir; unset: no cache).
+#: The variable a runner hands its job's child the cache folder in (kept across its jobs; unset: no cache).
+#: The child reads it through the settings table, like every REPROBOT_* variable (Settings.runner_cache).
 CACHE_ENV = "REPROBOT_RUNNER_CACHE"
 
 
 def cache_dir(name: str) -> Path | None:
     """The runner's cache folder for `name` (e.g. `utg`), or None when this child was started without one."""
-    root = os.environ.get(CACHE_ENV)
-    return Path(root) / name if root else None
+    # The child's environment is the runner's scrubbed one: no other REPROBOT_* variable can fail the parse.
+    root = Settings.from_env().runner_cache
+    return root / name if root else None
 
 
 async def reproduce_app(job: dict[str, Any], out_dir: Path) -> dict[str, Any]:

@@ -1,1 +1,1 @@
-"""The deployment's settings, the per-repo policy, and the Jira project mapping."""
+"""The deployment's settings (every REPROBOT_* variable is a row of table.py), the repo policy, the Jira mapping."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from bot.settings.policy_model import Policy
 from sandboxes.pathpolicy import DEFAULT_DENIED
 
 POLICY_PATH = ".github/reprobot.yml"
@@ -241,6 +242,16 @@ async def load_policy(fetch: Fetch, repo: str, *, max_depth: int = 3) -> dict[st
     for layer in reversed(layers):
         merged = deep_merge(merged, {k: v for k, v in layer.items() if k not in ("_extends", "__source__")})
     return merged
+
+
+async def load_policy_model(fetch: Fetch, repo: str, *, max_depth: int = 3) -> Policy:
+    """`load_policy` as the typed model (bot/settings/policy_model.py); the same PolicyError on a bad file."""
+    return Policy.from_dict(await load_policy(fetch, repo, max_depth=max_depth))
+
+
+def effective_policy(tree: Mapping[str, Any] | None) -> Policy:
+    """The typed policy of a possibly partial mapping over the defaults (a policy cached by an older bot)."""
+    return Policy.from_dict(deep_merge(defaults(), tree or {}))
 
 
 def layers_src(seen: set[tuple[str, str]]) -> str:
