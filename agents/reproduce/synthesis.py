@@ -14,10 +14,8 @@ from pathlib import PurePosixPath
 from agents.reading.facts import IssueFacts
 from agents.reading.markdown import quiet_parse
 from agents.reading.phrases import is_expression
-from agents.reproduce.checks import VAR, Check, checks_for, value_source
+from agents.reproduce.checks import VAR, checks_for, value_source
 from agents.reproduce.code import (
-    Reproduction,
-    ValueForm,
     aligned_repl,
     attribute_bases,
     free_names,
@@ -31,7 +29,7 @@ from agents.reproduce.code import (
 from agents.reproduce.console import console_brts
 from agents.reproduce.files import files_for_program, write_lines
 from agents.reproduce.symptom import symptom_matches
-from agents.reproduce.types import BrtCandidate, Symptom
+from agents.reproduce.types import BrtCandidate, Check, Reproduction, Symptom, ValueForm
 
 __all__ = [
     "BrtCandidate",

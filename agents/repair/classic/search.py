@@ -16,7 +16,8 @@ from agents.localize.sbfl import localize_in_sandbox
 from agents.reading.facts import IssueFacts
 from agents.repair.mutation.protocols import missing_protocols, special_method_candidates
 from agents.repair.mutation.templates import Candidate, build_context, generate_candidates
-from agents.reproduce.synthesis import BrtCandidate, symptom_matches, synthesize_brts
+from agents.reproduce.synthesis import symptom_matches, synthesize_brts
+from agents.reproduce.types import BrtCandidate
 from agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRun, TestSuite
