@@ -9,11 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from sandboxes.backend import WorkspaceLease, check_mount_sources, check_mount_targets
 from sandboxes.base import WORKSPACE_MOUNT, SandboxError, SandboxSpec
-from sandboxes.hostfs import WorkspaceGrant
 from sandboxes.hostsandbox import ProcessSandbox
 from sandboxes.process import Launch
-from sandboxes.quota import WorkspaceQuota, workspace_quota
 from sandboxes.seccomp import no_userns_bpf
 from sandboxes.session import SessionPlan, agent_source
 
@@ -152,42 +151,22 @@ class BwrapSandbox(ProcessSandbox):
         super().__init__(spec)
         self.bwrap = bwrap or bwrap_path() or BWRAP
         self.privileged = os.geteuid() == 0
-        self._grants: list[WorkspaceGrant] = []
-        self._quota: WorkspaceQuota | None = None
+        self._lease = WorkspaceLease()
         self._etc: Path | None = None
-        for mount in spec.mounts:
-            inside = PurePosixPath(mount.inside)
-            if not inside.is_absolute() or ".." in inside.parts or str(inside) in ("/", WORKSPACE_MOUNT):
-                raise SandboxError(f"invalid mount target {mount.inside!r}")
+        check_mount_targets(spec)
 
     async def _open(self) -> None:
-        for mount in self.spec.mounts:
-            if not mount.host.exists():
-                raise SandboxError(f"mount source {mount.host} does not exist")
+        check_mount_sources(self.spec)
         if self.spec.rootfs is not None and not (self.spec.rootfs / "usr").is_dir():
             raise SandboxError(f"rootfs {self.spec.rootfs} has no /usr")
         self._etc = await asyncio.to_thread(self._build_etc)
-        if self.privileged:
-            if not self._setpriv_visible():
-                raise SandboxError(f"{SETPRIV} is missing; it drops the sandbox to an unprivileged uid")
-            # The sandbox uid must be able to write the workspace and the read-write mounts.
-            paths = [self.spec.workspace, *(m.host for m in self.spec.mounts if not m.read_only)]
-            for path in paths:
-                grant = WorkspaceGrant(path, SANDBOX_UID, SANDBOX_GID)
-                await asyncio.to_thread(grant.acquire)
-                self._grants.append(grant)
-        quota = workspace_quota(self.spec.workspace, self.spec.limits.disk_bytes, privileged=self.privileged)
-        if quota is not None:
-            await asyncio.to_thread(quota.acquire)
-            self._quota = quota
+        if self.privileged and not self._setpriv_visible():
+            raise SandboxError(f"{SETPRIV} is missing; it drops the sandbox to an unprivileged uid")
+        # The sandbox uid must be able to write the workspace and the read-write mounts.
+        await self._lease.acquire(self.spec, SANDBOX_UID, SANDBOX_GID, privileged=self.privileged)
 
     async def _close(self) -> None:
-        if self._quota is not None:
-            # Before the grants are given back: the folded files are then chowned back with the rest.
-            quota, self._quota = self._quota, None
-            await asyncio.to_thread(quota.release)
-        while self._grants:
-            await asyncio.to_thread(self._grants.pop().release)
+        await self._lease.release()
         if self._etc is not None:
             await asyncio.to_thread(shutil.rmtree, self._etc, True)
             self._etc = None

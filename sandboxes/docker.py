@@ -11,29 +11,16 @@ import shutil
 import socket
 import tempfile
 import time
-from pathlib import Path, PurePosixPath
-from types import TracebackType
-from typing import Any, Self
+from pathlib import Path
+from typing import Any
 
-from sandboxes import hostfs
-from sandboxes.base import (
-    WORKSPACE_MOUNT,
-    ExecResult,
-    SandboxError,
-    SandboxSpec,
-    checked_command,
-    host_cpu_count,
-)
+from sandboxes.backend import SandboxBackend, WorkspaceLease, check_mount_sources, check_mount_targets
+from sandboxes.base import WORKSPACE_MOUNT, ExecResult, SandboxError, SandboxSpec, host_cpu_count
 from sandboxes.baseimage import LABEL, image_tag
 from sandboxes.bwrap import SANDBOX_GID, SANDBOX_UID
 from sandboxes.dockerexec import cgroup_file, pump, raw_socket, read_counter
-from sandboxes.hostfs import WorkspaceGrant
-from sandboxes.hostsandbox import merged_env
-from sandboxes.metrics import count_execution
-from sandboxes.process import CappedBuffer, owner_alive, process_started
-from sandboxes.pytest_client import PytestServerClient
-from sandboxes.quota import WorkspaceQuota, workspace_quota
-from sandboxes.session import SESSION_MODES, WarmSession, accept_session, agent_path
+from sandboxes.process import OutputCapture, owner_alive, process_started
+from sandboxes.session import WarmSession, accept_session, agent_path
 
 log = logging.getLogger(__name__)
 
@@ -130,79 +117,43 @@ exit 1
 """
 
 
-class DockerSandbox:
+class DockerSandbox(SandboxBackend):
     """Runs commands in a container: no network, read-only root, tmpfs, limits, no capabilities, non-root.
 
     The container starts at the first command (or on entering the context) and is removed by close().
     The workspace is a bind mount (its .git read-only on top); extra mounts as the spec says.
     """
 
+    metrics_backend = "docker"
+    #: The container has its own pid namespace: a served run's leftovers are swept from all of it.
+    pytest_sweep = "ns"
+
     def __init__(self, spec: SandboxSpec, *, image: str | None = None, api_timeout: int = API_TIMEOUT) -> None:
-        self.spec = spec
+        super().__init__(spec)
         self.image = image or image_tag()
         self.api_timeout = api_timeout
         self.privileged = os.geteuid() == 0
         self.uid, self.gid = (SANDBOX_UID, SANDBOX_GID) if self.privileged else (os.getuid(), os.getgid())
         self._client: Any = None
         self._container: Any = None
-        self._grants: list[WorkspaceGrant] = []
-        self._quota: WorkspaceQuota | None = None
+        self._lease = WorkspaceLease()
         self._inflight = 0
-        self._started = False
-        self._closed = False
-        self._lock = asyncio.Lock()
-        if spec.session not in SESSION_MODES:
-            raise SandboxError(f"unknown sandbox session mode {spec.session!r}; known: {', '.join(SESSION_MODES)}")
         #: Warm mode: an exec agent in the container forks each command (one at a time); see sandboxes/session.py.
         self._session: WarmSession | None = None
         self._session_lock = asyncio.Lock()
         self._agent_dir: Path | None = None
         self._listener: socket.socket | None = None
         self._kill_task: asyncio.Task[None] | None = None
-        #: The container has its own pid namespace: a served run's leftovers are swept from all of it.
-        self._pytest = PytestServerClient("ns")
-        for mount in spec.mounts:
-            inside = PurePosixPath(mount.inside)
-            if not inside.is_absolute() or ".." in inside.parts or str(inside) in ("/", WORKSPACE_MOUNT):
-                raise SandboxError(f"invalid mount target {mount.inside!r}")
-
-    async def __aenter__(self) -> Self:
-        await self._ensure_open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+        check_mount_targets(spec)
 
     # ------------------------------------------------------------------ lifecycle
-
-    async def _ensure_open(self) -> None:
-        async with self._lock:
-            if self._closed:
-                raise SandboxError("sandbox is closed")
-            if self._started:
-                return
-            if not self.spec.workspace.is_dir():
-                raise SandboxError(f"workspace {self.spec.workspace} is not a directory")
-            try:
-                await self._open()
-            except BaseException:
-                await self._teardown()
-                raise
-            self._started = True
 
     async def _open(self) -> None:
         import docker
         import docker.errors
 
         global _reaped
-        for mount in self.spec.mounts:
-            if not mount.host.exists():
-                raise SandboxError(f"mount source {mount.host} does not exist")
+        check_mount_sources(self.spec)
         try:
             self._client = docker.from_env(timeout=self.api_timeout)
             if not _reaped:
@@ -210,16 +161,8 @@ class DockerSandbox:
                 await asyncio.to_thread(reap_leftovers, self._client)
         except docker.errors.DockerException as exc:
             raise SandboxError(f"Docker engine unavailable: {exc}") from exc
-        if self.privileged:
-            for path in [self.spec.workspace, *(m.host for m in self.spec.mounts if not m.read_only)]:
-                grant = WorkspaceGrant(path, self.uid, self.gid)
-                await asyncio.to_thread(grant.acquire)
-                self._grants.append(grant)
         # The bind mount below then takes the quota overlay mounted over the workspace folder.
-        quota = workspace_quota(self.spec.workspace, self.spec.limits.disk_bytes, privileged=self.privileged)
-        if quota is not None:
-            await asyncio.to_thread(quota.acquire)
-            self._quota = quota
+        await self._lease.acquire(self.spec, self.uid, self.gid, privileged=self.privileged)
         if self.spec.session == "warm":
             await asyncio.to_thread(self._prepare_agent)
         try:
@@ -322,6 +265,9 @@ class DockerSandbox:
         async with self._lock:
             await self._teardown()
 
+    async def _abort_open(self) -> None:
+        await self._teardown()
+
     async def _teardown(self) -> None:
         import docker.errors
 
@@ -342,11 +288,7 @@ class DockerSandbox:
         deadline = time.monotonic() + DRAIN_SECONDS
         while self._inflight and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        if self._quota is not None:
-            quota, self._quota = self._quota, None
-            await asyncio.to_thread(quota.release)
-        while self._grants:
-            await asyncio.to_thread(self._grants.pop().release)
+        await self._lease.release()
         if self._client is not None:
             client, self._client = self._client, None
             await asyncio.to_thread(client.close)
@@ -389,128 +331,106 @@ class DockerSandbox:
                 container.exec_run, ["/bin/sh", "-c", _KILL_AND_WAIT], user=f"{self.uid}:{self.gid}", environment={}
             )
 
-    async def run(
-        self,
-        argv: list[str],
-        *,
-        timeout: float | None = None,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> ExecResult:
-        """Run argv in the container. cwd is relative to the workspace; env adds to spec.env."""
-        import docker.errors
-
-        wall, host_cwd = checked_command(self.spec, argv, timeout, cwd)
-        await self._ensure_open()
+    def _inside_cwd(self, host_cwd: Path) -> str:
+        """A workspace folder as commands in the container see it."""
         rel = host_cwd.relative_to(self.spec.workspace.resolve()).as_posix()
-        inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
+        return WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
+
+    async def _run(
+        self, argv: list[str], host_cwd: Path, env: dict[str, str], stdin: bytes | None, wall: float
+    ) -> ExecResult:
+        inside_cwd = self._inside_cwd(host_cwd)
         session = self._session
         if session is not None and not session.dead:
-            warm = await self._run_warm(argv, merged_env(self.spec.env, env), inside_cwd, stdin, wall)
-            return count_execution("docker", warm)
+            return await self._run_warm(argv, env, inside_cwd, stdin, wall)
+        return await self._run_exec(argv, env, inside_cwd, stdin, wall)
+
+    async def _run_exec(
+        self, argv: list[str], env: dict[str, str], cwd: str, stdin: bytes | None, wall: float
+    ) -> ExecResult:
+        """One command through `docker exec` (no warm session): it streams over the exec's socket."""
         # `env -i`: the container's own variables (HOSTNAME, Docker's PATH) are dropped too.
-        env_args = [f"{k}={v}" for k, v in merged_env(self.spec.env, env).items()]
-        command = ["/usr/bin/env", "-i", *env_args, *argv]
+        command = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
         container = self._container
         if container is None:
             raise SandboxError("sandbox is closed")
         api = self._client.api
-        limit = self.spec.limits.output_bytes
-        out, err = CappedBuffer(limit), CappedBuffer(limit)
+        capture = OutputCapture(self.spec.limits.output_bytes)
         oom_before = self._oom_kills()
         self._inflight += 1
         started = time.monotonic()
-        timed_out = False
         try:
-            try:
-                exec_id = (
-                    await asyncio.to_thread(
-                        api.exec_create,
-                        container.id,
-                        command,
-                        stdin=stdin is not None,
-                        user=f"{self.uid}:{self.gid}",
-                        workdir=inside_cwd,
-                    )
-                )["Id"]
-                sock = raw_socket(await asyncio.to_thread(api.exec_start, exec_id, socket=True))
-            except docker.errors.NotFound as exc:
-                raise SandboxError("sandbox container is gone (closed meanwhile)") from exc
-            except docker.errors.DockerException as exc:
-                raise SandboxError(f"docker exec failed: {exc}") from exc
-            reader = asyncio.ensure_future(asyncio.to_thread(pump, sock, stdin, out, err))
-            try:
-                await asyncio.wait_for(asyncio.shield(reader), wall)
-            except TimeoutError:
-                timed_out = True
-                await self._kill_commands()
-                try:
-                    await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
-                except TimeoutError:
-                    sock.close()
-                    await reader
-            finally:
-                sock.close()
+            exec_id, sock = await self._exec_start(api, container, command, cwd, stdin)
+            timed_out = await self._stream(sock, stdin, capture, wall)
             duration = time.monotonic() - started
-            try:
-                info = await asyncio.to_thread(api.exec_inspect, exec_id)
-                code = info.get("ExitCode")
-                code = 128 + 9 if code is None or info.get("Running") else int(code)
-            except docker.errors.DockerException:
-                code = 128 + 9  # the container went away under the command: close() killed it
+            code = await _exec_code(api, exec_id)
             if self._inflight == 1 and self._counter("pids", "pids.current") != PIDS_OVERHEAD:
                 # Nothing a command started may outlive it (background jobs, daemons).
                 await self._kill_commands()
         finally:
             self._inflight -= 1
-        stdout, out_cut = out.text()
-        stderr, err_cut = err.text()
         oom = code == 128 + 9 and not timed_out and self._oom_kills() > oom_before
-        result = ExecResult(
-            exit_code=code,
-            stdout=stdout,
-            stderr=stderr,
-            duration=duration,
-            timed_out=timed_out,
-            oom_killed=oom,
-            stdout_truncated=out_cut,
-            stderr_truncated=err_cut,
-        )
-        return count_execution("docker", result)
+        return capture.result(code, duration=duration, timed_out=timed_out, oom_killed=oom)
 
-    async def run_pytest(
-        self,
-        python: str,
-        args: list[str],
-        *,
-        timeout: float | None = None,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
+    async def _exec_start(
+        self, api: Any, container: Any, command: list[str], cwd: str, stdin: bytes | None
+    ) -> tuple[str, socket.socket]:
+        """Create and start the exec as the command uid: its id and the socket its streams go through."""
+        import docker.errors
+
+        try:
+            exec_id = (
+                await asyncio.to_thread(
+                    api.exec_create,
+                    container.id,
+                    command,
+                    stdin=stdin is not None,
+                    user=f"{self.uid}:{self.gid}",
+                    workdir=cwd,
+                )
+            )["Id"]
+            return exec_id, raw_socket(await asyncio.to_thread(api.exec_start, exec_id, socket=True))
+        except docker.errors.NotFound as exc:
+            raise SandboxError("sandbox container is gone (closed meanwhile)") from exc
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"docker exec failed: {exc}") from exc
+
+    async def _stream(self, sock: socket.socket, stdin: bytes | None, capture: OutputCapture, wall: float) -> bool:
+        """Feed stdin and read the output until the command ends; past `wall` kill it. Whether it timed out."""
+        reader = asyncio.ensure_future(asyncio.to_thread(pump, sock, stdin, capture.stdout, capture.stderr))
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), wall)
+        except TimeoutError:
+            await self._kill_commands()
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), DRAIN_SECONDS)
+            except TimeoutError:
+                sock.close()
+                await reader
+            return True
+        finally:
+            sock.close()
+        return False
+
+    def _may_serve_pytest(self) -> bool:
+        return self.spec.session == "warm"
+
+    async def _serve_pytest(
+        self, python: str, args: list[str], host_cwd: Path, env: dict[str, str], wall: float
     ) -> ExecResult | None:
-        """`python -m pytest ARGS` through the container's pytest server (sandboxes/pytest_client.py).
-
-        None when the container has no warm session or the server cannot serve the run: run it as usual.
-        Served runs queue behind other warm commands, as those do.
-        """
-        if not self.spec.pytest_server or self.spec.session != "warm" or not self._pytest.usable:
-            return None
-        wall, host_cwd = checked_command(self.spec, [python, *args], timeout, cwd)
-        await self._ensure_open()
-        rel = host_cwd.relative_to(self.spec.workspace.resolve()).as_posix()
-        inside_cwd = WORKSPACE_MOUNT if rel == "." else f"{WORKSPACE_MOUNT}/{rel}"
-        merged = merged_env(self.spec.env, env)
+        """Served runs queue behind other warm commands, as those do."""
+        inside_cwd = self._inside_cwd(host_cwd)
         async with self._session_lock:
             session = self._session
             if session is None or session.dead:
                 return None
             self._inflight += 1
             try:
-                result = await self._pytest.run(
+                return await self._pytest.run(
                     session,
                     python,
                     args,
-                    env=merged,
+                    env=env,
                     cwd=inside_cwd,
                     timeout=wall,
                     output_bytes=self.spec.limits.output_bytes,
@@ -518,7 +438,6 @@ class DockerSandbox:
                 )
             finally:
                 self._inflight -= 1
-        return count_execution("docker", result) if result is not None else None
 
     async def _run_warm(
         self, argv: list[str], env: dict[str, str], cwd: str, stdin: bytes | None, wall: float
@@ -551,14 +470,14 @@ class DockerSandbox:
     def _file_owner(self) -> tuple[int, int] | None:
         return (self.uid, self.gid) if self.privileged else None
 
-    def read_file(self, relpath: str) -> str:
-        """Read a workspace file as text."""
-        return hostfs.read_text(self.spec.workspace, relpath)
 
-    def write_file(self, relpath: str, content: str) -> None:
-        """Write a workspace file, creating parent folders."""
-        hostfs.write_text(self.spec.workspace, relpath, content, owner=self._file_owner())
+async def _exec_code(api: Any, exec_id: str) -> int:
+    """An exec's exit code; SIGKILL's when it is still running or the container went away under it."""
+    import docker.errors
 
-    async def diff(self) -> str:
-        """The git diff of the workspace against HEAD, new files included."""
-        return await hostfs.git_diff(self.spec.workspace)
+    try:
+        info = await asyncio.to_thread(api.exec_inspect, exec_id)
+        code = info.get("ExitCode")
+        return 128 + 9 if code is None or info.get("Running") else int(code)
+    except docker.errors.DockerException:
+        return 128 + 9  # the container went away under the command: close() killed it

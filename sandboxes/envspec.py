@@ -20,6 +20,7 @@ from sandboxes.interpreters import Interpreter, choose_interpreter, interpreter_
 from sandboxes.pytest_config import (
     NOSE_STYLE,
     PYTEST_DEFAULTS,
+    PytestConfig,
     SuiteSignals,
     pytest_requirement,
     read_pytest_config,
@@ -300,93 +301,38 @@ def _pkg_info(repo: Path) -> tuple[str, str] | None:
     return None
 
 
+@dataclass
+class _Declared:
+    """What a Python project declares about itself, gathered from its files in a fixed order."""
+
+    deps: list[str]
+    #: The files it was read from, as the spec lists them.
+    sources: list[str] = field(default_factory=list)
+    #: (name, version), from PKG-INFO, pyproject.toml or setup.py/setup.cfg (the first that has both).
+    project: tuple[str, str] | None = None
+    requires_python: str = ""
+    classifiers: tuple[str, ...] = ()
+
+
 def _python_spec(
     repo: Path, interpreters: list[Interpreter] | None = None, default_python: Path | None = None
 ) -> EnvironmentSpec:
-    deps: list[str] = list(BASE_TEST_DEPS)
-    sources: list[str] = []
     notes: list[str] = []
-    project_meta = _pkg_info(repo)
-    requires_python = ""
-    classifiers: tuple[str, ...] = ()
-    pyproject = repo / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(errors="replace"))
-        except tomllib.TOMLDecodeError as exc:
-            log.warning("ignoring unparsable pyproject.toml: %s", exc)
-            data = {}
-        project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
-        declared = project.get("dependencies", [])
-        if isinstance(declared, list):
-            deps.extend(str(d) for d in declared)
-        deps.extend(_expand_extras(project, TEST_EXTRAS))
-        groups = data.get("dependency-groups", {})
-        if isinstance(groups, dict):
-            for name in TEST_EXTRAS:
-                if isinstance(groups.get(name), list):
-                    deps.extend(str(d) for d in groups[name] if isinstance(d, str))
-        if project_meta is None and isinstance(project.get("name"), str) and isinstance(project.get("version"), str):
-            project_meta = (project["name"], project["version"])
-        if isinstance(project.get("requires-python"), str):
-            requires_python = project["requires-python"]
-        if isinstance(project.get("classifiers"), list):
-            classifiers = tuple(str(c) for c in project["classifiers"])
-        sources.append("pyproject.toml")
-    # setup.py (read with ast, never run) and setup.cfg's [options]: the legacy places for the same facts.
-    legacy = read_setup_metadata(repo)
-    if legacy.sources:
-        deps.extend(legacy.install_requires)
-        deps.extend(legacy.tests_require)
-        deps.extend(marker_requirements(legacy.extras_require))
-        required, optional = expand_extras(legacy.name, legacy.extras_require, TEST_EXTRAS)
-        deps.extend([*required, *(f"{OPTIONAL_MARK}{r}" for r in optional)])
-        requires_python = requires_python or legacy.python_requires
-        classifiers = classifiers or legacy.classifiers
-        if project_meta is None and legacy.name and legacy.version:
-            project_meta = (legacy.name, legacy.version)
-    for rel in requirement_files(repo):
-        deps.extend(requirements_from_file(repo / rel))
-        sources.append(rel)
-    for rel in ("setup.cfg", "tox.ini", "noxfile.py", "setup.py", "pytest.ini"):
-        if (repo / rel).is_file() and rel not in sources:
-            sources.append(rel)
-    # tox.ini's deps serve every tox env at once, and often carry heavy optional stacks: tests decide.
-    deps.extend(f"{OPTIONAL_MARK}{d}" for d in _tox_deps(repo))
-
+    declared = _declared(repo)
     config = read_pytest_config(repo)
     signals = scan_suite(repo, config)
-    deps = _resolve_optional(deps, signals, notes)
-    if project_meta is not None:
-        own = _norm(project_meta[0])
-        deps = [d for d in deps if not ((m := _NAME.match(d)) and _norm(m.group(1)) == own)]
-    if signals.nose_imports and not any(_dist_name(d) in ("nose", "pynose", "nose-py3", "nose3") for d in deps):
-        deps.append("nose")  # the tests import nose.tools but nothing declares it (it came with the old tox setup)
-    if "--cov" in config.get("addopts") and not any(_dist_name(d) == "pytest-cov" for d in deps):
-        deps.append("pytest-cov")  # the config's addopts name its options; pytest refuses unknown ones
-
-    chosen, reason = _choose_python(requires_python, classifiers, interpreters, default_python)
+    deps = _fit_to_suite(declared, signals, config, notes)
+    chosen, reason = _choose_python(declared.requires_python, declared.classifiers, interpreters, default_python)
     version = chosen.version if chosen else (sys.version_info[0], sys.version_info[1])
-    pins = [d for d in deps if _dist_name(d) == "pytest"]
-    specifiers = [str(d)[len(m.group(0)) :].split(";")[0].strip() for d in pins if (m := _NAME.match(d))]
-    requirement, pytest_notes = pytest_requirement([x for x in specifiers if x], signals, config, version)
-    notes.extend(pytest_notes)
-    deps = [requirement, *(d for d in deps if _dist_name(d) != "pytest")]
-
+    deps = _pin_pytest(deps, signals, config, version, notes)
     python_path = [".", "src"] if (repo / "src").is_dir() else ["."]
     unique = tuple(dict.fromkeys(d.strip() for d in deps if d.strip()))
-    addopts = config.get("addopts")
-    overrides = {"addopts": sanitize_addopts(addopts)} if addopts and sanitize_addopts(addopts) != addopts else {}
-    if config.nose or signals.nose_imports:
-        # nose collected more than pytest's defaults (utils_tests.py, TestX classes ending in Test): the
-        # project's own patterns still win where it set them.
-        project = dict(config.values)
-        overrides.update({k: v for k, v in NOSE_STYLE.items() if k not in project})
+    overrides = _pytest_overrides(config, signals)
     return EnvironmentSpec(
         deps=unique,
         python_path=tuple(python_path),
-        sources=tuple(sources),
-        project=project_meta,
+        sources=tuple(declared.sources),
+        project=declared.project,
         python=chosen.path if chosen else "",
         python_version=chosen.label if chosen else "",
         python_reason=reason,
@@ -400,6 +346,100 @@ def _python_spec(
         pytest_source=config.source,
         notes=tuple(notes),
     )
+
+
+def _declared(repo: Path) -> _Declared:
+    """The project's requirements (test ones included), name, version and Python range, from all its files."""
+    found = _Declared(deps=list(BASE_TEST_DEPS), project=_pkg_info(repo))
+    pyproject = repo / "pyproject.toml"
+    if pyproject.is_file():
+        _read_pyproject(pyproject, found)
+        found.sources.append("pyproject.toml")
+    # setup.py (read with ast, never run) and setup.cfg's [options]: the legacy places for the same facts.
+    legacy = read_setup_metadata(repo)
+    if legacy.sources:
+        found.deps.extend(legacy.install_requires)
+        found.deps.extend(legacy.tests_require)
+        found.deps.extend(marker_requirements(legacy.extras_require))
+        required, optional = expand_extras(legacy.name, legacy.extras_require, TEST_EXTRAS)
+        found.deps.extend([*required, *(f"{OPTIONAL_MARK}{r}" for r in optional)])
+        found.requires_python = found.requires_python or legacy.python_requires
+        found.classifiers = found.classifiers or legacy.classifiers
+        if found.project is None and legacy.name and legacy.version:
+            found.project = (legacy.name, legacy.version)
+    for rel in requirement_files(repo):
+        found.deps.extend(requirements_from_file(repo / rel))
+        found.sources.append(rel)
+    for rel in ("setup.cfg", "tox.ini", "noxfile.py", "setup.py", "pytest.ini"):
+        if (repo / rel).is_file() and rel not in found.sources:
+            found.sources.append(rel)
+    # tox.ini's deps serve every tox env at once, and often carry heavy optional stacks: tests decide.
+    found.deps.extend(f"{OPTIONAL_MARK}{d}" for d in _tox_deps(repo))
+    return found
+
+
+def _read_pyproject(path: Path, found: _Declared) -> None:
+    """Add what pyproject.toml declares: [project] and its test extras, test dependency groups."""
+    try:
+        data = tomllib.loads(path.read_text(errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        log.warning("ignoring unparsable pyproject.toml: %s", exc)
+        data = {}
+    project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
+    declared = project.get("dependencies", [])
+    if isinstance(declared, list):
+        found.deps.extend(str(d) for d in declared)
+    found.deps.extend(_expand_extras(project, TEST_EXTRAS))
+    groups = data.get("dependency-groups", {})
+    if isinstance(groups, dict):
+        for name in TEST_EXTRAS:
+            if isinstance(groups.get(name), list):
+                found.deps.extend(str(d) for d in groups[name] if isinstance(d, str))
+    if found.project is None and isinstance(project.get("name"), str) and isinstance(project.get("version"), str):
+        found.project = (project["name"], project["version"])
+    if isinstance(project.get("requires-python"), str):
+        found.requires_python = project["requires-python"]
+    if isinstance(project.get("classifiers"), list):
+        found.classifiers = tuple(str(c) for c in project["classifiers"])
+
+
+def _fit_to_suite(declared: _Declared, signals: SuiteSignals, config: PytestConfig, notes: list[str]) -> list[str]:
+    """The requirements the test suite needs: the optional ones it uses, not the project itself.
+
+    Plus what its imports and pytest options need but nothing declares (nose, pytest-cov).
+    """
+    deps = _resolve_optional(declared.deps, signals, notes)
+    if declared.project is not None:
+        own = _norm(declared.project[0])
+        deps = [d for d in deps if not ((m := _NAME.match(d)) and _norm(m.group(1)) == own)]
+    if signals.nose_imports and not any(_dist_name(d) in ("nose", "pynose", "nose-py3", "nose3") for d in deps):
+        deps.append("nose")  # the tests import nose.tools but nothing declares it (it came with the old tox setup)
+    if "--cov" in config.get("addopts") and not any(_dist_name(d) == "pytest-cov" for d in deps):
+        deps.append("pytest-cov")  # the config's addopts name its options; pytest refuses unknown ones
+    return deps
+
+
+def _pin_pytest(
+    deps: list[str], signals: SuiteSignals, config: PytestConfig, version: tuple[int, int], notes: list[str]
+) -> list[str]:
+    """deps with one pytest requirement first, fitting the project's own pins, its suite and the Python."""
+    pins = [d for d in deps if _dist_name(d) == "pytest"]
+    specifiers = [str(d)[len(m.group(0)) :].split(";")[0].strip() for d in pins if (m := _NAME.match(d))]
+    requirement, pytest_notes = pytest_requirement([x for x in specifiers if x], signals, config, version)
+    notes.extend(pytest_notes)
+    return [requirement, *(d for d in deps if _dist_name(d) != "pytest")]
+
+
+def _pytest_overrides(config: PytestConfig, signals: SuiteSignals) -> dict[str, str]:
+    """pytest settings to change: addopts without options that break our runs, nose's collection rules."""
+    addopts = config.get("addopts")
+    overrides = {"addopts": sanitize_addopts(addopts)} if addopts and sanitize_addopts(addopts) != addopts else {}
+    if config.nose or signals.nose_imports:
+        # nose collected more than pytest's defaults (utils_tests.py, TestX classes ending in Test): the
+        # project's own patterns still win where it set them.
+        project = dict(config.values)
+        overrides.update({k: v for k, v in NOSE_STYLE.items() if k not in project})
+    return overrides
 
 
 def _dist_name(requirement: str) -> str:

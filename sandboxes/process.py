@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from sandboxes.base import TRUNCATION_MARKER, ExecResult, Limits, SandboxError
 from sandboxes.cgroups import SandboxCgroup
@@ -87,6 +88,62 @@ class _PipeReader(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.done.done():
             self.done.set_result(None)
+
+
+class OutputCapture:
+    """A command's stdout and stderr, each kept in a CappedBuffer; pipes are read as data arrives."""
+
+    def __init__(self, output_bytes: int) -> None:
+        self.stdout = CappedBuffer(output_bytes)
+        self.stderr = CappedBuffer(output_bytes)
+        self._readers: list[tuple[asyncio.BaseTransport, asyncio.Future[None]]] = []
+
+    async def attach(self, stdout: BinaryIO, stderr: BinaryIO) -> None:
+        """Start reading the command's output pipes; a pipe not yet being read when this fails is closed."""
+        pending = [(stdout, self.stdout), (stderr, self.stderr)]
+        try:
+            while pending:
+                await self._read(*pending[0])
+                pending.pop(0)
+        except BaseException:
+            for pipe, _ in pending:
+                pipe.close()
+            raise
+
+    async def _read(self, pipe: BinaryIO, buf: CappedBuffer) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        transport, _ = await loop.connect_read_pipe(lambda: _PipeReader(buf, done), pipe)
+        self._readers.append((transport, done))
+
+    async def drain(self, name: str) -> None:
+        """Wait for both pipes to reach their end, for a while: stragglers may keep them open after exit."""
+        try:
+            await asyncio.wait_for(asyncio.gather(*(done for _, done in self._readers)), PIPE_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("output pipes of %s still open after exit; closing them", name)
+
+    def close(self) -> None:
+        """Stop reading (closing the pipes); what was read stays in the buffers."""
+        for transport, _ in self._readers:
+            transport.close()
+
+    def result(
+        self, code: int, *, duration: float, timed_out: bool, oom_killed: bool, stderr_note: str = ""
+    ) -> ExecResult:
+        """The command's ExecResult with the captured output; stderr_note is appended to its stderr."""
+        stdout, out_cut = self.stdout.text()
+        stderr, err_cut = self.stderr.text()
+        return ExecResult(
+            exit_code=code,
+            stdout=stdout,
+            stderr=stderr + stderr_note,
+            duration=duration,
+            timed_out=timed_out,
+            oom_killed=oom_killed,
+            stdout_truncated=out_cut,
+            stderr_truncated=err_cut,
+        )
 
 
 def _set_limit(kind: int, value: int) -> None:
@@ -201,89 +258,20 @@ async def run_capped(
     fds_to_close: list[int] | None = None,
 ) -> ExecResult:
     """Run a host command with a wall timeout that kills its whole group, streaming capped output."""
-    loop = asyncio.get_running_loop()
-    out_r, out_w = _pipe()
-    err_r, err_w = _pipe()
-    pending = [os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0)]
-    readers: list[tuple[asyncio.BaseTransport, asyncio.Future[None], CappedBuffer]] = []
+    capture = OutputCapture(output_bytes)
     start = time.monotonic()
-    proc: asyncio.subprocess.Process | None = None
-    try:
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=out_w,
-                stderr=err_w,
-                env=launch.env,
-                cwd=launch.cwd,
-                pass_fds=launch.pass_fds,
-                preexec_fn=launch.preexec,
-                start_new_session=True,
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            if not launch.direct:
-                raise SandboxError(f"cannot start {launch.argv[0]}: {exc}") from exc
-            # Like a shell: 127 when the program is missing, 126 when it cannot be executed.
-            code = 127 if isinstance(exc, FileNotFoundError) else 126
-            for f in pending:
-                f.close()
-            return ExecResult(code, "", f"{launch.argv[0]}: {exc.strerror}\n", time.monotonic() - start)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxError(f"cannot start {launch.argv[0]}: {exc}") from exc
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-            # The child has its copies now; ours would only keep memfds alive.
-            for fd in fds_to_close or ():
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            if fds_to_close:
-                fds_to_close.clear()
-        while pending:
-            buf = CappedBuffer(output_bytes)
-            done: asyncio.Future[None] = loop.create_future()
-            transport, _ = await loop.connect_read_pipe(
-                lambda b=buf, d=done: _PipeReader(b, d),  # type: ignore[misc]
-                pending[0],
-            )
-            pending.pop(0)
-            readers.append((transport, done, buf))
-    except BaseException:
-        for f in pending:
-            f.close()
-        for reader, _, _ in readers:
-            reader.close()
-        if proc is not None:
-            Running(proc).kill()
-        raise
-
+    proc = await _start(launch, stdin, capture, fds_to_close, start)
+    if isinstance(proc, ExecResult):
+        return proc
     running = Running(proc)
     if on_start:
         on_start(running)
     feeder = asyncio.create_task(_feed_stdin(proc, stdin)) if stdin is not None else None
-    timed_out = False
     try:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout)
-        except TimeoutError:
-            timed_out = True
-            running.kill()
-            try:
-                await asyncio.wait_for(proc.wait(), KILL_WAIT_SECONDS)
-            except TimeoutError:
-                raise SandboxError(f"{launch.argv[0]} (pid {proc.pid}) survived SIGKILL") from None
-        if launch.reap_group:
-            # Background children may outlive the command; they share its process group.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        try:
-            await asyncio.wait_for(asyncio.gather(*(d for _, d, _ in readers)), PIPE_GRACE_SECONDS)
-        except TimeoutError:
-            log.warning("output pipes of %s still open after exit; closing them", launch.argv[0])
+        timed_out = await _wait_or_kill(launch, running, timeout)
+        await capture.drain(launch.argv[0])
     finally:
-        for reader, _, _ in readers:
-            reader.close()
+        capture.close()
         if feeder is not None:
             feeder.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -293,19 +281,110 @@ async def run_capped(
             running.kill()
         if on_end:
             on_end(running)
-    stdout, out_cut = readers[0][2].text()
-    stderr, err_cut = readers[1][2].text()
     assert proc.returncode is not None
-    return ExecResult(
-        exit_code=exit_code(proc.returncode),
-        stdout=stdout,
-        stderr=stderr,
+    return capture.result(
+        exit_code(proc.returncode),
         duration=time.monotonic() - start,
         timed_out=timed_out,
         oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
-        stdout_truncated=out_cut,
-        stderr_truncated=err_cut,
     )
+
+
+async def _start(
+    launch: Launch,
+    stdin: bytes | None,
+    capture: OutputCapture,
+    fds_to_close: list[int] | None,
+    start: float,
+) -> asyncio.subprocess.Process | ExecResult:
+    """Spawn the command with its output streaming into `capture`; the result when a direct program cannot run.
+
+    Should anything fail (or be cancelled) on the way, no pipe stays open and no command stays running.
+    """
+    out_r, out_w = _pipe()
+    err_r, err_w = _pipe()
+    stdout, stderr = os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0)
+    try:
+        proc = await _spawn(launch, stdin, out_w, err_w, fds_to_close, start)
+    except BaseException:
+        stdout.close()
+        stderr.close()
+        raise
+    if isinstance(proc, ExecResult):
+        stdout.close()
+        stderr.close()
+        return proc
+    try:
+        await capture.attach(stdout, stderr)
+    except BaseException:
+        capture.close()
+        Running(proc).kill()
+        raise
+    return proc
+
+
+async def _spawn(
+    launch: Launch,
+    stdin: bytes | None,
+    out_w: int,
+    err_w: int,
+    fds_to_close: list[int] | None,
+    start: float,
+) -> asyncio.subprocess.Process | ExecResult:
+    """Start the command writing to out_w and err_w, then close the host's copies of what it inherited.
+
+    A direct program that cannot be executed gives the shell's result (127 or 126); any other failure
+    to start is a SandboxError.
+    """
+    try:
+        return await asyncio.create_subprocess_exec(
+            *launch.argv,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=err_w,
+            env=launch.env,
+            cwd=launch.cwd,
+            pass_fds=launch.pass_fds,
+            preexec_fn=launch.preexec,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        if not launch.direct:
+            raise SandboxError(f"cannot start {launch.argv[0]}: {exc}") from exc
+        # Like a shell: 127 when the program is missing, 126 when it cannot be executed.
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        return ExecResult(code, "", f"{launch.argv[0]}: {exc.strerror}\n", time.monotonic() - start)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxError(f"cannot start {launch.argv[0]}: {exc}") from exc
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+        # The child has its copies now; ours would only keep memfds alive.
+        for fd in fds_to_close or ():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if fds_to_close:
+            fds_to_close.clear()
+
+
+async def _wait_or_kill(launch: Launch, running: Running, timeout: float) -> bool:
+    """Wait for the command; past its wall timeout kill its group. Whether the timeout struck."""
+    proc = running.proc
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout)
+    except TimeoutError:
+        timed_out = True
+        running.kill()
+        try:
+            await asyncio.wait_for(proc.wait(), KILL_WAIT_SECONDS)
+        except TimeoutError:
+            raise SandboxError(f"{launch.argv[0]} (pid {proc.pid}) survived SIGKILL") from None
+    if launch.reap_group:
+        # Background children may outlive the command; they share its process group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return timed_out
 
 
 async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes) -> None:

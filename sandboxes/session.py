@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sandboxes.base import ExecResult, SandboxError
 from sandboxes.cgroups import SandboxCgroup
-from sandboxes.process import PIPE_GRACE_SECONDS, CappedBuffer, Launch, _pipe, _PipeReader, exit_code
+from sandboxes.process import CappedBuffer, Launch, OutputCapture, _pipe, _PipeReader, exit_code
 
 log = logging.getLogger(__name__)
 
@@ -164,101 +164,100 @@ class WarmSession:
         cgroup: SandboxCgroup | None,
     ) -> ExecResult:
         """Run one command through the agent; same result shape and guarantees as process.run_capped."""
+        await self._take()
+        start = time.monotonic()
+        oom_before = cgroup.oom_kills() if cgroup is not None else 0
+        out_r, out_w = _pipe()
+        err_r, err_w = _pipe()
+        give = [out_w, err_w]
+        in_r = in_w = -1
+        if stdin is not None:
+            in_r, in_w = _pipe()
+            give.append(in_r)
+        self._send(argv, env, cwd, give=give, keep=[out_r, err_r, in_w])
+        capture = OutputCapture(output_bytes)
+        status, timed_out = await self._follow(argv[0], capture, out_r, err_r, in_w, stdin, timeout)
+        note = ""
+        if status is None:
+            code = SESSION_LOST
+            note = "\n[reprobot: the sandbox session ended during this command]\n"
+        else:
+            code = exit_code(os.waitstatus_to_exitcode(status))
+        return capture.result(
+            code,
+            duration=time.monotonic() - start,
+            timed_out=timed_out,
+            oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
+            stderr_note=note,
+        )
+
+    async def _take(self) -> None:
+        """Free the session for a new command; SandboxError when it is closed."""
         if self.resident is not None:
             # One command at a time: a resident one (a pytest server) gives the session back first.
             await self.resident.close()
         if self.dead:
             raise SandboxError("warm session is closed")
-        loop = asyncio.get_running_loop()
-        start = time.monotonic()
-        oom_before = cgroup.oom_kills() if cgroup is not None else 0
-        out_r, out_w = _pipe()
-        err_r, err_w = _pipe()
-        send = [out_w, err_w]
-        in_r = in_w = -1
-        if stdin is not None:
-            in_r, in_w = _pipe()
-            send.append(in_r)
+
+    def _send(self, argv: list[str], env: dict[str, str], cwd: str, *, give: list[int], keep: list[int]) -> None:
+        """Hand a command to the agent with the pipe ends it gets (`give`, closed here once sent).
+
+        When the agent is gone, the host's ends (`keep`; -1 for none) are closed too, the session is killed
+        and SandboxError raised.
+        """
         request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
         try:
-            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", send))])
+            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", give))])
         except OSError as exc:
-            for fd in (out_r, err_r, in_w):
+            for fd in keep:
                 if fd >= 0:
                     os.close(fd)
             self.kill()
             raise SandboxError(f"warm session is gone: {exc}") from exc
         finally:
-            for fd in send:
+            for fd in give:
                 os.close(fd)
-        readers: list[tuple[asyncio.BaseTransport, asyncio.Future[None], CappedBuffer]] = []
-        transport: asyncio.BaseTransport
+
+    async def _follow(
+        self,
+        name: str,
+        capture: OutputCapture,
+        out_r: int,
+        err_r: int,
+        in_w: int,
+        stdin: bytes | None,
+        timeout: float,
+    ) -> tuple[int | None, bool]:
+        """Read the sent command's output and feed its stdin until the agent reports its wait status.
+
+        Returns (status, timed out); status None when the session was lost (it is then killed).
+        """
         feeder: asyncio.Task[None] | None = None
-        timed_out = False
-        status: int | None = None
         try:
-            for fd in (out_r, err_r):
-                buf = CappedBuffer(output_bytes)
-                done: asyncio.Future[None] = loop.create_future()
-                transport, _ = await loop.connect_read_pipe(
-                    lambda b=buf, d=done: _PipeReader(b, d),  # type: ignore[misc]
-                    os.fdopen(fd, "rb", buffering=0),
-                )
-                readers.append((transport, done, buf))
+            await capture.attach(os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0))
             if stdin is not None:
                 feeder = asyncio.create_task(_feed(in_w, stdin))
                 in_w = -1
-            try:
-                reply = await asyncio.wait_for(loop.sock_recv(self.sock, 4096), timeout)
-            except TimeoutError:
-                timed_out = True
-                with contextlib.suppress(OSError):
-                    self.sock.send(b"kill")
-                try:
-                    reply = await asyncio.wait_for(loop.sock_recv(self.sock, 4096), KILL_WAIT_SECONDS)
-                except (TimeoutError, OSError):
-                    reply = b""
-            except OSError:
-                reply = b""
+            reply, timed_out = await _reply_or_kill(self.sock, timeout)
             status = _status(reply)
             if status is None:
                 # The agent died or did not answer the kill: end the session, nothing of it survives.
-                log.warning("warm sandbox session lost during %s; killing it", argv[0])
+                log.warning("warm sandbox session lost during %s; killing it", name)
                 self.kill()
-            try:
-                await asyncio.wait_for(asyncio.gather(*(d for _, d, _ in readers)), PIPE_GRACE_SECONDS)
-            except TimeoutError:
-                log.warning("output pipes of %s still open after exit; closing them", argv[0])
+            await capture.drain(name)
         except BaseException:
             # Cancelled (or failed) mid-command: never leave the command behind.
             self.kill()
             raise
         finally:
-            for transport, _, _ in readers:
-                transport.close()
+            capture.close()
             if in_w >= 0:
                 os.close(in_w)
             if feeder is not None:
                 feeder.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await feeder
-        stdout, out_cut = readers[0][2].text()
-        stderr, err_cut = readers[1][2].text()
-        if status is None:
-            code = SESSION_LOST
-            stderr += "\n[reprobot: the sandbox session ended during this command]\n"
-        else:
-            code = exit_code(os.waitstatus_to_exitcode(status))
-        return ExecResult(
-            exit_code=code,
-            stdout=stdout,
-            stderr=stderr,
-            duration=time.monotonic() - start,
-            timed_out=timed_out,
-            oom_killed=cgroup is not None and cgroup.oom_kills() > oom_before,
-            stdout_truncated=out_cut,
-            stderr_truncated=err_cut,
-        )
+        return status, timed_out
 
     async def open(
         self, argv: list[str], *, env: dict[str, str], cwd: str, ready_timeout: float = START_SECONDS
@@ -268,27 +267,13 @@ class WarmSession:
         It holds the session until closed (any run() closes it first). Its first line must be
         `{"ready": ...}`; SandboxError (with what it said on stderr) when it is not.
         """
-        if self.resident is not None:
-            await self.resident.close()
-        if self.dead:
-            raise SandboxError("warm session is closed")
+        await self._take()
         loop = asyncio.get_running_loop()
         in_r, in_w = _pipe()
         out_r, out_w = _pipe()
         err_r, err_w = _pipe()
-        request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
-        try:
-            # The agent's order: stdout, stderr, then stdin.
-            fds = array.array("i", [out_w, err_w, in_r])
-            self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-        except OSError as exc:
-            for fd in (in_w, out_r, err_r):
-                os.close(fd)
-            self.kill()
-            raise SandboxError(f"warm session is gone: {exc}") from exc
-        finally:
-            for fd in (out_w, err_w, in_r):
-                os.close(fd)
+        # The agent's order: stdout, stderr, then stdin.
+        self._send(argv, env, cwd, give=[out_w, err_w, in_r], keep=[in_w, out_r, err_r])
         resident = ResidentCommand(self, argv[0])
         self.resident = resident
         try:
@@ -415,21 +400,16 @@ class ResidentCommand:
         session = self.session
         if self._stdin is not None:
             self._stdin.close()
-        loop = asyncio.get_running_loop()
         reply = b""
         try:
             if not session.dead:
                 try:
                     if kill:
                         session.sock.send(b"kill")
-                    reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), wait)
-                except TimeoutError:
-                    with contextlib.suppress(OSError):
-                        session.sock.send(b"kill")
-                    with contextlib.suppress(TimeoutError, OSError):
-                        reply = await asyncio.wait_for(loop.sock_recv(session.sock, 4096), KILL_WAIT_SECONDS)
                 except OSError:
-                    reply = b""
+                    pass  # the agent is gone: no status will come
+                else:
+                    reply, _ = await _reply_or_kill(session.sock, wait)
                 if _status(reply) is None:
                     log.warning("warm sandbox session lost while ending %s; killing it", self.name)
                     session.kill()
@@ -439,6 +419,26 @@ class ResidentCommand:
             raise
         finally:
             self.release()
+
+
+async def _reply_or_kill(sock: socket.socket, timeout: float) -> tuple[bytes, bool]:
+    """The agent's reply for the running command, and whether the timeout struck.
+
+    Past the timeout the agent is told to kill the command's tree and given KILL_WAIT_SECONDS to report;
+    b"" when the agent is gone or does not answer.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        return await asyncio.wait_for(loop.sock_recv(sock, 4096), timeout), False
+    except TimeoutError:
+        with contextlib.suppress(OSError):
+            sock.send(b"kill")
+        try:
+            return await asyncio.wait_for(loop.sock_recv(sock, 4096), KILL_WAIT_SECONDS), True
+        except (TimeoutError, OSError):
+            return b"", True
+    except OSError:
+        return b"", False
 
 
 def _status(reply: bytes) -> int | None:

@@ -475,25 +475,15 @@ async def reproduce_game(
         # The rules' second attempt swaps "use"; with a model, the rules' first attempt is iteration 2.
         rules_round = iteration - 1 if action_model is not None else iteration
         actor = ActionModel(swap_use=rules_round % 2 == 0)
-        prefix = f"it{iteration}-"
         try:
             await driver.start()
             try:
                 if iteration == 1:
-                    kb = KnowledgeBase(await driver.knowledge())
-                    steps, result.extractor = await _synthesize(issue_text, kb, model, lines)
-                    result.steps = [s.to_json() for s in steps]
-                    result.knowledge = [h for s in steps for h in kb.search(s.source, k=2)][:8]
-                    lines.append(
-                        f"{len(steps)} step(s) synthesized ({result.extractor}, {len(kb.entries)} known things, "
-                        f"{kb.version}); "
-                        f"crash signature wanted: {json.dumps(judge.signature)}; "
-                        f"oracle text: {json.dumps(judge.spec.to_json())}"
-                    )
+                    steps = await _plan(issue_text, driver, model, judge, result, lines)
                     if not steps:
                         result.reasons.append("the report has no step the agent can turn into game actions")
                         break
-                session = _Session(driver, out_dir, judge, prefix, lines)
+                session = _Session(driver, out_dir, judge, f"it{iteration}-", lines)
                 state = await session.begin()
                 if action_model is not None and iteration == 1:
                     await _model_iteration(
@@ -508,23 +498,10 @@ async def reproduce_game(
                         context_turns=context_turns,
                         images=model_images,
                     )
-                    steps_left: list[GameStep] = []
                 else:
-                    steps_left = steps
-                for step in steps_left:
-                    # Two passes at most: an interaction whose target is not around spawns it first, then aims.
-                    for _pass in range(2):
-                        if session.verdict is not None or time.monotonic() > deadline:
-                            break
-                        macros = actor.macros(step, state)
-                        for action in macros:
-                            state = await session.do(action)
-                            if session.verdict is not None:
-                                break
-                        if step.kind not in ("rightclick", "punch") or any(m["action"] == "click" for m in macros):
-                            break
+                    await _play_steps(session, state, steps, actor, deadline)
                 if session.verdict is None:  # a crash can take a moment to reach the log
-                    state = await session.do({"action": "wait", "seconds": 1.0})
+                    await session.do({"action": "wait", "seconds": 1.0})
             finally:
                 await driver.stop()
         except GameDriverError as exc:
@@ -534,14 +511,58 @@ async def reproduce_game(
         if session.verdict is not None:
             break
         lines.append(f"iteration {iteration}: every step ran and no oracle fired")
-    if session is not None and session.verdict is not None:
-        status = "reproduced"
-    elif not steps:
-        status = "abstained"
-    else:
-        status = "not_reproduced"
-        result.reasons.append(f"{result.iterations} iteration(s) ran and no oracle fired")
+    status = _final_status(result, session, steps)
     return _finish(result, session, out_dir, lines, started, status, judge=judge, game=driver.name)
+
+
+async def _plan(
+    issue_text: str,
+    driver: GameDriver,
+    model: Complete | None,
+    judge: _Judge,
+    result: GameReproResult,
+    lines: list[str],
+) -> list[GameStep]:
+    """The report's steps, from what the running game knows; recorded in the result and the log."""
+    kb = KnowledgeBase(await driver.knowledge())
+    steps, result.extractor = await _synthesize(issue_text, kb, model, lines)
+    result.steps = [s.to_json() for s in steps]
+    result.knowledge = [h for s in steps for h in kb.search(s.source, k=2)][:8]
+    lines.append(
+        f"{len(steps)} step(s) synthesized ({result.extractor}, {len(kb.entries)} known things, "
+        f"{kb.version}); "
+        f"crash signature wanted: {json.dumps(judge.signature)}; "
+        f"oracle text: {json.dumps(judge.spec.to_json())}"
+    )
+    return steps
+
+
+async def _play_steps(
+    session: _Session, state: GameState, steps: list[GameStep], actor: ActionModel, deadline: float
+) -> None:
+    """Play each step's macros until an oracle fires or the time is up."""
+    for step in steps:
+        # Two passes at most: an interaction whose target is not around spawns it first, then aims.
+        for _pass in range(2):
+            if session.verdict is not None or time.monotonic() > deadline:
+                break
+            macros = actor.macros(step, state)
+            for action in macros:
+                state = await session.do(action)
+                if session.verdict is not None:
+                    break
+            if step.kind not in ("rightclick", "punch") or any(m["action"] == "click" for m in macros):
+                break
+
+
+def _final_status(result: GameReproResult, session: _Session | None, steps: list[GameStep]) -> str:
+    """reproduced, abstained (no steps) or not_reproduced (then the reason is added)."""
+    if session is not None and session.verdict is not None:
+        return "reproduced"
+    if not steps:
+        return "abstained"
+    result.reasons.append(f"{result.iterations} iteration(s) ran and no oracle fired")
+    return "not_reproduced"
 
 
 async def _model_iteration(

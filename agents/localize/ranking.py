@@ -6,7 +6,7 @@ import ast
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 #: Inside every sandbox backend the repository is mounted here (see sandboxes.base.WORKSPACE_MOUNT).
 _WORKSPACE_PREFIX = "/workspace/"
@@ -227,15 +227,22 @@ def all_contexts(coverage: Mapping[str, Mapping[int, set[str]]]) -> set[str]:
     return {c for lines in coverage.values() for tests in lines.values() for c in tests}
 
 
+def _parse(source: str) -> ast.Module | None:
+    """The module's syntax tree; None for source that does not parse (a file mid-edit, another dialect)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def statement_starts(source: str) -> dict[int, int]:
     """Map each line of a simple statement or compound header to that statement's first line.
 
     Tracebacks point at the failing sub-expression's line, coverage at the statement's first line;
     normalizing both to the statement start merges them into one location.
     """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = _parse(source)
+    if tree is None:
         return {}
     starts: dict[int, int] = {}
     for node in ast.walk(tree):
@@ -252,9 +259,8 @@ def statement_starts(source: str) -> dict[int, int]:
 
 def definition_lines(source: str) -> set[int]:
     """First lines of def/class statements and their decorators."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = _parse(source)
+    if tree is None:
         return set()
     lines: set[int] = set()
     for node in ast.walk(tree):
@@ -292,55 +298,101 @@ def rank_statements(
     after its top locations without reordering those.
     """
 
-    def eligible(file: str) -> bool:
-        return file not in test_files and (not repo_files or file in repo_files)
-
     # With fold=False each line of a multi-line statement stays its own location: the fix search then mutates
     # one line's sub-expressions at a time instead of sharing one budget across the whole statement.
     starts = {f: statement_starts(s) for f, s in (sources or {}).items()} if fold else {}
     headers = {f: definition_lines(s) for f, s in (sources or {}).items()}
-
-    def key(file: str, line: int) -> tuple[str, int]:
-        return file, starts.get(file, {}).get(line, line)
-
-    scores: dict[tuple[str, int], float] = {}
-    reasons: dict[tuple[str, int], list[str]] = {}
-    for (file, line), score in sbfl.items():
-        if eligible(file) and score > 0:
-            k = key(file, line)
-            if score > scores.get(k, 0.0):
-                scores[k] = score
-            reasons.setdefault(k, []).append(f"ochiai={score:.3f}")
-    boosts: dict[tuple[str, int], float] = {}
-    best_rank: dict[tuple[str, int], int] = {}
-    for trace in _split_traces([_in_repo(f, repo_files) for f in frames]):
-        relevant = [f for f in trace if eligible(f.file)]
-        relevant.sort(key=lambda f: f.depth)
-        for rank, frame in enumerate(relevant):
-            k = key(frame.file, frame.line)
-            boost = FRAME_BOOST / (rank + 1)
-            if boost > boosts.get(k, 0.0):
-                boosts[k] = boost
-            best_rank[k] = min(best_rank.get(k, rank), rank)
-    for k, boost in boosts.items():
-        scores[k] = scores.get(k, 0.0) + boost
-        where = "deepest frame" if best_rank[k] == 0 else f"frame #{best_rank[k] + 1} from the deepest"
-        reasons.setdefault(k, []).append(f"traceback {where} (+{boost:.3f})")
+    tally = _Tally(repo_files, test_files, starts)
+    tally.add_sbfl(sbfl)
+    best_rank = tally.add_frames(frames)
     named = set(mentioned)
-    # The functions the user writes about ("`parse_row` drops the last field", a call in the snippet).
-    in_named = {f: named_function_lines(s, named) for f, s in (sources or {}).items() if eligible(f)} if named else {}
-    for file, lines in in_named.items():
-        for k in {key(file, line) for line in lines & _statement_lines(sources or {}, file)}:
-            scores[k] = scores.get(k, 0.0) + NAMED_BOOST
-            reasons.setdefault(k, []).append(f"in a function the report names (+{NAMED_BOOST:.3f})")
-    for file, text in (noted or {}).items():
-        if not named or not eligible(file) or file in in_named:
-            continue
-        for line in named_function_lines(text, named) & _statement_lines(noted or {}, file):
-            if (file, line) in scores:
-                reasons.setdefault((file, line), []).append(NAMED_NOTE)
+    in_named = tally.add_named(sources or {}, named)
+    tally.note_named(noted or {}, named, in_named)
     # A nested `def` line runs at call time and scores, but there is nothing in it to repair.
-    scores = {k: v for k, v in scores.items() if k[1] not in headers.get(k[0], ())}
+    scores = {k: v for k, v in tally.scores.items() if k[1] not in headers.get(k[0], ())}
+    ordered = _order(scores, best_rank, named, in_named)
+    ordered = _interleave_frames(ordered, scores, best_rank, tally.reasons)
+    return [Location(f, ln, round(scores[(f, ln)], 6), tuple(tally.reasons[(f, ln)])) for f, ln in ordered[:top]]
+
+
+@dataclass
+class _Tally:
+    """Scores, and the reasons behind them, of the statements in the files that count."""
+
+    repo_files: set[str]
+    test_files: set[str]
+    #: file -> {line: first line of its statement}; lines of files not in it stand for themselves.
+    starts: Mapping[str, Mapping[int, int]]
+    scores: dict[tuple[str, int], float] = field(default_factory=dict)
+    reasons: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+
+    def eligible(self, file: str) -> bool:
+        """Whether lines of `file` may be ranked: a repo file (any, when none are known), not a test file."""
+        return file not in self.test_files and (not self.repo_files or file in self.repo_files)
+
+    def key(self, file: str, line: int) -> tuple[str, int]:
+        """The statement a line belongs to."""
+        return file, self.starts.get(file, {}).get(line, line)
+
+    def note(self, key: tuple[str, int], reason: str) -> None:
+        """Record why a statement ranks."""
+        self.reasons.setdefault(key, []).append(reason)
+
+    def add_sbfl(self, sbfl: Mapping[tuple[str, int], float]) -> None:
+        """Ochiai scores; a statement keeps the best of its lines."""
+        for (file, line), score in sbfl.items():
+            if self.eligible(file) and score > 0:
+                k = self.key(file, line)
+                if score > self.scores.get(k, 0.0):
+                    self.scores[k] = score
+                self.note(k, f"ochiai={score:.3f}")
+
+    def add_frames(self, frames: Iterable[Frame]) -> dict[tuple[str, int], int]:
+        """Boost traceback frames (the deepest most); returns each frame's best rank, 0 for the deepest."""
+        boosts: dict[tuple[str, int], float] = {}
+        best_rank: dict[tuple[str, int], int] = {}
+        for trace in _split_traces([_in_repo(f, self.repo_files) for f in frames]):
+            relevant = [f for f in trace if self.eligible(f.file)]
+            relevant.sort(key=lambda f: f.depth)
+            for rank, frame in enumerate(relevant):
+                k = self.key(frame.file, frame.line)
+                boost = FRAME_BOOST / (rank + 1)
+                if boost > boosts.get(k, 0.0):
+                    boosts[k] = boost
+                best_rank[k] = min(best_rank.get(k, rank), rank)
+        for k, boost in boosts.items():
+            self.scores[k] = self.scores.get(k, 0.0) + boost
+            where = "deepest frame" if best_rank[k] == 0 else f"frame #{best_rank[k] + 1} from the deepest"
+            self.note(k, f"traceback {where} (+{boost:.3f})")
+        return best_rank
+
+    def add_named(self, sources: Mapping[str, str], named: set[str]) -> dict[str, set[int]]:
+        """Boost the statements of functions the report names; returns their lines per file."""
+        # The functions the user writes about ("`parse_row` drops the last field", a call in the snippet).
+        in_named = {f: named_function_lines(s, named) for f, s in sources.items() if self.eligible(f)} if named else {}
+        for file, lines in in_named.items():
+            for k in {self.key(file, line) for line in lines & _statement_lines(sources, file)}:
+                self.scores[k] = self.scores.get(k, 0.0) + NAMED_BOOST
+                self.note(k, f"in a function the report names (+{NAMED_BOOST:.3f})")
+        return in_named
+
+    def note_named(self, noted: Mapping[str, str], named: set[str], in_named: Mapping[str, set[int]]) -> None:
+        """Mark (without a boost) scored statements of named functions in the `noted` files."""
+        for file, text in noted.items():
+            if not named or not self.eligible(file) or file in in_named:
+                continue
+            for line in named_function_lines(text, named) & _statement_lines(noted, file):
+                if (file, line) in self.scores:
+                    self.note((file, line), NAMED_NOTE)
+
+
+def _order(
+    scores: Mapping[tuple[str, int], float],
+    best_rank: Mapping[tuple[str, int], int],
+    named: set[str],
+    in_named: Mapping[str, set[int]],
+) -> list[tuple[str, int]]:
+    """Statements by score; ties by deeper frame, then named files and functions, then file and line."""
 
     # A small suite covers every line with the same tests, so Ochiai ties are common; the file the user
     # talks about is the better guess than the alphabetically first one.
@@ -351,12 +403,10 @@ def rank_statements(
     def outside_named(file: str, line: int) -> bool:
         return line not in in_named.get(file, ())
 
-    ordered = sorted(
+    return sorted(
         scores,
         key=lambda k: (-scores[k], best_rank.get(k, 1 << 30), unnamed(k[0]), outside_named(*k), k[0], k[1]),
     )
-    ordered = _interleave_frames(ordered, scores, best_rank, reasons)
-    return [Location(f, ln, round(scores[(f, ln)], 6), tuple(reasons[(f, ln)])) for f, ln in ordered[:top]]
 
 
 def _interleave_frames(
@@ -420,9 +470,8 @@ def _in_repo(frame: Frame, repo_files: set[str]) -> Frame:
 
 def named_function_lines(source: str, names: set[str]) -> set[int]:
     """Lines inside functions (or methods) whose name, or `Class.name`, is among `names`."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = _parse(source)
+    if tree is None:
         return set()
     lines: set[int] = set()
     for node in ast.walk(tree):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from dataclasses import dataclass
 
 from agents.reading import IssueFacts, quiet_literal, quiet_parse
-from agents.reproduce.code import Reproduction
-from agents.reproduce.types import Symptom
+from agents.reproduce.types import Check, Reproduction, Symptom
 
 #: Stands for the variable holding the observed value in check lines; a control character never appears in
 #: a repr, in unparsed source or in cleaned report text, so replacing it cannot touch a quoted value.
@@ -37,17 +35,6 @@ _BUILTIN_EXCS = frozenset(
     for n in dir(builtins)
     if isinstance(getattr(builtins, n), type) and issubclass(getattr(builtins, n), BaseException)
 )
-
-
-@dataclass(frozen=True)
-class Check:
-    """One way to turn a reproduction into a failing assertion."""
-
-    lines: tuple[str, ...]
-    symptom: Symptom
-    summary: str
-    fixture: str = ""
-    weak: bool = False
 
 
 def value_source(text: str) -> str | None:

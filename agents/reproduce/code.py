@@ -6,39 +6,15 @@ import ast
 import builtins
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Literal
 
 from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
-from agents.reproduce.files import ListedFile
-
-#: How the report showed the observed value: print() shows str, a REPL shows repr, prose names the value.
-ValueForm = Literal["str", "repr", "value"]
+from agents.reproduce.types import Reproduction, ValueForm
 
 _BUILTINS = frozenset(dir(builtins))
 _TEST_PART = re.compile(r"^(?:tests?|testing)$")
 _NOT_MODULES = frozenset({"setup", "conftest", "noxfile", "fabfile", "manage", "__main__"})
 _PARSE_ERRORS = (SyntaxError, ValueError, MemoryError, RecursionError)
-
-
-@dataclass(frozen=True)
-class Reproduction:
-    """Statements that reproduce the report, and the expression whose value the report observed."""
-
-    origin: str
-    imports: tuple[str, ...]
-    setup: tuple[str, ...]
-    observed: str | None
-    form: ValueForm
-    program: tuple[str, ...] = ()
-    unresolved: tuple[str, ...] = field(default=())
-    #: This observation's own expected and reported values, when the report pairs several calls with
-    #: several values; None means the report's single expected/actual value applies.
-    expected: str | None = None
-    actual: str | None = None
-    #: Files the report lists that the reproduction reads; the test creates them first.
-    files: tuple[ListedFile, ...] = ()
 
 
 def parse_statements(code: str) -> tuple[list[ast.stmt], str] | None:

@@ -15,23 +15,15 @@ the bug. The listing is read only when its top folder is named in the snippet.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+from agents.reproduce.types import ListedFile
 
 #: Box-drawing prefixes of `tree` output ("├── ", "│   ", "└── ") count as indentation.
 _TREE_DRAWING = re.compile(r"[│├└─┬┼|`\\+-]+\s")
 _ENTRY = re.compile(r"^(?P<name>\S+)(?:\s{2,}(?P<content>\S.*))?$")
 _EXECUTABLE = re.compile(r"^\((?:executable|chmod \+x|\+x)\)\s*", re.I)
 _SCRIPT_SUFFIXES = frozenset({".sh", ".bash"})
-
-
-@dataclass(frozen=True)
-class ListedFile:
-    """One file of a listing: path relative to the test's folder, its text, and whether it is executable."""
-
-    path: str
-    text: str
-    executable: bool = False
 
 
 def listed_files(block: str) -> tuple[ListedFile, ...]:

@@ -12,10 +12,8 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, is_expression, quiet_parse
-from agents.reproduce.checks import VAR, Check, checks_for, value_source
+from agents.reproduce.checks import VAR, checks_for, value_source
 from agents.reproduce.code import (
-    Reproduction,
-    ValueForm,
     aligned_repl,
     attribute_bases,
     free_names,
@@ -29,7 +27,7 @@ from agents.reproduce.code import (
 from agents.reproduce.console import console_brts
 from agents.reproduce.files import files_for_program, write_lines
 from agents.reproduce.symptom import symptom_matches
-from agents.reproduce.types import BrtCandidate, Symptom
+from agents.reproduce.types import BrtCandidate, Check, Reproduction, Symptom, ValueForm
 
 __all__ = [
     "BrtCandidate",

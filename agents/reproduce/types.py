@@ -1,11 +1,13 @@
-"""The bug reproduction test candidate that synthesis produces and the symptom check judges."""
+"""The types the reproduction modules share: a reproduction, its checks and files, and the BRT candidate."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Symptom = Literal["wrong_value", "exception", "hang"]
+#: How the report showed the observed value: print() shows str, a REPL shows repr, prose names the value.
+ValueForm = Literal["str", "repr", "value"]
 
 
 @dataclass(frozen=True)
@@ -21,3 +23,42 @@ class BrtCandidate:
     #: The value the report shows for this candidate's own call, when it differs from the report's
     #: overall actual value (a multi-call session compared call by call).
     reported_actual: str | None = None
+
+
+@dataclass(frozen=True)
+class ListedFile:
+    """One file of a listing: path relative to the test's folder, its text, and whether it is executable."""
+
+    path: str
+    text: str
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """Statements that reproduce the report, and the expression whose value the report observed."""
+
+    origin: str
+    imports: tuple[str, ...]
+    setup: tuple[str, ...]
+    observed: str | None
+    form: ValueForm
+    program: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = field(default=())
+    #: This observation's own expected and reported values, when the report pairs several calls with
+    #: several values; None means the report's single expected/actual value applies.
+    expected: str | None = None
+    actual: str | None = None
+    #: Files the report lists that the reproduction reads; the test creates them first.
+    files: tuple[ListedFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """One way to turn a reproduction into a failing assertion."""
+
+    lines: tuple[str, ...]
+    symptom: Symptom
+    summary: str
+    fixture: str = ""
+    weak: bool = False

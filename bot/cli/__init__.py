@@ -70,74 +70,13 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    from bot.cli.env import DIRECT_REFERENCES_HELP
-
     parser = _Parser(prog="reprobot", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    def job_args(p: argparse.ArgumentParser, repo_required: bool = True) -> None:
-        p.add_argument("--repo", required=repo_required, type=absolute_path, help="a git repository on disk")
-        p.add_argument("--issue", required=True, type=absolute_path, help="markdown file: '# title', then the body")
-        p.add_argument("--sandbox", choices=["bwrap", "docker", "none"], help="sandbox backend (default bwrap)")
-        p.add_argument("--allow-dirty", action="store_true", help="work from HEAD even if the tree is dirty")
-        p.add_argument("--out", type=output_dir, help="folder for pr.md / comment.md / result.json")
-        p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-        p.add_argument("--timeout", type=float_range(1, 7200), help="wall seconds for one test-suite run (1-7200)")
-        p.add_argument("--allow-direct-references", action="store_true", help=DIRECT_REFERENCES_HELP)
-
-    fix = sub.add_parser("fix", help="fix a bug report: a branch with fix + bug reproduction test")
-    job_args(fix)
-    fix.add_argument(
-        "--trajectories", "-M", type=int_range(1, MAX_TRAJECTORIES), help="parallel searches (1-32, default 4)"
-    )
-    fix.add_argument(
-        "--agent",
-        choices=["classic", "llm", "auto", "mixed"],
-        help="classic (no model; the default), llm, auto (llm when a model is configured) or mixed (alternate both)",
-    )
-    fix.add_argument(
-        "--strategy",
-        choices=["freeform", "tdd", "tld", "fix-only", "brt-only"],
-        help="cogeneration strategy of llm trajectories (default freeform)",
-    )
-    fix.add_argument("--llm-reviewers", action="store_true", help="add the spec and BRT-relevance model reviewers")
-    fix.add_argument("--llm-abstention", action="store_true", help="combine the model's estimate with the rules")
-    fix.add_argument("--selector", help="patch selector (default ranked)")
-    fix.add_argument("--no-branch", action="store_true", help="do not create the branch, only write files")
-
-    rep = sub.add_parser("reproduce", help="reproduce a bug report: a failing test and how to run it")
-    job_args(rep, repo_required=False)  # --repo, or --app-url for the app reproduction agent
-    rep.add_argument(
-        "--agent",
-        choices=["classic", "llm", "auto"],
-        help="classic (a synthesized test; default), llm (the model writes it: brt-only) or auto (llm with a model)",
-    )
-
-    ev = sub.add_parser("eval", help="run a benchmark directory and score it against its oracles")
-    ev.add_argument("--bench", required=True, type=absolute_path)
-    ev.add_argument("--agent", default="classic")
-    ev.add_argument("--strategy", default="freeform")
-    ev.add_argument("--trajectories", "-M", type=int_range(1, MAX_TRAJECTORIES), default=8, help="1-32 (default 8)")
-    ev.add_argument("--k", type=k_list, default="1,5,M", help="comma-separated k values; M means the trajectory count")
-    ev.add_argument("--out", type=output_dir, default="eval-out", help="folder for the results (eval-out)")
-    ev.add_argument("--jobs", type=int_range(1, 64), default=1, help="cases run at once (1-64)")
-    ev.add_argument("--cases", default="", help="comma-separated case names to run (default all)")
-    ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
-
-    doc = sub.add_parser("doctor", help="check the machine: store, sandboxes, chromium, disk, model endpoint")
-    doc.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
-
-    serve = sub.add_parser("serve", help="run the GitHub App web server (webhooks, health)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int_range(1, 65535), default=8000, help="1-65535 (default 8000)")
-    serve.add_argument(
-        "--workers", type=int_range(0, 64), default=0, help="job slots run inside this process (0-64, default 0)"
-    )
-    worker = sub.add_parser("worker", help="run queued jobs (GitHub App)")
-    worker.add_argument("--concurrency", type=int_range(1, 64), help="jobs at once (1-64, default REPROBOT_WORKERS)")
-    app = sub.add_parser("app", help="GitHub App helpers")
-    app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
+    _add_fix_parser(sub)
+    rep = _add_reproduce_parser(sub)
+    _add_eval_parser(sub)
+    _add_service_parsers(sub)
     from bot.cli.env import add_parsers
 
     add_parsers(sub)
@@ -157,6 +96,82 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_game_args(rep, replay)
     return parser
+
+
+def _job_args(p: argparse.ArgumentParser, repo_required: bool = True) -> None:
+    """The options of a job on a local repository (`fix`, `reproduce`)."""
+    from bot.cli.env import DIRECT_REFERENCES_HELP
+
+    p.add_argument("--repo", required=repo_required, type=absolute_path, help="a git repository on disk")
+    p.add_argument("--issue", required=True, type=absolute_path, help="markdown file: '# title', then the body")
+    p.add_argument("--sandbox", choices=["bwrap", "docker", "none"], help="sandbox backend (default bwrap)")
+    p.add_argument("--allow-dirty", action="store_true", help="work from HEAD even if the tree is dirty")
+    p.add_argument("--out", type=output_dir, help="folder for pr.md / comment.md / result.json")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.add_argument("--timeout", type=float_range(1, 7200), help="wall seconds for one test-suite run (1-7200)")
+    p.add_argument("--allow-direct-references", action="store_true", help=DIRECT_REFERENCES_HELP)
+
+
+def _add_fix_parser(sub: Any) -> None:
+    fix = sub.add_parser("fix", help="fix a bug report: a branch with fix + bug reproduction test")
+    _job_args(fix)
+    fix.add_argument(
+        "--trajectories", "-M", type=int_range(1, MAX_TRAJECTORIES), help="parallel searches (1-32, default 4)"
+    )
+    fix.add_argument(
+        "--agent",
+        choices=["classic", "llm", "auto", "mixed"],
+        help="classic (no model; the default), llm, auto (llm when a model is configured) or mixed (alternate both)",
+    )
+    fix.add_argument(
+        "--strategy",
+        choices=["freeform", "tdd", "tld", "fix-only", "brt-only"],
+        help="cogeneration strategy of llm trajectories (default freeform)",
+    )
+    fix.add_argument("--llm-reviewers", action="store_true", help="add the spec and BRT-relevance model reviewers")
+    fix.add_argument("--llm-abstention", action="store_true", help="combine the model's estimate with the rules")
+    fix.add_argument("--selector", help="patch selector (default ranked)")
+    fix.add_argument("--no-branch", action="store_true", help="do not create the branch, only write files")
+
+
+def _add_reproduce_parser(sub: Any) -> argparse.ArgumentParser:
+    rep = sub.add_parser("reproduce", help="reproduce a bug report: a failing test and how to run it")
+    _job_args(rep, repo_required=False)  # --repo, or --app-url for the app reproduction agent
+    rep.add_argument(
+        "--agent",
+        choices=["classic", "llm", "auto"],
+        help="classic (a synthesized test; default), llm (the model writes it: brt-only) or auto (llm with a model)",
+    )
+    return rep
+
+
+def _add_eval_parser(sub: Any) -> None:
+    ev = sub.add_parser("eval", help="run a benchmark directory and score it against its oracles")
+    ev.add_argument("--bench", required=True, type=absolute_path)
+    ev.add_argument("--agent", default="classic")
+    ev.add_argument("--strategy", default="freeform")
+    ev.add_argument("--trajectories", "-M", type=int_range(1, MAX_TRAJECTORIES), default=8, help="1-32 (default 8)")
+    ev.add_argument("--k", type=k_list, default="1,5,M", help="comma-separated k values; M means the trajectory count")
+    ev.add_argument("--out", type=output_dir, default="eval-out", help="folder for the results (eval-out)")
+    ev.add_argument("--jobs", type=int_range(1, 64), default=1, help="cases run at once (1-64)")
+    ev.add_argument("--cases", default="", help="comma-separated case names to run (default all)")
+    ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
+
+
+def _add_service_parsers(sub: Any) -> None:
+    """doctor, and the GitHub App's serve, worker and app helpers."""
+    doc = sub.add_parser("doctor", help="check the machine: store, sandboxes, chromium, disk, model endpoint")
+    doc.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    serve = sub.add_parser("serve", help="run the GitHub App web server (webhooks, health)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int_range(1, 65535), default=8000, help="1-65535 (default 8000)")
+    serve.add_argument(
+        "--workers", type=int_range(0, 64), default=0, help="job slots run inside this process (0-64, default 0)"
+    )
+    worker = sub.add_parser("worker", help="run queued jobs (GitHub App)")
+    worker.add_argument("--concurrency", type=int_range(1, 64), help="jobs at once (1-64, default REPROBOT_WORKERS)")
+    app = sub.add_parser("app", help="GitHub App helpers")
+    app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
 
 
 def _json_error(reason: str, code: int) -> str:

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,7 +19,29 @@ from bot.forges.base import ChangeRequest
 from sandboxes.text import clean_commit_message
 from sandboxes.workspace import SAFE_GIT, GitError, apply_patch, git
 
-__all__ = ["GitRemoteForge"]
+__all__ = ["GitRemoteForge", "remote_git"]
+
+
+async def remote_git(
+    cwd: Path, args: Sequence[str], *, env: dict[str, str], remote: str, scrub: Callable[[str], str]
+) -> None:
+    """Run a git command that talks to `remote` (clone, fetch, push) with a forge's credential in `env`.
+
+    GitError with git's own words when it fails, passed through `scrub` first: they may quote the credential.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        *SAFE_GIT,
+        *args,
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    _out, err = await proc.communicate()
+    if proc.returncode != 0:
+        message = scrub(err.decode("utf-8", "replace")).strip()
+        raise GitError(f"git {args[0]} {remote} failed: {message}")
 
 
 class GitRemoteForge:
@@ -73,19 +96,7 @@ class GitRemoteForge:
         return text
 
     async def _remote(self, cwd: Path, *args: str) -> None:
-        proc = await asyncio.create_subprocess_exec(
-            *SAFE_GIT,
-            *args,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._env(),
-        )
-        _out, err = await proc.communicate()
-        if proc.returncode != 0:
-            message = self._scrub(err.decode("utf-8", "replace")).strip()
-            raise GitError(f"git {args[0]} {self.repo_name} failed: {message}")
+        await remote_git(cwd, args, env=self._env(), remote=self.repo_name, scrub=self._scrub)
 
     async def default_branch(self) -> str:
         """The base branch the mapping names."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 from collections.abc import Mapping
@@ -14,10 +13,11 @@ from gidgethub import BadRequest
 from gidgethub.abc import GitHubAPI
 
 from bot.forges.base import ChangeRequest, PermanentJobError
+from bot.forges.git import remote_git
 from bot.forges.github_client import InstallationTokens, client
 from bot.settings.config import Settings
 from sandboxes.text import clean_commit_message, clean_title
-from sandboxes.workspace import SAFE_GIT, GitError, apply_patch, git
+from sandboxes.workspace import apply_patch, git
 
 log = logging.getLogger(__name__)
 
@@ -205,19 +205,9 @@ class GitHubForge:
         }
 
     async def _git_remote(self, cwd: Path, *args: str) -> None:
-        proc = await asyncio.create_subprocess_exec(
-            *SAFE_GIT,
-            *args,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._auth_env(),
+        await remote_git(
+            cwd, args, env=self._auth_env(), remote=self.clone_url, scrub=lambda text: text.replace(self._token, "***")
         )
-        _out, err = await proc.communicate()
-        if proc.returncode != 0:
-            message = err.decode("utf-8", "replace").replace(self._token, "***").strip()
-            raise GitError(f"git {args[0]} {self.clone_url} failed: {message}")
 
     async def clone(self, dest: Path, branch: str) -> Path:
         """Clone `branch` of the repo into `dest` (a plain local checkout the pipeline clones again)."""

@@ -8,8 +8,9 @@ import copy
 import re
 from collections.abc import Iterator
 
-from agents.repair.mutation.ops import Edit, Env, call_name, is_literal_seq
+from agents.repair.mutation.ops import call_name, is_literal_seq
 from agents.repair.mutation.scope import enclosing_root, expr_kind, subscript_shapes
+from agents.repair.mutation.types import Edit, Env
 
 #: How many replacement names one occurrence tries, nearest use first.
 NAME_LIMIT = 12

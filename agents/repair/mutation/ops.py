@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from agents.repair.mutation.scope import MutationContext, Scope, Target, comprehension_bound
+from agents.repair.mutation.types import Edit, Env
 
 _ARITH: tuple[type[ast.operator], ...] = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _BITS: tuple[type[ast.operator], ...] = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
@@ -47,67 +46,6 @@ _NON_NUMERIC = (
 )
 NON_NUMERIC_CALLS = frozenset(_NON_NUMERIC.split(" "))
 _NUMERIC_ARG_CALLS = frozenset({"range"})  # exception: range's bounds are the classic off-by-one site
-
-
-@dataclass(frozen=True, eq=False)
-class Edit:
-    """One mutant before rendering: replace `node` by `new` inside `root`, or a statement insert/delete."""
-
-    operator: str
-    tier: int
-    root: ast.AST  # statement or header expression whose source span contains the change
-    node: ast.AST  # node replaced (mode "replace") or anchor statement
-    new: ast.AST | None = None
-    mode: str = "replace"  # replace | insert_before | insert_after | delete
-
-
-@dataclass(frozen=True, eq=False)
-class Env:
-    """Everything an operator needs about one target statement."""
-
-    target: Target
-    scope: Scope
-    ctx: MutationContext
-    nodes: tuple[tuple[ast.AST, ast.AST], ...]  # (node, root) for every node under the roots, pre-order
-    parents: dict[int, ast.AST]
-
-    def parent(self, node: ast.AST) -> ast.AST | None:
-        """The node's parent below the roots (None for a root)."""
-        return self.parents.get(id(node))
-
-    def of_type(self, *types: type[ast.AST]) -> Iterator[tuple[ast.AST, ast.AST]]:
-        """(node, root) pairs of the given node types."""
-        return ((n, r) for n, r in self.nodes if isinstance(n, types))
-
-    def is_called(self, node: ast.AST) -> bool:
-        """Whether node is the function part of a call."""
-        parent = self.parent(node)
-        return isinstance(parent, ast.Call) and parent.func is node
-
-    def comp_names(self, node: ast.AST) -> list[str]:
-        """Names bound by comprehensions that enclose node (innermost first)."""
-        names: list[str] = []
-        current = self.parent(node)
-        while current is not None:
-            names += sorted(comprehension_bound(current) - set(names))
-            current = self.parent(current)
-        return names
-
-
-def make_env(target: Target, scope: Scope, ctx: MutationContext) -> Env:
-    """Index the nodes under the target's roots with their parents."""
-    nodes: list[tuple[ast.AST, ast.AST]] = []
-    parents: dict[int, ast.AST] = {}
-    for root in target.roots:
-        stack: list[ast.AST] = [root]
-        while stack:
-            node = stack.pop()
-            nodes.append((node, root))
-            children = list(ast.iter_child_nodes(node))
-            for child in children:
-                parents[id(child)] = node
-            stack.extend(reversed(children))
-    return Env(target, scope, ctx, tuple(nodes), parents)
 
 
 def int_value(node: ast.AST) -> int | None:

@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+
+from agents.repair.mutation.types import COMPREHENSIONS, MutationContext, Scope, Target
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-@dataclass(frozen=True)
-class MutationContext:
-    """Module-level facts computed once per file by `build_context`."""
-
-    data_attributes: tuple[str, ...] = ()  # attribute names not used as calls, most frequent first
-    method_names: tuple[str, ...] = ()  # attribute names that are called, most frequent first
-    callables: frozenset[str] = frozenset()  # module-level defs, classes and imported names
-    module_variables: tuple[str, ...] = ()  # module-level assigned names that are not callables
-    attrs_by_base: tuple[tuple[str, tuple[str, ...]], ...] = ()  # base name -> attributes used on it
-    source: str = field(default="", repr=False, compare=False)
-    tree: ast.Module | None = field(default=None, repr=False, compare=False)
 
 
 def build_context(source: str) -> MutationContext:
@@ -63,23 +50,6 @@ def build_context(source: str) -> MutationContext:
         source=source,
         tree=tree,
     )
-
-
-@dataclass(frozen=True, eq=False)
-class Target:
-    """The innermost statement at a line: a simple statement, or a compound statement's header."""
-
-    stmt: ast.stmt
-    header: tuple[ast.expr, ...] | None  # None for a simple statement
-    block: list[ast.stmt]  # the statement list that holds stmt
-    index: int
-    functions: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]  # enclosing defs, innermost first
-    loops: tuple[ast.stmt, ...]  # enclosing loops inside the innermost def, innermost first
-
-    @property
-    def roots(self) -> tuple[ast.AST, ...]:
-        """The nodes whose source spans an operator may rewrite."""
-        return self.header if self.header is not None else (self.stmt,)
 
 
 def header_exprs(stmt: ast.stmt) -> tuple[ast.expr, ...] | None:
@@ -153,35 +123,6 @@ def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def comprehension_bound(node: ast.AST) -> set[str]:
-    """Names bound by the generators of a comprehension node."""
-    names: set[str] = set()
-    if isinstance(node, _COMPS):
-        for gen in node.generators:
-            names.update(n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name))
-    return names
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Replacement names visible at a target, nearest use first."""
-
-    variables: tuple[str, ...]  # params and locals of the enclosing defs, then module variables
-    assigned: frozenset[str]  # names the innermost def (or module) assigns, params included
-    callables: frozenset[str]
-    params: frozenset[str] = frozenset()  # parameters of the innermost def
-    kinds: Mapping[str, str] = field(default_factory=dict)  # variable -> "num" | "seq" | "obj"
-
-    def kind(self, name: str) -> str | None:
-        """The guessed kind of a variable, if the evidence agrees."""
-        return self.kinds.get(name)
-
-    def compatible(self, a: str, b: str) -> bool:
-        """False only when both kinds are known and differ."""
-        ka, kb = self.kind(a), self.kind(b)
-        return ka is None or kb is None or ka == kb
-
-
 def function_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], set[str], set[str]]:
     """(params, assigned locals, nested callables) of a def; comprehension variables excluded."""
     args = func.args
@@ -191,7 +132,7 @@ def function_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[st
     comp_targets = {
         id(n)
         for node in _own_nodes(func)
-        if isinstance(node, _COMPS)
+        if isinstance(node, COMPREHENSIONS)
         for gen in node.generators
         for n in ast.walk(gen.target)
     }
@@ -314,7 +255,7 @@ def expr_kind(node: ast.AST) -> str | None:
         if isinstance(node.value, (str, bytes)):
             return "seq"
         return "num" if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) else None
-    if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr, *_COMPS)):
+    if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr, *COMPREHENSIONS)):
         return "seq"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return "num" if node.func.id in _NUM_CALLS else "seq" if node.func.id in _SEQ_CALLS else None

@@ -6,8 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from agents.repair.mutation.exprs import LATE_TIER, LOCAL_LIMIT, name_node
-from agents.repair.mutation.ops import Edit, Env, assign, conditions, is_docstring, is_literal_seq
+from agents.repair.mutation.ops import assign, conditions, is_docstring, is_literal_seq
 from agents.repair.mutation.scope import enclosing_root, loop_facts
+from agents.repair.mutation.types import Edit, Env
 
 _JUMPS = (ast.Return, ast.Break, ast.Continue, ast.Raise)
 

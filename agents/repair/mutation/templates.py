@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from agents.repair.mutation import exprs, ops, stmts
-from agents.repair.mutation.ops import Edit, Env, make_env
-from agents.repair.mutation.scope import MutationContext, build_context, find_targets, scope_at
+from agents.repair.mutation.scope import build_context, find_targets, scope_at
+from agents.repair.mutation.types import Edit, Env, MutationContext, make_env
 
 __all__ = [
     "OPERATOR_TIERS",
