@@ -28,8 +28,16 @@ from bot.jobs.publish import Publication, Recorder, publish_outcome
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
 from bot.llm import check_endpoint
-from bot.pipeline.run import JobOutcome, JobRequest, Mode, run_job
-from bot.pipeline.types import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
+from bot.pipeline.run import run_job
+from bot.pipeline.types import (
+    EXIT_ENVIRONMENT,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    STATUS_EXIT,
+    JobOutcome,
+    JobRequest,
+    Mode,
+)
 from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes.factory import SandboxUnavailable
