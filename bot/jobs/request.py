@@ -97,66 +97,26 @@ def build_request(
     in which case the deployment's defaults (REPROBOT_TRAJECTORIES, REPROBOT_TEST_TIMEOUT, ...) fill in what the options
     leave open. With a policy, the command's options win over the policy's keys.
     """
+    # The helpers run in this order because each may add a note, and the notes are shown in this order.
     notes = _Notes()
-    model = settings.llm_configured
     p = policy or {}
-    agent_p: Mapping[str, Any] = p.get("agent", {})
     env_p: Mapping[str, Any] = p.get("environment", {})
-
-    default_m = min(int(agent_p["trajectories"]), settings.trajectories) if policy else settings.trajectories
-    trajectories = int(
-        notes.cap("trajectories", options.trajectories or default_m, settings.max_trajectories, "MAX_TRAJECTORIES")
+    trajectories, timeout = _size(settings, policy, options, notes)
+    agent, strategy = _agent(settings, p.get("agent", {}), options, notes)
+    llm_reviewers = notes.needs_model(
+        "LLM reviewers", options.llm_reviewers or bool(p.get("review", {}).get("llm", False)), settings.llm_configured
     )
-    timeout = options.test_timeout or float(env_p.get("timeout") or settings.test_timeout)
-    timeout = notes.cap("test timeout", timeout, settings.max_test_timeout, "MAX_TEST_TIMEOUT", " s")
-
-    agent = options.agent or str(agent_p.get("kind") or "classic")
-    agent = notes.allowed("agent", agent, settings.agents, "classic", "AGENTS")
-    if agent == "auto" and not model:
-        agent = "classic"  # auto means "the model when there is one": no note, it is the documented meaning
-    elif agent in _MODEL_AGENTS and not model:
-        notes.lines.append(f"agent {agent} → classic: the deployment has no model configured (REPROBOT_LLM_MODEL)")
-        agent = "classic"
-    strategy = options.strategy or str(agent_p.get("strategy") or "freeform")
-    strategy = notes.allowed("strategy", strategy, settings.strategies, "freeform", "STRATEGIES")
-
-    review_llm = options.llm_reviewers or bool(p.get("review", {}).get("llm", False))
-    abstention_llm = options.llm_abstention or bool(p.get("abstention", {}).get("llm", False))
-    llm_reviewers = notes.needs_model("LLM reviewers", review_llm, model)
-    llm_abstention = notes.needs_model("LLM abstention", abstention_llm, model)
+    llm_abstention = notes.needs_model(
+        "LLM abstention",
+        options.llm_abstention or bool(p.get("abstention", {}).get("llm", False)),
+        settings.llm_configured,
+    )
+    threshold = _threshold(settings, policy, notes)
     uses_model = agent in _MODEL_AGENTS or llm_reviewers or llm_abstention
-
-    threshold = settings.abstain_threshold
-    if policy and float(p["abstention"]["threshold"]) >= threshold:
-        threshold = float(p["abstention"]["threshold"])
-    elif policy:
-        # The deployment's threshold is a floor: a repo may be more cautious, never less.
-        asked = float(p["abstention"]["threshold"])
-        notes.lines.append(
-            f"abstention threshold {asked:g} → {threshold:g}: deployment floor REPROBOT_ABSTAIN_THRESHOLD"
-        )
-
-    max_steps = max_cost = job_minutes = None
-    if policy:
-        job_minutes = notes.cap(
-            "job minutes", float(p["budget"]["max_minutes"]), settings.max_job_minutes, "MAX_JOB_MINUTES"
-        )
-        max_steps, max_cost = int(agent_p["max_steps"]), float(p["budget"]["max_cost_usd"])
-        if uses_model:
-            # The ledger takes the smaller of the two anyway; the note tells the repo its key did not apply.
-            max_steps = int(notes.cap("LLM steps", max_steps, settings.llm_max_steps, "LLM_MAX_STEPS"))
-            max_cost = notes.cap("cost", max_cost, settings.llm_max_cost, "LLM_MAX_COST", " USD")
-
+    max_steps, max_cost, job_minutes = _budget(settings, policy, uses_model, notes)
     if mode == "reproduce" and agent in _MODEL_AGENTS:
         # A reproduction is a test, not a fix: one model trajectory that only writes the BRT.
         agent, strategy, trajectories = "llm", "brt-only", 1
-
-    if options.sandbox:
-        sandbox = options.sandbox
-    elif policy and settings.sandbox != "none":
-        sandbox = str(env_p["sandbox"])
-    else:
-        sandbox = settings.sandbox
     setup = env_p.get("setup")
     return JobRequest(
         repo=repo,
@@ -165,7 +125,7 @@ def build_request(
         mode=mode,
         trajectories=trajectories,
         agent=agent,
-        sandbox=sandbox,
+        sandbox=_sandbox(settings, policy, options),
         selector=options.selector or str(p.get("selection", {}).get("selector") or "ranked"),
         abstain_threshold=threshold,
         base_commit=base_commit,
@@ -182,3 +142,73 @@ def build_request(
         job_minutes=job_minutes,
         notes=tuple(notes.lines),
     )
+
+
+def _size(
+    settings: Settings, policy: Mapping[str, Any] | None, options: JobOptions, notes: _Notes
+) -> tuple[int, float]:
+    """How many trajectories, and the test timeout: the command, else the policy, else the deployment; capped."""
+    default_m = settings.trajectories
+    if policy:
+        default_m = min(int(policy["agent"]["trajectories"]), default_m)
+    trajectories = int(
+        notes.cap("trajectories", options.trajectories or default_m, settings.max_trajectories, "MAX_TRAJECTORIES")
+    )
+    env_p: Mapping[str, Any] = (policy or {}).get("environment", {})
+    timeout = options.test_timeout or float(env_p.get("timeout") or settings.test_timeout)
+    timeout = notes.cap("test timeout", timeout, settings.max_test_timeout, "MAX_TEST_TIMEOUT", " s")
+    return trajectories, timeout
+
+
+def _agent(settings: Settings, agent_p: Mapping[str, Any], options: JobOptions, notes: _Notes) -> tuple[str, str]:
+    """The agent kind and strategy, among those the deployment allows; a model agent needs a model."""
+    agent = options.agent or str(agent_p.get("kind") or "classic")
+    agent = notes.allowed("agent", agent, settings.agents, "classic", "AGENTS")
+    if agent == "auto" and not settings.llm_configured:
+        agent = "classic"  # auto means "the model when there is one": no note, it is the documented meaning
+    elif agent in _MODEL_AGENTS and not settings.llm_configured:
+        notes.lines.append(f"agent {agent} → classic: the deployment has no model configured (REPROBOT_LLM_MODEL)")
+        agent = "classic"
+    strategy = options.strategy or str(agent_p.get("strategy") or "freeform")
+    strategy = notes.allowed("strategy", strategy, settings.strategies, "freeform", "STRATEGIES")
+    return agent, strategy
+
+
+def _threshold(settings: Settings, policy: Mapping[str, Any] | None, notes: _Notes) -> float:
+    """The abstention threshold: the policy's, but never below the deployment's floor."""
+    threshold = settings.abstain_threshold
+    if policy and float(policy["abstention"]["threshold"]) >= threshold:
+        threshold = float(policy["abstention"]["threshold"])
+    elif policy:
+        # The deployment's threshold is a floor: a repo may be more cautious, never less.
+        asked = float(policy["abstention"]["threshold"])
+        notes.lines.append(
+            f"abstention threshold {asked:g} → {threshold:g}: deployment floor REPROBOT_ABSTAIN_THRESHOLD"
+        )
+    return threshold
+
+
+def _budget(
+    settings: Settings, policy: Mapping[str, Any] | None, uses_model: bool, notes: _Notes
+) -> tuple[int | None, float | None, float | None]:
+    """The policy's (LLM steps, cost, job minutes), capped by the deployment; all None without a policy."""
+    if not policy:
+        return None, None, None
+    job_minutes = notes.cap(
+        "job minutes", float(policy["budget"]["max_minutes"]), settings.max_job_minutes, "MAX_JOB_MINUTES"
+    )
+    max_steps, max_cost = int(policy["agent"]["max_steps"]), float(policy["budget"]["max_cost_usd"])
+    if uses_model:
+        # The ledger takes the smaller of the two anyway; the note tells the repo its key did not apply.
+        max_steps = int(notes.cap("LLM steps", max_steps, settings.llm_max_steps, "LLM_MAX_STEPS"))
+        max_cost = notes.cap("cost", max_cost, settings.llm_max_cost, "LLM_MAX_COST", " USD")
+    return max_steps, max_cost, job_minutes
+
+
+def _sandbox(settings: Settings, policy: Mapping[str, Any] | None, options: JobOptions) -> str:
+    """The sandbox backend: the command's, else the policy's (unless the deployment runs none), else the default."""
+    if options.sandbox:
+        return options.sandbox
+    if policy and settings.sandbox != "none":
+        return str(policy["environment"]["sandbox"])
+    return settings.sandbox
