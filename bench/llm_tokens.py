@@ -21,7 +21,7 @@ from agents.repair.llm import AgentConfig, RepairAgent, Toolbox
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from bot.evaluate.run import _git_repo_from
 from bot.llm import Ledger, client_from_settings
-from bot.pipeline.run import sandbox_spec
+from bot.pipeline.types import sandbox_spec
 from bot.settings.config import Settings
 from sandboxes.environment import TestSuite, build_environment, detect_python_spec
 from sandboxes.factory import available_backends, make_sandbox

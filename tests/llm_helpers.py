@@ -13,7 +13,8 @@ from typing import Any
 
 from bot.evaluate.run import _git_repo_from
 from bot.jobs.queue import Queue
-from bot.pipeline.run import JobOutcome, JobRequest, run_job
+from bot.pipeline.run import run_job
+from bot.pipeline.types import JobOutcome, JobRequest
 from bot.settings.config import Settings
 from bot.store import Store
 from tests.conftest import QUIXBUGS, require_shared

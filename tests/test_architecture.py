@@ -2,8 +2,9 @@
 
 `make lint` runs import-linter with the contracts in pyproject.toml; these tests check what a contract cannot:
 that a new module is not left out of every layer (and so out of every check), that the whole graph has no
-cycle at any depth (TYPE_CHECKING and function-level imports count: grimp sees them), and that the trace in
-docs/architecture.md names files that exist and stay short.
+cycle at any depth (TYPE_CHECKING and function-level imports count: grimp sees them), and that the traces in
+docs/architecture.md follow the stage lists the code runs (bot/pipeline/stages.py), through files that exist and
+stay short.
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ from pathlib import Path
 import grimp
 import pytest
 
+from bot.pipeline.stages import STAGES, JobKind
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "handlers", "agents", "sandboxes", "patch_selectors")
-#: The map's promise (issue 13): a labeled-issue delivery reaches its PR through at most this many files...
-MAX_TRACE_FILES = 6
-#: ...none longer than this.
-MAX_TRACE_LINES = 400
+#: A pipeline stage is one short module: read in one sitting, it says all the stage does.
+MAX_STAGE_LINES = 200
+#: No file a trace opens is longer than this.
+MAX_TRACE_LINES = 500
+#: The map's sections that trace a delivery, and the job kind whose stage list each one follows.
+TRACES: dict[str, JobKind] = {
+    "## From a GitHub issue to its pull request": "fix",
+    "## From a Jira issue to its reproduction comment": "reproduce",
+}
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +121,45 @@ def test_every_product_module_is_in_exactly_one_layer(graph: grimp.ImportGraph) 
     assert nested == [], "a module is covered by two layers (a layer and its own descendant)"
 
 
-def test_the_map_traces_a_delivery_through_few_short_files() -> None:
+def _stage_files(kind: JobKind) -> list[str]:
+    """The module file of each stage the job kind runs, relative to the repo, in the order they run."""
+    files = []
+    for stage in STAGES[kind]:
+        module = sys.modules[stage.__module__]
+        assert module.__file__ is not None
+        files.append(Path(module.__file__).resolve().relative_to(ROOT).as_posix())
+    return files
+
+
+def _section(text: str, heading: str) -> str:
+    return text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_stage_is_one_short_module_of_the_pipeline() -> None:
+    for kind, stages in STAGES.items():
+        for stage, rel in zip(stages, _stage_files(kind), strict=True):
+            assert rel.startswith("bot/pipeline/") and stage.__name__ == "run", f"{kind}: {rel}:{stage.__name__}"
+            lines = len((ROOT / rel).read_text().splitlines())
+            assert lines <= MAX_STAGE_LINES, f"stage module {rel} has {lines} lines"
+
+
+def test_the_map_traces_a_delivery_through_the_stage_list() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
-    section = text.split("## From a labeled issue to its pull request", 1)[1].split("\n## ", 1)[0]
-    files = re.findall(r"^\d+\. `([\w/]+\.py)`", section, flags=re.MULTILINE)
-    assert 2 <= len(files) <= MAX_TRACE_FILES, files
-    for rel in files:
-        lines = len((ROOT / rel).read_text().splitlines())
-        assert lines <= MAX_TRACE_LINES, f"{rel} has {lines} lines"
+    traced: set[str] = set()
+    for heading, kind in TRACES.items():
+        section = _section(text, heading)
+        files = re.findall(r"^\d+\. `([\w/]+\.py)`", section, flags=re.MULTILINE)
+        assert len(files) == len(set(files)), f"{heading}: a file is listed twice"
+        stated = re.search(r"\b(\d+) files\b", section)
+        assert stated is not None and int(stated.group(1)) == len(files), f"{heading}: say how many files it opens"
+        # The trace names the kind's stage modules in the order the code runs them.
+        assert [f for f in files if f in _stage_files(kind)] == list(dict.fromkeys(_stage_files(kind))), heading
+        for rel in files:
+            lines = len((ROOT / rel).read_text().splitlines())
+            assert lines <= MAX_TRACE_LINES, f"{rel} has {lines} lines"
+        traced.update(re.findall(r"`([\w/]+\.py)", section))
+    untraced = sorted({f for kind in STAGES for f in _stage_files(kind)} - traced)
+    assert untraced == [], "name these stage modules in a trace of docs/architecture.md"
 
 
 #: Each agent family is a subpackage with one public entry point: its package. Code outside a family (the

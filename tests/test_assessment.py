@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.pipeline.review import assessment_pool
+from bot.pipeline.select import assessment_pool
 from bot.settings.config import Settings
 from patch_selectors.assess_run import assess_records
 from patch_selectors.assessment import (

@@ -13,11 +13,11 @@ from agents.repair.classic import search as classic
 from agents.repair.classic.search import (
     CandidateCache,
     ClassicSearch,
-    Reproduction,
     SearchLimits,
     candidate_timeout,
 )
 from agents.repair.mutation.templates import Candidate
+from agents.reproduce.brt import Reproduction
 from agents.reproduce.types import BrtCandidate
 from agents.trajectory import Submitted, Trajectory
 from sandboxes.base import Limits, SandboxSpec

@@ -7,9 +7,9 @@ import pytest
 from agents.chat import ModelReply, ToolCall, verdict_from_reply
 from agents.repair.llm.loop import system_prompt
 from agents.repair.llm.tools import STRATEGIES, TOOL_NAMES, TOOL_SCHEMAS, changed_paths, is_denied
+from agents.repair.registry import trajectory_kinds
 from agents.tool_output import clean_output, strip_terminal
 from agents.trajectory import FormatError
-from bot.pipeline.generate import trajectory_kinds
 
 
 def test_tool_names_and_every_parameter_described() -> None:

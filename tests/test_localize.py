@@ -395,7 +395,8 @@ def test_rank_ties_go_to_functions_the_report_names() -> None:
 
 
 def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
-    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
+    from agents.repair.classic.search import ClassicSearch, SearchLimits
+    from agents.reproduce.brt import Reproduction
 
     covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
     caller = Location("app.py", 40, 0.25, ("traceback frame #2 from the deepest (+0.250)",))
@@ -421,7 +422,8 @@ def test_named_function_lines_in_covered_files_are_noted_not_reordered() -> None
 
 def test_search_tries_named_function_lines_beyond_the_top_locations() -> None:
     from agents.localize.ranking import NAMED_NOTE
-    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
+    from agents.repair.classic.search import ClassicSearch, SearchLimits
+    from agents.reproduce.brt import Reproduction
 
     covered = [Location("m.py", n, 0.9, ("ochiai=0.900",)) for n in range(1, 11)]
     entry = Location("m.py", 60, 0.2, ("ochiai=0.200", NAMED_NOTE))

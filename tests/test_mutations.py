@@ -786,7 +786,8 @@ def test_search_tries_each_suspicious_file_whole_first_when_the_failure_names_a_
     from types import SimpleNamespace
 
     from agents.localize.ranking import Location
-    from agents.repair.classic.search import ClassicSearch, Reproduction, SearchLimits
+    from agents.repair.classic.search import ClassicSearch, SearchLimits
+    from agents.reproduce.brt import Reproduction
 
     ranked = [Location("lib/shelf.py", 9, 0.9, ("ochiai",)), Location("lib/util.py", 3, 0.5, ("ochiai",))]
 

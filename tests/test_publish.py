@@ -95,7 +95,7 @@ async def test_a_reproduction_survives_a_later_fix(tmp_path: Path, settings: Set
 
 async def test_publish_records_each_kind_and_skips_an_unchanged_status(tmp_path: Path) -> None:
     from bot.jobs.publish import Publication, Recorder, publish_outcome
-    from bot.pipeline.run import JobOutcome
+    from bot.pipeline.types import JobOutcome
     from bot.store import Store
 
     store = Store.memory()

@@ -10,8 +10,10 @@ import pytest
 
 from agents.setup.llm import LlmSetupAgent, detect_languages
 from bot.cli import main
-from bot.pipeline.run import JobContext, JobRequest, prepare_environment, run_baseline
+from bot.pipeline.baseline import run_baseline
+from bot.pipeline.environment import prepare_environment
 from bot.pipeline.setup_model import setup_agent_for
+from bot.pipeline.types import JobContext, JobRequest
 from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes.environment import EnvironmentError_

@@ -1,8 +1,8 @@
 """Report text into facts: markdown structure, code, REPL sessions, tracebacks, expected vs. actual, crashes."""
 
 from agents.reading.crash import Crash, crash_signature, find_crashes, parse_crash
-from agents.reading.facts import IssueFacts, ReplStep, parse_issue
-from agents.reading.markdown import console_output, quiet_literal, quiet_parse
+from agents.reading.facts import IssueFacts, parse_issue
+from agents.reading.markdown import ReplStep, console_output, quiet_literal, quiet_parse
 from agents.reading.phrases import is_expression
 
 __all__ = [

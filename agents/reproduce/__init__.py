@@ -1,10 +1,15 @@
 """Bug reproduction tests (BRTs) synthesized from a report's facts, and their checks."""
 
-from agents.reproduce.synthesis import symptom_matches, synthesize_brts
+from agents.reproduce.brt import NotReproduced, Reproduction, brt_evidence, reproduce, reproduction_evidence
+from agents.reproduce.synthesis import synthesize_brts
 from agents.reproduce.types import BrtCandidate
 
 __all__ = [
     "BrtCandidate",
-    "symptom_matches",
+    "NotReproduced",
+    "Reproduction",
+    "brt_evidence",
+    "reproduce",
+    "reproduction_evidence",
     "synthesize_brts",
 ]

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -19,6 +20,7 @@ from rich.markup import escape
 from bot.forges.local import (
     ForgeError,
     LocalForge,
+    LocalIssue,
     PublishError,
     read_issue_file,
     rerun_command,
@@ -28,8 +30,16 @@ from bot.jobs.publish import Publication, Recorder, publish_outcome
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
 from bot.llm import check_endpoint
-from bot.pipeline.run import JobOutcome, JobRequest, Mode, run_job
-from bot.pipeline.types import EXIT_ENVIRONMENT, EXIT_ERROR, EXIT_INTERRUPTED, STATUS_EXIT
+from bot.pipeline.run import run_job
+from bot.pipeline.types import (
+    EXIT_ENVIRONMENT,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    STATUS_EXIT,
+    JobOutcome,
+    JobRequest,
+    Mode,
+)
 from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes.factory import SandboxUnavailable
@@ -102,7 +112,6 @@ def options_from_args(args: argparse.Namespace) -> JobOptions:
 
 async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     """Validate input, run the job with a progress display, publish, print the result."""
-    console = Console(stderr=True, quiet=args.json or not sys.stderr.isatty())
     repo: Path = args.repo.expanduser()
     try:
         issue = read_issue_file(args.issue)
@@ -110,15 +119,9 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
         base_commit = await forge.check(allow_dirty=args.allow_dirty)
     except ForgeError as exc:
         return _emit_error(args, str(exc), exc.code)
-    options = options_from_args(args)
-    if options.asks_model(settings.llm_configured):
-        # Fail fast, before any work: no model configured, or the endpoint does not answer.
-        reason = await check_endpoint(settings)
-        if reason is not None and options.agent == "auto" and not (options.llm_reviewers or options.llm_abstention):
-            print(f"reprobot: {reason}; --agent auto uses the classic agent", file=sys.stderr)
-            options = dataclasses.replace(options, agent="classic")
-        elif reason is not None:
-            return _emit_error(args, reason, EXIT_ERROR)
+    options, problem = await _model_options(options_from_args(args), settings)
+    if problem is not None:
+        return _emit_error(args, problem, EXIT_ERROR)
     mode: Mode = "fix" if args.command == "fix" else "reproduce"
     request = build_request(
         settings,
@@ -133,68 +136,22 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # The store is reached on a thread: this runs on an event loop, which a store call may block for long.
     store = await asyncio.to_thread(Store.open, settings.store_target)
-    queue = Queue(store)
-    worker_id = f"cli-{os.getpid()}"
-    stored_issue = await asyncio.to_thread(
-        store.publications.upsert_issue, "local", str(repo.resolve()), issue.slug, title=issue.title, body=issue.body
-    )
-    payload = {"issue": str(args.issue)}
-    job = await asyncio.to_thread(queue.start_inline, request.mode, stored_issue.id, payload, worker_id, _CLI_LEASE)
-    branch = f"reprobot/issue-{issue.slug}"
-    pushed = False
-    result: dict[str, Any] = {"status": "error"}
+    job = await _CliJob.start(args, settings, forge, issue, request, store)
     try:
-        with console.status("starting") as status:
-            job_started = time.monotonic()
-
-            def progress(stage: str, detail: str) -> None:
-                # Each stage with the job's elapsed time; the search adds candidates tried per second.
-                elapsed = f"[{time.monotonic() - job_started:6.1f}s]"
-                status.update(f"[bold]{stage}[/bold] {detail} {elapsed}")
-                console.log(f"{elapsed} {stage} {detail}".strip())
-
-            def tick(stage: str, detail: str) -> None:
-                status.update(f"[bold]{stage}[/bold] {detail} [{time.monotonic() - job_started:6.1f}s]")
-
-            outcome = await run_job(request, settings, store, job.id, progress=progress, tick=tick)
-            result = outcome.to_json()
-            push = outcome.status == "fixed" and outcome.brt is not None and not getattr(args, "no_branch", False)
-            if push:
-                status.update("[bold]publish[/bold] creating branch")
-                pushed = True
-            rec = Recorder(store, stored_issue.id, job.id)
-            publish_started = time.monotonic()
-            published = await _publish(forge, rec, outcome, request, settings, branch, push)
-            result["stage_seconds"]["publish"] = round(time.monotonic() - publish_started, 3)
-            result["branch"] = published.get("branch")
-            pr_body = forge.changes.get(branch)
-            comment = None
-            # The run folder's comment.md is the reproduction or the suggestion; other statuses stay in the store.
-            if outcome.status in ("suggested", "reproduced") and outcome.brt is not None:
-                comment = forge.statuses.get(request.mode)
-                result["brt"]["source"] = outcome.brt.source
-            out_dir = args.out or run_folder(settings.data_dir / "runs", issue.slug, job.id)
-            LocalForge.write_outputs(out_dir, pr_body=pr_body, comment=comment, result=result)
-            result["out_dir"] = str(out_dir)
+        outcome, result, pr_body, comment = await _run_and_publish(job)
     except asyncio.CancelledError:
-        if pushed:
-            await forge.delete_branch(branch)
-        await asyncio.to_thread(
-            queue.finish, job.id, worker_id, {"status": "error", "reasons": ["interrupted"]}, failed=True
-        )
+        if job.pushed:
+            await forge.delete_branch(job.branch)
+        await job.fail("interrupted")
         return _emit_error(args, "interrupted; no branch was left behind", EXIT_INTERRUPTED)
     except SandboxUnavailable as exc:
-        await asyncio.to_thread(
-            queue.finish, job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True
-        )
+        await job.fail(str(exc))
         return _emit_error(args, str(exc), EXIT_ENVIRONMENT)
     except ForgeError as exc:
-        await asyncio.to_thread(
-            queue.finish, job.id, worker_id, {"status": "error", "reasons": [str(exc)]}, failed=True
-        )
+        await job.fail(str(exc))
         return _emit_error(args, str(exc), exc.code)
     else:
-        await asyncio.to_thread(queue.finish, job.id, worker_id, result, failed=result["status"] == "error")
+        await asyncio.to_thread(job.queue.finish, job.id, job.worker_id, result, failed=result["status"] == "error")
     finally:
         await asyncio.to_thread(store.close)
     if args.json:
@@ -204,6 +161,112 @@ async def run_job_command(args: argparse.Namespace, settings: Settings) -> int:
     if outcome.error_kind == "environment":
         return EXIT_ENVIRONMENT
     return STATUS_EXIT.get(outcome.status, EXIT_ERROR)
+
+
+async def _model_options(options: JobOptions, settings: Settings) -> tuple[JobOptions, str | None]:
+    """Fail fast, before any work, when the command wants a model that is not configured or does not answer.
+
+    Returns the options to run with (`--agent auto` alone falls back to the classic agent) and the problem, if any.
+    """
+    if not options.asks_model(settings.llm_configured):
+        return options, None
+    reason = await check_endpoint(settings)
+    if reason is not None and options.agent == "auto" and not (options.llm_reviewers or options.llm_abstention):
+        print(f"reprobot: {reason}; --agent auto uses the classic agent", file=sys.stderr)
+        return dataclasses.replace(options, agent="classic"), None
+    return options, reason
+
+
+@dataclass
+class _CliJob:
+    """One `reprobot fix|reproduce` run: what it runs, where it publishes, its store rows and its branch."""
+
+    args: argparse.Namespace
+    settings: Settings
+    forge: LocalForge
+    issue: LocalIssue
+    request: JobRequest
+    store: Store
+    queue: Queue
+    id: int
+    issue_id: int
+    worker_id: str
+    branch: str
+    #: The fix's branch is being created: an interrupted run deletes it again.
+    pushed: bool = False
+
+    @classmethod
+    async def start(
+        cls,
+        args: argparse.Namespace,
+        settings: Settings,
+        forge: LocalForge,
+        issue: LocalIssue,
+        request: JobRequest,
+        store: Store,
+    ) -> _CliJob:
+        """Record the issue and take a job for it inline: the CLI is its own worker."""
+        queue = Queue(store)
+        worker_id = f"cli-{os.getpid()}"
+        stored_issue = await asyncio.to_thread(
+            store.publications.upsert_issue,
+            "local",
+            str(request.repo.resolve()),
+            issue.slug,
+            title=issue.title,
+            body=issue.body,
+        )
+        payload = {"issue": str(args.issue)}
+        job = await asyncio.to_thread(queue.start_inline, request.mode, stored_issue.id, payload, worker_id, _CLI_LEASE)
+        branch = f"reprobot/issue-{issue.slug}"
+        return cls(args, settings, forge, issue, request, store, queue, job.id, stored_issue.id, worker_id, branch)
+
+    async def fail(self, reason: str) -> None:
+        """Finish the job as failed, for `reason`."""
+        result = {"status": "error", "reasons": [reason]}
+        await asyncio.to_thread(self.queue.finish, self.id, self.worker_id, result, failed=True)
+
+
+async def _run_and_publish(job: _CliJob) -> tuple[JobOutcome, dict[str, Any], str | None, str | None]:
+    """Run the pipeline under a progress display, publish to the local forge, write the run folder.
+
+    Returns the outcome, the result document, and the PR body and comment that were published (or None).
+    """
+    args, request, forge = job.args, job.request, job.forge
+    console = Console(stderr=True, quiet=args.json or not sys.stderr.isatty())
+    with console.status("starting") as status:
+        job_started = time.monotonic()
+
+        def progress(stage: str, detail: str) -> None:
+            # Each stage with the job's elapsed time; the search adds candidates tried per second.
+            elapsed = f"[{time.monotonic() - job_started:6.1f}s]"
+            status.update(f"[bold]{stage}[/bold] {detail} {elapsed}")
+            console.log(f"{elapsed} {stage} {detail}".strip())
+
+        def tick(stage: str, detail: str) -> None:
+            status.update(f"[bold]{stage}[/bold] {detail} [{time.monotonic() - job_started:6.1f}s]")
+
+        outcome = await run_job(request, job.settings, job.store, job.id, progress=progress, tick=tick)
+        result = outcome.to_json()
+        push = outcome.status == "fixed" and outcome.brt is not None and not getattr(args, "no_branch", False)
+        if push:
+            status.update("[bold]publish[/bold] creating branch")
+            job.pushed = True
+        rec = Recorder(job.store, job.issue_id, job.id)
+        publish_started = time.monotonic()
+        published = await _publish(forge, rec, outcome, request, job.settings, job.branch, push)
+        result["stage_seconds"]["publish"] = round(time.monotonic() - publish_started, 3)
+        result["branch"] = published.get("branch")
+        pr_body = forge.changes.get(job.branch)
+        comment = None
+        # The run folder's comment.md is the reproduction or the suggestion; other statuses stay in the store.
+        if outcome.status in ("suggested", "reproduced") and outcome.brt is not None:
+            comment = forge.statuses.get(request.mode)
+            result["brt"]["source"] = outcome.brt.source
+        out_dir = args.out or run_folder(job.settings.data_dir / "runs", job.issue.slug, job.id)
+        LocalForge.write_outputs(out_dir, pr_body=pr_body, comment=comment, result=result)
+        result["out_dir"] = str(out_dir)
+    return outcome, result, pr_body, comment
 
 
 def print_text_result(

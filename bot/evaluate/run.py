@@ -25,8 +25,8 @@ from bot.evaluate.scoring import OracleScorer
 from bot.evaluate.summary import write_plot, write_report
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
-from bot.pipeline.run import JobOutcome, run_job
-from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, stage_timing
+from bot.pipeline.run import run_job
+from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, JobOutcome, stage_timing
 from bot.settings.config import Settings
 from bot.store import Store
 from patch_selectors.metrics import (

@@ -20,7 +20,8 @@ from bot.jobs.permissions import HELP_TEXT, association_allows, permission_allow
 from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
 from bot.jobs.request import JobOptions, build_request
-from bot.pipeline.run import JobOutcome, Mode, run_job
+from bot.pipeline.run import run_job
+from bot.pipeline.types import JobOutcome, Mode
 from bot.render.report import (
     ReproductionContext,
     render_abstention,

@@ -1,1 +1,1 @@
-"""The job pipeline: triage, environment, generate, review, select; the job's types."""
+"""The job pipeline: one module per stage, the stage lists by job kind (`stages`), and the driver (`run`)."""

@@ -1,36 +1,28 @@
-"""Generate stage: M trajectories in parallel, each in its own sandboxed copy of the workspace."""
+"""The generate stage: M trajectories in parallel, each in its own sandboxed copy of the workspace.
+
+Each trajectory's agent is looked up by name in the registry (agents/repair/registry.py); the stage knows no
+agent's internals, only the `Agent` protocol and how trajectories end (Submitted, LimitsExceeded).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass, field
 
-from agents.repair.classic import CandidateCache, ClassicSearch
+from agents.repair.registry import Agent, make_agents
+from agents.repair.task import RepairTask, UsageOf
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
-from bot.pipeline.llm_agent import run_llm_trajectory
-from bot.pipeline.types import GenerateRequest, sandbox_spec
+from bot.pipeline.state import JobState, need
+from bot.pipeline.types import JobLedger, sandbox_spec
 from patch_selectors.majority import MajorityWatch
+from sandboxes.base import host_cpu_count
 from sandboxes.environment import TestSuite
 from sandboxes.factory import make_sandbox
 from sandboxes.workspace import copy_workspace
 
 log = logging.getLogger(__name__)
-
-#: GenerateRequest moved to bot.pipeline.types; it stays importable from here.
-__all__ = ["GenerateRequest", "generate_patches", "trajectory_kinds"]
-
-
-def trajectory_kinds(agent: str, count: int, llm_configured: bool) -> list[str]:
-    """The agent kind of each trajectory: classic, llm, auto (llm when a model is configured) or mixed."""
-    if agent == "mixed":
-        return ["llm" if i % 2 == 0 else "classic" for i in range(count)]
-    if agent == "auto":
-        agent = "llm" if llm_configured else "classic"
-    if agent not in ("llm", "classic"):
-        raise ValueError(f"unknown agent kind {agent!r}; expected classic, llm, auto or mixed")
-    return [agent] * count
-
 
 #: Step kinds that are one candidate patch tried (counted for the progress display's rate).
 CANDIDATE_STEPS = frozenset({"try_candidate", "try_alternative"})
@@ -43,54 +35,124 @@ def candidates_tried(trajectories: list[Trajectory]) -> int:
     return sum(1 for t in trajectories for s in t.steps if s.get("kind") in CANDIDATE_STEPS)
 
 
-async def _report_rate(gen: GenerateRequest, live: list[Trajectory]) -> None:
+@dataclass
+class _Generation:
+    """One job's trajectories while they run: their agents, the slots they wait for, and the vote."""
+
+    state: JobState
+    agents: dict[str, Agent]
+    gate: asyncio.Semaphore
+    vote: MajorityWatch
+    settled: asyncio.Event
+    live: list[Trajectory] = field(default_factory=list)
+
+
+async def run(state: JobState) -> None:
+    """Run the job's trajectories; the generated ones (and their summaries) go into the state."""
+    ctx, request = state.ctx, state.request
+    if state.repro is not None:
+        # The BRT file was written into the base workspace; trajectories start from a clean copy.
+        (state.base / state.repro.brt.path).unlink(missing_ok=True)
+    parallel = ctx.settings.max_parallel or host_cpu_count()
+    await ctx.stage("generate", f"{request.trajectories} trajectories, {parallel} at a time")
+    generated = await generate_patches(state, parallel)
+    state.generated = generated
+    state.trajectories = [t.summary() for t in generated]
+
+
+def repair_task(state: JobState, settled: asyncio.Event) -> RepairTask:
+    """What the job's agents are given: the report, the reproduction, the baseline, the budgets and the model."""
+    ctx, request = state.ctx, state.request
+    return RepairTask(
+        facts=state.facts,
+        issue_text=request.issue_text,
+        reproduction=state.repro,
+        shared_steps=state.shared.steps if state.shared is not None else [],
+        baseline=need(state.baseline, "baseline"),
+        strategy=request.strategy,
+        denied_paths=request.denied_paths,
+        test_timeout=request.test_timeout,
+        test_impact=ctx.settings.test_impact,
+        candidate_timeout_factor=ctx.settings.candidate_timeout_factor,
+        settled=settled,
+        model=ctx.model,
+        max_steps=ctx.ledger.budget.max_steps if ctx.ledger is not None else 0,
+        usage=_usage_of(ctx.ledger),
+        conversations=ctx.settings.data_dir / "trajectories",
+    )
+
+
+def _usage_of(ledger: JobLedger | None) -> UsageOf | None:
+    """One trajectory's model usage, read from the job's ledger (None without a model)."""
+    if ledger is None:
+        return None
+    return lambda trajectory: ledger.usage(trajectory).to_json()
+
+
+async def generate_patches(state: JobState, parallel: int) -> list[Trajectory]:
+    """Run the trajectories, at most `parallel` at a time; a kind's trajectories share its agent.
+
+    With early stop (REPROBOT_EARLY_STOP), once the finished trajectories' leading fix cannot be outvoted by the
+    rest (patch_selectors.majority), trajectories still waiting do not run and agents still running may stop.
+    """
+    settled = asyncio.Event()
+    gen = _Generation(
+        state=state,
+        agents=make_agents(state.kinds, repair_task(state, settled)),
+        gate=asyncio.Semaphore(max(1, parallel)),
+        vote=MajorityWatch(state.request.trajectories),
+        settled=settled,
+    )
+    ticker = asyncio.create_task(_report_rate(gen))
+    started = asyncio.get_running_loop().time()
+    try:
+        trajs = await asyncio.gather(*(_one_trajectory(gen, i, kind) for i, kind in enumerate(state.kinds)))
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+    n, elapsed = candidates_tried(gen.live), asyncio.get_running_loop().time() - started
+    rate = f"{n} candidates tried in {elapsed:.1f}s ({n / max(elapsed, 1e-9):.1f}/s)"
+    log.info("job %s: %s", state.ctx.job_id, rate)
+    state.ctx.tick(rate)
+    for agent in gen.agents.values():
+        if line := agent.report():
+            log.info("job %s: %s", state.ctx.job_id, line)
+    return list(trajs)
+
+
+async def _report_rate(gen: _Generation) -> None:
     """Keep the progress display told how many candidates were tried, and how many per second."""
     started = asyncio.get_running_loop().time()
     while True:
         await asyncio.sleep(PROGRESS_EVERY)
         elapsed = asyncio.get_running_loop().time() - started
-        n = candidates_tried(live)
-        gen.ctx.tick(f"{n} candidates tried, {n / elapsed:.1f}/s")
+        n = candidates_tried(gen.live)
+        gen.state.ctx.tick(f"{n} candidates tried, {n / elapsed:.1f}/s")
 
 
-async def _one_trajectory(
-    gen: GenerateRequest,
-    index: int,
-    cache: CandidateCache,
-    gate: asyncio.Semaphore,
-    live: list[Trajectory],
-    vote: MajorityWatch,
-    settled: asyncio.Event,
-) -> Trajectory:
-    ctx = gen.ctx
-    kind = trajectory_kinds(gen.request.agent, gen.request.trajectories, ctx.model is not None)[index]
-    strategy = gen.request.strategy if kind == "llm" else "freeform"
-    traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=kind, seed=index, strategy=strategy)
-    await ctx.open_trajectory(traj, strategy=strategy)
-    live.append(traj)
-    if kind == "classic":
-        for step in gen.shared_steps:
-            await traj.step(step["kind"], **{k: v for k, v in step.items() if k not in ("idx", "kind")})
-    async with gate:
-        if settled.is_set():
+async def _one_trajectory(gen: _Generation, index: int, kind: str) -> Trajectory:
+    """Run trajectory `index` with the agent registered as `kind`, unless the vote is settled first."""
+    ctx, request, agent = gen.state.ctx, gen.state.request, gen.agents[kind]
+    traj = Trajectory(id=f"{ctx.job_id}-t{index}", agent=kind, seed=index, strategy=agent.strategy)
+    await ctx.open_trajectory(traj, strategy=agent.strategy)
+    gen.live.append(traj)
+    await agent.start(traj)
+    async with gen.gate:
+        if gen.settled.is_set():
             # The job's vote is settled: this trajectory could not change the outcome, so it does not run.
             traj.status = "not_fixed"
-            await traj.step("stop", reason=vote.describe())
+            await traj.step("stop", reason=gen.vote.describe())
             traj.finish()
             await ctx.save_trajectory(traj)
             return traj
-        workspace = await copy_workspace(gen.base, ctx.workdir / f"t{index}")
-        runner = TestSuite(gen.env, timeout=gen.request.test_timeout)
-        spec = sandbox_spec(workspace, gen.env, ctx.settings, gen.request.test_timeout)
+        env = need(gen.state.env, "environment")
+        workspace = await copy_workspace(gen.state.base, ctx.workdir / f"t{index}")
+        runner = TestSuite(env, timeout=request.test_timeout)
+        spec = sandbox_spec(workspace, env, ctx.settings, request.test_timeout)
         try:
-            async with make_sandbox(gen.request.sandbox, spec) as sb:
-                if kind == "llm":
-                    await run_llm_trajectory(gen, traj, sb, runner)
-                elif gen.repro is None:
-                    raise LimitsExceeded("the classic agent needs a synthesized BRT and none reproduced the report")
-                else:
-                    search = ClassicSearch(gen.repro, runner, gen.baseline, cache, gen.limits, settled=settled)
-                    await search.run(sb, traj)
+            async with make_sandbox(request.sandbox, spec) as sb:
+                await agent.run(sb, runner, traj)
         except Submitted as done:
             await traj.step("submit", summary=str(done))
         except LimitsExceeded as stop:
@@ -103,38 +165,8 @@ async def _one_trajectory(
         finally:
             traj.finish()
             await ctx.save_trajectory(traj)
-            vote.finish(traj.status == "fixed", traj.diff)
-            if gen.early_stop and vote.settled and not settled.is_set():
-                log.info("job %s: %s", ctx.job_id, vote.describe())
-                settled.set()
+            gen.vote.finish(traj.status == "fixed", traj.diff)
+            if ctx.settings.early_stop and gen.vote.settled and not gen.settled.is_set():
+                log.info("job %s: %s", ctx.job_id, gen.vote.describe())
+                gen.settled.set()
     return traj
-
-
-async def generate_patches(gen: GenerateRequest) -> list[Trajectory]:
-    """Run the trajectories, at most `parallel` at a time; they share a memo of candidate verdicts.
-
-    With `early_stop`, once the finished trajectories' leading fix cannot be outvoted by the rest
-    (patch_selectors.majority), trajectories still waiting do not run and classic searches still running
-    stop at their next candidate.
-    """
-    cache = CandidateCache()
-    gate = asyncio.Semaphore(max(1, gen.parallel))
-    vote = MajorityWatch(gen.request.trajectories)
-    settled = asyncio.Event()
-    live: list[Trajectory] = []
-    ticker = asyncio.create_task(_report_rate(gen, live))
-    started = asyncio.get_running_loop().time()
-    try:
-        trajs = await asyncio.gather(
-            *(_one_trajectory(gen, i, cache, gate, live, vote, settled) for i in range(gen.request.trajectories))
-        )
-    finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-    n, elapsed = candidates_tried(live), asyncio.get_running_loop().time() - started
-    rate = f"{n} candidates tried in {elapsed:.1f}s ({n / max(elapsed, 1e-9):.1f}/s)"
-    log.info("job %s: %s", gen.ctx.job_id, rate)
-    gen.ctx.tick(rate)
-    log.info("job %s: candidate cache %d hits, %d misses", gen.ctx.job_id, cache.hits, cache.misses)
-    return list(trajs)

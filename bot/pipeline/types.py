@@ -19,7 +19,6 @@ from typing import Any, Literal, Protocol
 
 from agents.chat import ChatModel
 from agents.reading import IssueFacts
-from agents.repair.classic import Reproduction, SearchLimits
 from agents.trajectory import BrtEvidence, Trajectory
 from agents.triage import AbstentionDecision
 from bot import metrics
@@ -28,7 +27,7 @@ from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord
 from patch_selectors.selectors import Selection
 from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import Baseline, BuiltEnvironment
+from sandboxes.environment import BuiltEnvironment
 from sandboxes.pathpolicy import DEFAULT_DENIED
 
 log = logging.getLogger(__name__)
@@ -457,21 +456,3 @@ def sandbox_spec(workspace: Path, env: BuiltEnvironment, settings: JobSettings, 
         session=settings.sandbox_session,
         pytest_server=settings.pytest_server,
     )
-
-
-@dataclass
-class GenerateRequest:
-    """Inputs of the generate stage."""
-
-    ctx: JobContext
-    request: JobRequest
-    base: Path
-    env: BuiltEnvironment
-    baseline: Baseline
-    repro: Reproduction | None
-    shared_steps: list[dict[str, Any]]
-    parallel: int
-    limits: SearchLimits = field(default_factory=SearchLimits)
-    facts: IssueFacts | None = None
-    #: Stop the trajectories that cannot change the vote once it is settled (REPROBOT_EARLY_STOP).
-    early_stop: bool = False

@@ -1,4 +1,4 @@
-"""The classic agent (no LLM): synthesize a BRT, localize the fault, search fix templates, validate."""
+"""The classic agent's fix search (no LLM): from a reproduction's ranked suspects, try fix templates, validate."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import asyncio
 import hashlib
 import logging
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
-from agents.localize import NAMED_NOTE, Location, localize_in_sandbox, parse_traceback_frames, select_tests
-from agents.reading import IssueFacts
+from agents.localize import NAMED_NOTE, Location, select_tests
 from agents.repair.mutation import (
     Candidate,
     build_context,
@@ -19,17 +18,13 @@ from agents.repair.mutation import (
     missing_protocols,
     special_method_candidates,
 )
-from agents.reproduce import BrtCandidate, symptom_matches, synthesize_brts
-from agents.trajectory import BrtEvidence, LimitsExceeded, Submitted, Trajectory
+from agents.reproduce import Reproduction, brt_evidence
+from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRun, TestSuite
 from sandboxes.workspace import workspace_diff
 
 log = logging.getLogger(__name__)
-
-
-class NotReproduced(Exception):
-    """No synthesized BRT failed on the buggy code with the reported symptom."""
 
 
 @dataclass(frozen=True)
@@ -81,16 +76,6 @@ class _Progress:
     slow: list[tuple[Location, str, Candidate]] = field(default_factory=list)
 
 
-@dataclass
-class Reproduction:
-    """The shared result of the reproduction stage: a BRT that fails the reported way, and where to look."""
-
-    brt: BrtCandidate
-    before: TestRun
-    locations: list[Location]
-    tried: list[tuple[BrtCandidate, str]] = field(default_factory=list)
-
-
 class CandidateCache:
     """Memoizes candidate checks across the trajectories of one job (same edit, same verdict)."""
 
@@ -124,67 +109,6 @@ class CandidateCache:
         fut: asyncio.Future[tuple[bool, bool]] = asyncio.get_running_loop().create_future()
         self._futures[key] = fut
         return fut
-
-
-async def reproduce(
-    facts: IssueFacts,
-    sandbox: Sandbox,
-    runner: TestSuite,
-    repo_files: Sequence[str],
-    trajectory: Trajectory,
-    *,
-    localize: bool = True,
-    brt_timeout: float = 60.0,
-) -> Reproduction:
-    """Find a synthesized BRT that fails on the buggy code with the reported symptom, then rank suspects."""
-    candidates = synthesize_brts(facts, repo_files)
-    await trajectory.step("synthesize_brt", candidates=[c.description for c in candidates])
-    if not candidates:
-        raise NotReproduced("the report has no code, REPL session or call that a test can be built from")
-    tried: list[tuple[BrtCandidate, str]] = []
-    chosen: tuple[BrtCandidate, TestRun] | None = None
-    for cand in candidates:
-        sandbox.write_file(cand.path, cand.source)
-        run = await runner.run(sandbox, [cand.path], timeout=brt_timeout)
-        ok, reason = symptom_matches(cand, facts, run.result.output, run.result.timed_out)
-        await trajectory.step(
-            "run_brt_on_buggy_code",
-            path=cand.path,
-            description=cand.description,
-            exit_code=run.result.exit_code,
-            timed_out=run.result.timed_out,
-            matches_report=ok,
-            reason=reason,
-            output=run.result.output[-4000:],
-        )
-        if run.all_passed:
-            reason = "the test passes on the buggy code, so it does not reproduce the report"
-        elif not run.collected:
-            reason = "pytest could not collect the test: " + run.result.output[-300:]
-        if ok and not run.all_passed and run.collected:
-            chosen = (cand, run)
-            break
-        tried.append((cand, reason))
-        _remove(sandbox, cand.path)
-    if chosen is None:
-        reasons = "; ".join(r for _, r in tried) or "no candidate"
-        raise NotReproduced(f"no synthesized test reproduced the reported symptom ({reasons})")
-    brt, before = chosen
-    locations: list[Location] = []
-    if localize:
-        frames = parse_traceback_frames(facts.traceback_text) + parse_traceback_frames(before.result.output)
-        mentioned = (*facts.mentioned_files, *facts.identifiers)
-        locations = await localize_in_sandbox(sandbox, runner, brt.path, repo_files, frames, mentioned=mentioned)
-        await trajectory.step(
-            "fault_localization",
-            top=[{"file": loc.file, "line": loc.line, "score": round(loc.score, 4)} for loc in locations[:10]],
-        )
-    return Reproduction(brt=brt, before=before, locations=locations, tried=tried)
-
-
-def _remove(sandbox: Sandbox, relpath: str) -> None:
-    path = sandbox.spec.workspace / relpath
-    path.unlink(missing_ok=True)
 
 
 class ClassicSearch:
@@ -416,27 +340,9 @@ class ClassicSearch:
         if ok:
             trajectory.diff = await workspace_diff(sandbox.spec.workspace)
             brt_out = await self.runner.run(sandbox, [self.repro.brt.path])
-            trajectory.brt = _evidence(self.repro, brt_out)
+            trajectory.brt = brt_evidence(self.repro, brt_out)
             trajectory.status = "fixed"
             progress.submitted = f"{cand.operator} at {loc.file}:{cand.line}: {cand.description}"
             if self.limits.max_alternatives <= 0:
                 raise Submitted(progress.submitted)
         sandbox.write_file(loc.file, original)
-
-
-def _evidence(repro: Reproduction, after: TestRun | None) -> BrtEvidence:
-    return BrtEvidence(
-        path=repro.brt.path,
-        source=repro.brt.source,
-        symptom=repro.brt.symptom,
-        fails_before=True,
-        before_output=repro.before.result.output[-4000:],
-        passes_after=None if after is None else after.all_passed,
-        after_output="" if after is None else after.result.output[-4000:],
-        description=repro.brt.description,
-    )
-
-
-def reproduction_evidence(repro: Reproduction) -> BrtEvidence:
-    """Evidence for a reproduce-only job: the BRT and its failing output on the buggy code."""
-    return _evidence(repro, None)

@@ -1,0 +1,54 @@
+"""The baseline stage: run the test suite once on the base commit and record which tests already fail."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from agents.localize import coverage_rc, read_coverage
+from bot.pipeline.state import JobState, need
+from bot.pipeline.stops import EnvironmentFailed
+from bot.pipeline.types import JobContext, JobRequest, sandbox_spec
+from sandboxes import environment as envlayer
+from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_
+from sandboxes.factory import make_sandbox
+
+
+async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
+    """Run the suite once on the base commit and record which tests already fail."""
+    # Test impact selection needs to know which test executed which line: the one baseline run measures it.
+    measure = ctx.settings.test_impact and env.spec.report_format == "junit-xml"
+    async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
+        rc = coverage_rc(sb) if measure else None
+        baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout, coverage_rc=rc)
+        if rc is not None and not run.tests and not run.result.timed_out:
+            # Nothing ran under coverage (it may be missing from a custom environment): the plain run decides.
+            baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
+        elif measure and not run.result.timed_out:
+            coverage = await read_coverage(sb, env.python)
+            baseline = dataclasses.replace(baseline, coverage=coverage)
+    if run.result.timed_out:
+        # Every later stage runs the suite again; a suite that cannot finish makes all their verdicts noise.
+        raise EnvironmentError_(
+            f"the test suite did not finish within {request.test_timeout:g} s on the base commit (timed out); "
+            "raise the timeout or fix the hanging test"
+        )
+    if env.spec.report_format == "junit-xml":
+        # A suite that runs no test says nothing about the bug: the environment is at fault, not the report.
+        problem = envlayer.diagnose_baseline(run, env.spec)
+        if problem is not None:
+            raise EnvironmentError_(problem)
+    return baseline
+
+
+async def run(state: JobState) -> None:
+    """Record the baseline; raise EnvironmentFailed when the suite cannot run on the base commit."""
+    await state.ctx.stage("baseline", "running the test suite on the base commit")
+    try:
+        baseline = await run_baseline(state.ctx, state.base, need(state.env, "environment"), state.request)
+    except EnvironmentError_ as exc:
+        raise EnvironmentFailed(str(exc)) from exc
+    state.baseline = baseline
+    if baseline.collection_errors:
+        # Part of the suite did not import (an undeclared optional dependency): worth a maintainer's look.
+        state.environment["collection_errors"] = baseline.collection_errors
