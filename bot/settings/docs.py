@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bot.settings.table import CROSS_CHECKS, ROWS, SECTIONS, Row, format_value
+from bot.settings.table import CROSS_CHECKS, ROWS, SECTIONS, Setting, format_value
 
 __all__ = ["configuration_markdown", "main", "shown_default"]
 
@@ -23,7 +23,7 @@ variables that are not settings. Secrets are never logged, and are scrubbed from
 """
 
 
-def shown_default(row: Row) -> str:
+def shown_default(row: Setting) -> str:
     """The default as the docs show it (markdown): the row's own text, else the value in backticks or `unset`."""
     if row.shown is not None:
         return row.shown
@@ -35,7 +35,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _row_line(row: Row) -> str:
+def _row_line(row: Setting) -> str:
     value = row.kind.doc + (" (secret)" if row.secret else "")
     value += f"; must be {row.rule.text}" if row.rule is not None else ""
     meaning = row.doc

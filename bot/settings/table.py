@@ -23,7 +23,7 @@ __all__ = [
     "SECTIONS",
     "STRATEGY_NAMES",
     "CrossCheck",
-    "Row",
+    "Setting",
     "check",
     "default_data_dir",
     "default_of",
@@ -43,7 +43,7 @@ def default_data_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class Row:
+class Setting:
     """One setting. Several rows may fill one field: the first one set wins (a PEM text over its file)."""
 
     env: str
@@ -110,7 +110,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
 
 _SECONDS = "number of seconds"
 _ROWS_STORE_SANDBOX_SEARCH = (
-    Row(
+    Setting(
         "REPROBOT_DATA_DIR",
         "data_dir",
         "store",
@@ -120,7 +120,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         shown="`~/.local/share/reprobot`",
         factory=default_data_dir,
     ),
-    Row(
+    Setting(
         "REPROBOT_SANDBOX",
         "sandbox",
         "sandbox",
@@ -128,7 +128,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         "bwrap",
         "default sandbox backend; `none` only by explicit opt-in",
     ),
-    Row(
+    Setting(
         "REPROBOT_SANDBOX_PYTHON",
         "sandbox_python",
         "sandbox",
@@ -136,7 +136,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         Path("/usr/bin/python3"),
         "interpreter visible inside the sandbox; per-repo virtualenvs are built from it",
     ),
-    Row(
+    Setting(
         "REPROBOT_ROOTFS",
         "rootfs",
         "sandbox",
@@ -144,7 +144,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         None,
         "a root filesystem for the sandbox instead of read-only host binds (`reprobot sandbox build-base`)",
     ),
-    Row(
+    Setting(
         "REPROBOT_SANDBOX_DISK_QUOTA",
         "sandbox_disk_quota",
         "sandbox",
@@ -154,7 +154,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         rule=k.QUOTA,
         shown="`2G`",
     ),
-    Row(
+    Setting(
         "REPROBOT_SANDBOX_REAP_INTERVAL",
         "sandbox_reap_interval",
         "sandbox",
@@ -163,7 +163,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         "seconds between a worker's looks for docker sandboxes and quota mounts of dead workers (also done at start)",
         rule=k.positive(_SECONDS),
     ),
-    Row(
+    Setting(
         "REPROBOT_SANDBOX_SESSION",
         "sandbox_session",
         "sandbox",
@@ -171,7 +171,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         "warm",
         "warm: one sandbox per trajectory, each command forked in it; cold: a sandbox per command",
     ),
-    Row(
+    Setting(
         "REPROBOT_TEST_IMPACT",
         "test_impact",
         "search",
@@ -179,7 +179,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         True,
         "1: a candidate's BRT, then the tests covering its changed lines, then the full suite; 0: the full suite",
     ),
-    Row(
+    Setting(
         "REPROBOT_PYTEST_SERVER",
         "pytest_server",
         "search",
@@ -187,7 +187,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         True,
         "1: pytest runs in a warm session go through a resident server that forks a worker per run",
     ),
-    Row(
+    Setting(
         "REPROBOT_CANDIDATE_TIMEOUT_FACTOR",
         "candidate_timeout_factor",
         "search",
@@ -196,7 +196,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         "a candidate's BRT run gets this many times the buggy code's BRT time (at least 2 s); 0: the full timeout",
         rule=k.at_least(0, "0 (off) or a positive factor"),
     ),
-    Row(
+    Setting(
         "REPROBOT_EARLY_STOP",
         "early_stop",
         "search",
@@ -204,7 +204,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         False,
         "1 stops a job's remaining trajectories once the leading fix cannot be outvoted",
     ),
-    Row(
+    Setting(
         "REPROBOT_REVIEW_PARALLEL",
         "review_parallel",
         "search",
@@ -217,7 +217,7 @@ _ROWS_STORE_SANDBOX_SEARCH = (
 )
 
 _ROWS_JOBS = (
-    Row(
+    Setting(
         "REPROBOT_TEST_TIMEOUT",
         "test_timeout",
         "jobs",
@@ -225,7 +225,7 @@ _ROWS_JOBS = (
         300.0,
         "wall seconds for one test-suite run when neither `--timeout` nor the policy's `environment.timeout` says",
     ),
-    Row(
+    Setting(
         "REPROBOT_TRAJECTORIES",
         "trajectories",
         "jobs",
@@ -234,7 +234,7 @@ _ROWS_JOBS = (
         "default number of parallel trajectories per job, M (also caps the policy's `agent.trajectories`)",
         rule=k.at_least(1, "at least 1"),
     ),
-    Row(
+    Setting(
         "REPROBOT_MAX_TRAJECTORIES",
         "max_trajectories",
         "jobs",
@@ -242,7 +242,7 @@ _ROWS_JOBS = (
         32,
         "most trajectories a job may run, whatever a policy, `/fix trajectories=` or `-M` asks (clamped, with a note)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MAX_TEST_TIMEOUT",
         "max_test_timeout",
         "jobs",
@@ -250,7 +250,7 @@ _ROWS_JOBS = (
         7200.0,
         "most seconds one test-suite run may take, whatever the policy or `--timeout` asks (clamped, with a note)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MAX_JOB_MINUTES",
         "max_job_minutes",
         "jobs",
@@ -259,7 +259,7 @@ _ROWS_JOBS = (
         "most wall-clock minutes a job may run, whatever the policy's `budget.max_minutes` asks (unset: no cap)",
         rule=k.positive("number of minutes (unset: no cap)"),
     ),
-    Row(
+    Setting(
         "REPROBOT_AGENTS",
         "agents",
         "jobs",
@@ -267,7 +267,7 @@ _ROWS_JOBS = (
         AGENT_KINDS,
         "agent kinds a job may use; another is replaced by classic, with a note",
     ),
-    Row(
+    Setting(
         "REPROBOT_STRATEGIES",
         "strategies",
         "jobs",
@@ -275,7 +275,7 @@ _ROWS_JOBS = (
         STRATEGY_NAMES,
         "cogeneration strategies llm trajectories may use; another becomes freeform (or the first allowed)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MAX_PARALLEL",
         "max_parallel",
         "jobs",
@@ -284,7 +284,7 @@ _ROWS_JOBS = (
         "trajectories of one job running at once",
         shown="`0` (one per core)",
     ),
-    Row(
+    Setting(
         "REPROBOT_ABSTAIN_THRESHOLD",
         "abstain_threshold",
         "jobs",
@@ -293,7 +293,7 @@ _ROWS_JOBS = (
         "triage score below which the bot does not act; a floor for the policy's `abstention.threshold`",
         rule=k.UNIT_INTERVAL,
     ),
-    Row(
+    Setting(
         "REPROBOT_PUBLISH_UNSURE",
         "publish_unsure",
         "jobs",
@@ -301,7 +301,7 @@ _ROWS_JOBS = (
         False,
         "open a PR even when the correctness assessment is unsure (by default such a fix is only suggested)",
     ),
-    Row(
+    Setting(
         "REPROBOT_PIP_INDEX_URL",
         "pip_index_url",
         "sandbox",
@@ -309,11 +309,11 @@ _ROWS_JOBS = (
         None,
         "package index the host downloads wheels and source archives from (nothing is built on the host)",
     ),
-    Row("REPROBOT_LOG_LEVEL", "log_level", "worker", k.TEXT, "INFO", "logging level name"),
+    Setting("REPROBOT_LOG_LEVEL", "log_level", "worker", k.TEXT, "INFO", "logging level name"),
 )
 
 _ROWS_GITHUB_WORKER = (
-    Row(
+    Setting(
         "REPROBOT_GITHUB_WEBHOOK_SECRET",
         "github_webhook_secret",
         "github",
@@ -322,8 +322,8 @@ _ROWS_GITHUB_WORKER = (
         "the secret GitHub signs webhook bodies with; while unset, every delivery gets 401",
         secret=True,
     ),
-    Row("REPROBOT_GITHUB_APP_ID", "github_app_id", "github", k.TEXT, None, "the GitHub App's id"),
-    Row(
+    Setting("REPROBOT_GITHUB_APP_ID", "github_app_id", "github", k.TEXT, None, "the GitHub App's id"),
+    Setting(
         "REPROBOT_GITHUB_PRIVATE_KEY",
         "github_private_key",
         "github",
@@ -332,7 +332,7 @@ _ROWS_GITHUB_WORKER = (
         "the GitHub App's private key (PEM text); wins over REPROBOT_GITHUB_PRIVATE_KEY_PATH",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_PRIVATE_KEY_PATH",
         "github_private_key",
         "github",
@@ -341,7 +341,7 @@ _ROWS_GITHUB_WORKER = (
         "a file holding the GitHub App's private key, read once at start",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_API_URL",
         "github_api_url",
         "github",
@@ -349,7 +349,7 @@ _ROWS_GITHUB_WORKER = (
         "https://api.github.com",
         "REST API base (GitHub Enterprise: https://HOST/api/v3)",
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_GIT_URL",
         "github_git_url",
         "github",
@@ -357,7 +357,7 @@ _ROWS_GITHUB_WORKER = (
         "https://github.com",
         "base of clone and push URLs (BASE/owner/repo.git)",
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_RETRY_BASE",
         "github_retry_base",
         "github",
@@ -365,7 +365,7 @@ _ROWS_GITHUB_WORKER = (
         1.0,
         "seconds of the first retry backoff for GitHub calls (doubles per attempt)",
     ),
-    Row(
+    Setting(
         "REPROBOT_WEBHOOK_MAX_BYTES",
         "webhook_max_bytes",
         "github",
@@ -373,7 +373,7 @@ _ROWS_GITHUB_WORKER = (
         25 * 1024 * 1024,
         "larger webhook bodies get 413, as soon as that many bytes have arrived (GitHub caps payloads at 25 MB)",
     ),
-    Row(
+    Setting(
         "REPROBOT_WEBHOOK_INFLIGHT_BYTES",
         "webhook_inflight_bytes",
         "github",
@@ -381,7 +381,7 @@ _ROWS_GITHUB_WORKER = (
         64 * 1024 * 1024,
         "bytes of webhook bodies read but not yet verified, across all requests; past it a request gets 503",
     ),
-    Row(
+    Setting(
         "REPROBOT_PERMISSION_TIMEOUT",
         "permission_timeout",
         "github",
@@ -390,7 +390,7 @@ _ROWS_GITHUB_WORKER = (
         "seconds the webhook ack may wait on a non-member's permission lookup; past it the job decides",
         rule=k.above_up_to(5, "more than 0 and at most 5 seconds"),
     ),
-    Row(
+    Setting(
         "REPROBOT_WORKER_LEASE",
         "worker_lease",
         "worker",
@@ -398,7 +398,7 @@ _ROWS_GITHUB_WORKER = (
         60.0,
         "seconds a worker's job lease lasts between heartbeats; a dead worker's job is claimed again after it",
     ),
-    Row(
+    Setting(
         "REPROBOT_WORKER_POLL",
         "worker_poll",
         "worker",
@@ -406,8 +406,8 @@ _ROWS_GITHUB_WORKER = (
         1.0,
         "seconds an idle worker waits before looking for a job again",
     ),
-    Row("REPROBOT_WORKERS", "workers", "worker", k.INT, 1, "jobs one worker process runs at once"),
-    Row(
+    Setting("REPROBOT_WORKERS", "workers", "worker", k.INT, 1, "jobs one worker process runs at once"),
+    Setting(
         "REPROBOT_MAX_RUNNING_JOBS",
         "max_running_jobs",
         "worker",
@@ -416,7 +416,7 @@ _ROWS_GITHUB_WORKER = (
         "jobs running at once across every worker sharing the store",
         shown="`0` (no limit)",
     ),
-    Row(
+    Setting(
         "REPROBOT_DELIVERY_BODY_DAYS",
         "delivery_body_days",
         "store",
@@ -428,8 +428,10 @@ _ROWS_GITHUB_WORKER = (
 )
 
 _ROWS_MODEL = (
-    Row("REPROBOT_LLM_BASE_URL", "llm_base_url", "model", k.TEXT, None, "the OpenAI-compatible endpoint's /v1 base"),
-    Row(
+    Setting(
+        "REPROBOT_LLM_BASE_URL", "llm_base_url", "model", k.TEXT, None, "the OpenAI-compatible endpoint's /v1 base"
+    ),
+    Setting(
         "REPROBOT_LLM_API_KEY",
         "llm_api_key",
         "model",
@@ -438,8 +440,8 @@ _ROWS_MODEL = (
         "sent as the bearer token; never logged, never in a sandbox or a PR",
         secret=True,
     ),
-    Row("REPROBOT_LLM_MODEL", "llm_model", "model", k.TEXT, None, "model (Azure: deployment) name"),
-    Row(
+    Setting("REPROBOT_LLM_MODEL", "llm_model", "model", k.TEXT, None, "model (Azure: deployment) name"),
+    Setting(
         "REPROBOT_LLM_PRICE_INPUT",
         "llm_price_input",
         "model",
@@ -447,7 +449,7 @@ _ROWS_MODEL = (
         0.0,
         "USD per million prompt tokens, for the cost ledger",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_PRICE_OUTPUT",
         "llm_price_output",
         "model",
@@ -455,7 +457,7 @@ _ROWS_MODEL = (
         0.0,
         "USD per million completion tokens, for the cost ledger",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_MAX_STEPS",
         "llm_max_steps",
         "model",
@@ -463,7 +465,7 @@ _ROWS_MODEL = (
         40,
         "tool-using steps per LLM trajectory (the remaining budget is restated every turn)",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_MAX_TOKENS",
         "llm_max_tokens",
         "model",
@@ -471,7 +473,7 @@ _ROWS_MODEL = (
         400_000,
         "prompt + completion tokens per LLM trajectory",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_MAX_COST",
         "llm_max_cost",
         "model",
@@ -479,7 +481,7 @@ _ROWS_MODEL = (
         None,
         "USD per job across trajectories, reviewers and abstention (unset: no cap)",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_MAX_COST_ISSUE",
         "llm_max_cost_issue",
         "model",
@@ -487,7 +489,7 @@ _ROWS_MODEL = (
         None,
         "USD across all jobs of one issue, from the trajectories in the store (unset: no cap)",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_MAX_COST_DAY",
         "llm_max_cost_day",
         "model",
@@ -495,7 +497,7 @@ _ROWS_MODEL = (
         None,
         "USD per UTC day for the whole deployment, from the trajectories in the store (unset: no cap)",
     ),
-    Row(
+    Setting(
         "REPROBOT_LLM_TIMEOUT",
         "llm_timeout",
         "model",
@@ -506,7 +508,7 @@ _ROWS_MODEL = (
 )
 
 _ROWS_JIRA_DASHBOARD = (
-    Row(
+    Setting(
         "REPROBOT_JIRA_WEBHOOK_SECRET",
         "jira_webhook_secrets",
         "jira",
@@ -515,7 +517,7 @@ _ROWS_JIRA_DASHBOARD = (
         "the secret Jira webhooks sign bodies with: one, or one per site as `https://site=secret` pairs",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_JIRA_ALLOW_UNSIGNED",
         "jira_allow_unsigned",
         "jira",
@@ -523,7 +525,7 @@ _ROWS_JIRA_DASHBOARD = (
         False,
         "1 accepts deliveries without X-Hub-Signature (a Jira that cannot sign; doctor warns); signed ones are checked",
     ),
-    Row(
+    Setting(
         "REPROBOT_JIRA_MAPPING",
         "jira_mapping",
         "jira",
@@ -531,7 +533,7 @@ _ROWS_JIRA_DASHBOARD = (
         None,
         "the YAML file mapping (Jira site, project, component) to a repo and policy (read at start and by each job)",
     ),
-    Row(
+    Setting(
         "REPROBOT_JIRA_TOKEN",
         "jira_token",
         "jira",
@@ -540,7 +542,7 @@ _ROWS_JIRA_DASHBOARD = (
         "a personal access token (Jira Server / Data Center), sent as a bearer token",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_JIRA_EMAIL",
         "jira_email",
         "jira",
@@ -548,7 +550,7 @@ _ROWS_JIRA_DASHBOARD = (
         None,
         "Jira Cloud basic auth: the bot account's email (with REPROBOT_JIRA_API_TOKEN)",
     ),
-    Row(
+    Setting(
         "REPROBOT_JIRA_API_TOKEN",
         "jira_api_token",
         "jira",
@@ -557,7 +559,7 @@ _ROWS_JIRA_DASHBOARD = (
         "Jira Cloud basic auth: an API token (with REPROBOT_JIRA_EMAIL)",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_JIRA_RETRY_BASE",
         "jira_retry_base",
         "jira",
@@ -566,7 +568,7 @@ _ROWS_JIRA_DASHBOARD = (
         "seconds of the first retry backoff for Jira calls (5xx, 429 honouring Retry-After, connection errors)",
         rule=k.at_least(0, "0 or more seconds"),
     ),
-    Row(
+    Setting(
         "REPROBOT_GIT_CREDENTIAL_<NAME>",
         "git_credentials",
         "jira",
@@ -577,7 +579,7 @@ _ROWS_JIRA_DASHBOARD = (
         shown="unset",
         prefix=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_DASHBOARD_TOKEN",
         "dashboard_token",
         "dashboard",
@@ -586,7 +588,7 @@ _ROWS_JIRA_DASHBOARD = (
         "a deployment token that opens the read-only dashboard; unset: only GitHub login opens it",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_CLIENT_ID",
         "github_client_id",
         "dashboard",
@@ -594,7 +596,7 @@ _ROWS_JIRA_DASHBOARD = (
         None,
         "the GitHub App's OAuth client id, for dashboard login (admins of an installation's repository)",
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_CLIENT_SECRET",
         "github_client_secret",
         "dashboard",
@@ -603,7 +605,7 @@ _ROWS_JIRA_DASHBOARD = (
         "the GitHub App's OAuth client secret, for dashboard login",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_GITHUB_WEB_URL",
         "github_web_url",
         "dashboard",
@@ -611,7 +613,7 @@ _ROWS_JIRA_DASHBOARD = (
         "https://github.com",
         "GitHub's web origin, where the OAuth authorize and token endpoints live",
     ),
-    Row(
+    Setting(
         "REPROBOT_METRICS_PORT",
         "metrics_port",
         "worker",
@@ -623,7 +625,7 @@ _ROWS_JIRA_DASHBOARD = (
 )
 
 _ROWS_MOJIRA = (
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_API_URL",
         "mojira_api_url",
         "mojira",
@@ -631,7 +633,7 @@ _ROWS_MOJIRA = (
         "https://bugs.mojang.com/api",
         "base of Mojira's public read-only API (the search is POST <base>/jql-search-post)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_PROJECT",
         "mojira_project",
         "mojira",
@@ -639,7 +641,7 @@ _ROWS_MOJIRA = (
         "MC",
         "the project the search runs in (MC: Java Edition; MCPE, REALMS, MCL, ...)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_JQL",
         "mojira_jql",
         "mojira",
@@ -647,7 +649,7 @@ _ROWS_MOJIRA = (
         "project = MC",
         "JQL of the reports to follow; the poller adds `updated >= <cursor>` and the order",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_START",
         "mojira_start",
         "mojira",
@@ -655,7 +657,7 @@ _ROWS_MOJIRA = (
         "-1d",
         "where a query that never polled starts: a JQL relative date (-1d, -4h) or a date",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_PAGE_SIZE",
         "mojira_page_size",
         "mojira",
@@ -663,7 +665,7 @@ _ROWS_MOJIRA = (
         50,
         "maxResults of one search page",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_MAX_PAGES",
         "mojira_max_pages",
         "mojira",
@@ -671,7 +673,7 @@ _ROWS_MOJIRA = (
         20,
         "most pages one poll reads; the next poll goes on from the cursor",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_OVERLAP_MINUTES",
         "mojira_overlap_minutes",
         "mojira",
@@ -679,7 +681,7 @@ _ROWS_MOJIRA = (
         15.0,
         "how far before the cursor a poll asks again (JQL has minute precision); repeats are recognised",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_POLL_INTERVAL",
         "mojira_poll_interval",
         "mojira",
@@ -687,7 +689,7 @@ _ROWS_MOJIRA = (
         0.0,
         "seconds between two polls by `mojira poll` and by a worker (0: workers do not poll; `mojira poll`: 300)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_RETRY_BASE",
         "mojira_retry_base",
         "mojira",
@@ -695,7 +697,7 @@ _ROWS_MOJIRA = (
         1.0,
         "seconds of the first retry backoff for Mojira calls (Retry-After wins)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_SINK",
         "mojira_sink",
         "mojira",
@@ -703,7 +705,7 @@ _ROWS_MOJIRA = (
         "store",
         "where new reports go besides the store: an issue or a comment per report on GitHub, or a Jira issue",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_CRASH_ATTACHMENT_BYTES",
         "mojira_crash_attachment_bytes",
         "mojira",
@@ -714,7 +716,7 @@ _ROWS_MOJIRA = (
 )
 
 _ROWS_RUNNER = (
-    Row(
+    Setting(
         "REPROBOT_RUNNER_REGISTRATION_TOKEN",
         "runner_registration_token",
         "runner",
@@ -724,7 +726,7 @@ _ROWS_RUNNER = (
         secret=True,
         shown="unset (registration refused)",
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_LEASE",
         "runner_lease",
         "runner",
@@ -733,7 +735,7 @@ _ROWS_RUNNER = (
         "seconds a runner's claim holds a job; renewed every third of it",
         rule=k.positive(_SECONDS),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_HEARTBEAT",
         "runner_heartbeat",
         "runner",
@@ -742,7 +744,7 @@ _ROWS_RUNNER = (
         "seconds between two heartbeats of an idle runner (sent in the answers)",
         rule=k.positive(_SECONDS),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_CLAIM_WAIT",
         "runner_claim_wait",
         "runner",
@@ -751,7 +753,7 @@ _ROWS_RUNNER = (
         "longest a claim's long poll waits for a job",
         rule=k.above_up_to(50, "more than 0 and at most 50 seconds"),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_CLAIM_POLL",
         "runner_claim_poll",
         "runner",
@@ -760,7 +762,7 @@ _ROWS_RUNNER = (
         "seconds between two looks at the queue while a long poll waits (with jitter)",
         rule=k.positive(_SECONDS),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_CANCEL_GRACE",
         "runner_cancel_grace",
         "runner",
@@ -769,7 +771,7 @@ _ROWS_RUNNER = (
         "seconds a cancelled job gets after SIGTERM before SIGKILL (told to runners)",
         rule=k.not_below(0, "0 or more seconds"),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_STALE",
         "runner_stale",
         "runner",
@@ -778,7 +780,7 @@ _ROWS_RUNNER = (
         "runners not heard from for this many seconds are pruned from the list",
         rule=k.positive(_SECONDS),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_MAX_ATTEMPTS",
         "runner_max_attempts",
         "runner",
@@ -787,7 +789,7 @@ _ROWS_RUNNER = (
         "claims a runner job gets (a lapsed lease counts) before it is dead",
         rule=k.at_least(1, "at least 1"),
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_ARTIFACT_MAX_BYTES",
         "runner_artifact_max_bytes",
         "runner",
@@ -795,7 +797,7 @@ _ROWS_RUNNER = (
         10 * 1024 * 1024,
         "largest artifact a runner may upload (screenshot, action log)",
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_LOG_MAX_BYTES",
         "runner_log_max_bytes",
         "runner",
@@ -803,7 +805,7 @@ _ROWS_RUNNER = (
         1024 * 1024,
         "most log bytes kept per job; later chunks are refused (413)",
     ),
-    Row(
+    Setting(
         "REPROBOT_PUBLIC_URL",
         "public_url",
         "runner",
@@ -811,7 +813,7 @@ _ROWS_RUNNER = (
         None,
         "the bot's address as readers see it, for artifact links in comments (unset: relative links)",
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_TOKEN",
         "runner_token",
         "runner",
@@ -820,7 +822,7 @@ _ROWS_RUNNER = (
         "on a runner machine: the registration token `reprobot runner` registers with when --token is not given",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_RUNNER_CACHE",
         "runner_cache",
         "runner",
@@ -831,7 +833,7 @@ _ROWS_RUNNER = (
 )
 
 _ROWS_GAME = (
-    Row(
+    Setting(
         "REPROBOT_GAME_DISPLAY",
         "game_display",
         "game",
@@ -839,7 +841,7 @@ _ROWS_GAME = (
         None,
         "an X display (:99) the Minetest client shares; unset: each session starts its own Xvfb",
     ),
-    Row(
+    Setting(
         "REPROBOT_GAME_MODEL_TURNS",
         "game_model_turns",
         "game",
@@ -847,7 +849,7 @@ _ROWS_GAME = (
         8,
         "most turns of the model-driven action loop per reproduction",
     ),
-    Row(
+    Setting(
         "REPROBOT_GAME_CONTEXT_TURNS",
         "game_context_turns",
         "game",
@@ -855,7 +857,7 @@ _ROWS_GAME = (
         3,
         "how many past turns (reply + outcome) stay in the model's context",
     ),
-    Row(
+    Setting(
         "REPROBOT_GAME_MODEL_IMAGES",
         "game_model_images",
         "game",
@@ -863,7 +865,7 @@ _ROWS_GAME = (
         False,
         "send the screenshot as an image part (for models that accept images)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MOJIRA_RUNNER_LABELS",
         "mojira_runner_labels",
         "mojira",
@@ -871,7 +873,7 @@ _ROWS_GAME = (
         (),
         "when set, routed Mojira reports are queued as reproduce.game jobs for runners with these labels",
     ),
-    Row(
+    Setting(
         "REPROBOT_MINECRAFT_DIR",
         "minecraft_dir",
         "game",
@@ -879,7 +881,7 @@ _ROWS_GAME = (
         None,
         "the Minecraft game folder (crash-reports/, logs/latest.log); unset: no Minecraft on this machine",
     ),
-    Row(
+    Setting(
         "REPROBOT_MINECRAFT_RCON",
         "minecraft_rcon",
         "game",
@@ -887,7 +889,7 @@ _ROWS_GAME = (
         None,
         "host:port of the Minecraft server's RCON for commands (unset: commands are typed in the client)",
     ),
-    Row(
+    Setting(
         "REPROBOT_MINECRAFT_RCON_PASSWORD",
         "minecraft_rcon_password",
         "game",
@@ -896,7 +898,7 @@ _ROWS_GAME = (
         "the RCON password",
         secret=True,
     ),
-    Row(
+    Setting(
         "REPROBOT_DATABASE_URL",
         "database_url",
         "store",
@@ -907,7 +909,7 @@ _ROWS_GAME = (
 )
 
 #: Every setting, in the order they are parsed (and Settings' field order).
-ROWS: tuple[Row, ...] = (
+ROWS: tuple[Setting, ...] = (
     *_ROWS_STORE_SANDBOX_SEARCH,
     *_ROWS_JOBS,
     *_ROWS_GITHUB_WORKER,
@@ -961,7 +963,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def row_for(env: str) -> Row:
+def row_for(env: str) -> Setting:
     """The row of variable `env` (KeyError when there is none)."""
     for row in ROWS:
         if row.env == env:
