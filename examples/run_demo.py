@@ -22,11 +22,11 @@ def preflight(reprobot: Path) -> str | None:
         install = plan.stdout.strip().splitlines()[-1] if plan.stdout.strip() else "apt-get install bubblewrap"
         return f"{check.stdout.strip()}\nrun `make demo` as root to install them, or run:  sudo {install}"
     backend = os.environ.get("REPROBOT_SANDBOX", "bwrap")
-    doctor = subprocess.run([str(reprobot), "doctor"], capture_output=True, text=True)
+    doctor = subprocess.run([str(reprobot), "doctor", "--json"], capture_output=True, text=True)
     try:
         problem = json.loads(doctor.stdout)["backends"].get(backend, f"unknown backend {backend!r}")
     except (json.JSONDecodeError, KeyError, TypeError):
-        return f"`reprobot doctor` failed (exit {doctor.returncode}): {doctor.stderr.strip()[-500:]}"
+        return f"`reprobot doctor --json` failed (exit {doctor.returncode}): {doctor.stderr.strip()[-500:]}"
     if problem != "available":
         return f"the {backend} sandbox cannot run here: {problem} (`reprobot doctor` shows every backend)"
     return None
