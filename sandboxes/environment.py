@@ -105,7 +105,7 @@ async def build_environment(
     """Build (or reuse) the environment for `spec`, cached by spec hash; the result carries `spec` itself.
 
     Projects with the same dependencies share one environment unless a dependency installs the project
-    itself, which then gets one of its own with that copy uninstalled (see the README, "One environment").
+    itself, which then gets one of its own with that copy uninstalled (see docs/environments.md).
 
     Python gets a virtualenv created and filled inside a `sandbox` sandbox from wheels the host only
     downloaded (sandboxes/pyenv.py): nothing a repo declares runs on the host. Direct-reference

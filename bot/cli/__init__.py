@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from bot.cli.types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
 
-# Exit codes, documented in the README, live with the job types; they stay importable from here.
+# Exit codes, documented in docs/command-line.md, live with the job types; they stay importable from here.
 from bot.pipeline.types import (
     EXIT_ABSTAINED,
     EXIT_BAD_ISSUE,

@@ -20,7 +20,7 @@ from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_sett
 from bot.pipeline.types import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
 from bot.settings.config import Settings
 
-#: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (the README's exit codes).
+#: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (docs/command-line.md's exit codes).
 #: Shared by `reproduce --game`.
 EXIT_BY_STATUS = {
     "reproduced": EXIT_OK,

@@ -1,4 +1,4 @@
-"""`reprobot runner`: a self-hosted runner (see bot/selfhosted/ and the README's "Runner protocol")."""
+"""`reprobot runner`: a self-hosted runner (see bot/selfhosted/ and docs/runners.md)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from sandboxes.pathpolicy import DEFAULT_DENIED
 
 log = logging.getLogger(__name__)
 
-#: Exit codes of `reprobot fix|reproduce`, documented in the README (bot.cli re-exports them).
+#: Exit codes of `reprobot fix|reproduce`, documented in docs/command-line.md (bot.cli re-exports them).
 EXIT_OK = 0
 EXIT_NOT_FIXED = 1
 EXIT_USAGE = 2

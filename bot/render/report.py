@@ -304,7 +304,7 @@ def render_policy_error(issue_ref: str, source: str, key: str, problem: str) -> 
                 f"- key: `{key}`",
                 f"- problem: {problem}",
                 "",
-                "Fix the file on the default branch and ask again. The README lists every key and its default.",
+                "Fix the file on the default branch and ask again. docs/policy.md lists every key and its default.",
             ]
         )
         + "\n"

@@ -1,4 +1,4 @@
-"""The runner protocol's HTTP routes (documented in the README's "Runner protocol").
+"""The runner protocol's HTTP routes (documented in docs/runners.md, "Runner protocol").
 
 Self-hosted runners connect outbound only. They register with the deployment's registration token and get their
 own token (stored hashed), long-poll for a job whose labels they all have, renew its lease, send their log in

@@ -29,7 +29,7 @@ class Key:
     maximum: float | None = None
 
 
-#: Every key a policy may set (dotted path → definition). The README's table is generated from this.
+#: Every key a policy may set (dotted path → definition). docs/policy.md's table is generated from this.
 KEYS: dict[str, Key] = {
     "triggers.on_open": Key("none", "str", "what an opened issue runs", ("none", "reproduce", "fix")),
     "triggers.labels.fix": Key("reprobot:fix", "str", "label that starts a fix job"),
@@ -195,7 +195,7 @@ def validate(tree: Mapping[str, Any], source: str = POLICY_PATH, prefix: str = "
                 raise PolicyError(dotted, f"expected a mapping of keys, got {value!r}", source)
             validate(value, source, dotted + ".")
         else:
-            raise PolicyError(dotted, "unknown key (see the README's policy table)", source)
+            raise PolicyError(dotted, "unknown key (see the policy table in docs/policy.md)", source)
 
 
 #: Fetches (repo "owner/name", path) → file text, or None when the file does not exist.
@@ -260,7 +260,7 @@ def layers_src(seen: set[tuple[str, str]]) -> str:
 
 
 def policy_table() -> str:
-    """The README's markdown table of every key, its default and meaning."""
+    """docs/policy.md's markdown table of every key, its default and meaning."""
     rows = ["| key | default | meaning |", "|---|---|---|"]
     for dotted, key in KEYS.items():
         choices = f" ({' / '.join(map(str, key.choices))})" if key.choices and key.kind != "list" else ""
