@@ -19,8 +19,9 @@ CONTENT_SECURITY_POLICY = (
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Frame-Options": "DENY",
-    # Job pages link out to GitHub: the dashboard's URLs (job ids, filters) stay here.
-    "Referrer-Policy": "no-referrer",
+    # Job pages link out to GitHub: the dashboard's URLs (job ids, filters) stay here. Not "no-referrer": under
+    # it browsers send `Origin: null` with the dashboard's own forms, and same_origin() would refuse them.
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 
