@@ -137,6 +137,9 @@ def test_ingress_and_service_do_not_expose_metrics() -> None:
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(metrics_port)
     targets = [p["targetPort"] for p in by[("Service", "reprobot-web")]["spec"]["ports"]]
     assert targets and all(t in ("http", ports["http"]) for t in targets)
+    # The dashboard's OAuth callback and form origin are the Ingress host's, not whatever Host a client sends.
+    host = by[("Ingress", "reprobot-web")]["spec"]["rules"][0]["host"]
+    assert by[("ConfigMap", "reprobot-config")]["data"]["REPROBOT_PUBLIC_URL"] == f"https://{host}"
     # Compose: the web's published port is not its metrics port.
     run = compose_config(COMPOSE_ENV)
     assert run.returncode == 0, run.stderr

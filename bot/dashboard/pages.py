@@ -293,16 +293,19 @@ def visible_runners(rows: list[RunnerView], jobs: list[RunnerJob], viewer: auth.
     if viewer.repos is None:
         return rows
     served: dict[int, set[int]] = {}
+    leases: dict[int, int] = {}
     for job in jobs:
-        if job.installation_id is not None:
-            served.setdefault(job.runner_id, set()).add(job.installation_id)
-    out = []
-    for row in rows:
-        if not viewer.may_see_installations(served.get(row.id, set())):
+        if job.installation_id is None:
             continue
-        mine = [j for j in jobs if j.runner_id == row.id and j.leased and j.installation_id in viewer.installations]
-        out.append(replace(row, leases=len(mine)))
-    return out
+        served.setdefault(job.runner_id, set()).add(job.installation_id)
+        if job.leased and job.installation_id in viewer.installations:
+            leases[job.runner_id] = leases.get(job.runner_id, 0) + 1
+    # Other tenants' leases are theirs: the count shows only this viewer's.
+    return [
+        replace(row, leases=leases.get(row.id, 0))
+        for row in rows
+        if viewer.may_see_installations(served.get(row.id, set()))
+    ]
 
 
 async def runners_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
