@@ -21,6 +21,7 @@ from bot.settings.config import Settings
 from bot.store import Store
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
+from tests.runner_procs import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 TOKEN = "dashboard-token-for-tests"
@@ -94,8 +95,10 @@ async def site(tmp_path: Path, settings: Settings) -> AsyncIterator[dict[str, An
     double.add_repo("octo/other", src)
     double.oauth.add_user("alice", {"octo/app": "admin", "octo/other": "read"})
     double.oauth.add_user("bob", {"octo/app": "write"})
+    port = free_port()
     s = replace(
         settings,
+        public_url=f"http://127.0.0.1:{port}",  # GitHub login's callback is built from it
         dashboard_token=TOKEN,
         github_client_id=double.oauth.client_id,
         github_client_secret=double.oauth.client_secret,
@@ -107,9 +110,7 @@ async def site(tmp_path: Path, settings: Settings) -> AsyncIterator[dict[str, An
     ids = await asyncio.to_thread(seed, store, s.data_dir)
     runner = web.AppRunner(make_app(s, store=store), access_log=None)
     await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
         yield {"url": f"http://127.0.0.1:{port}", "ids": ids, "double": double}
     finally:

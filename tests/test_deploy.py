@@ -113,6 +113,41 @@ def test_kustomize_overlay_renders_a_complete_deployment() -> None:
     assert by[("ConfigMap", "reprobot-config")]["data"]["REPROBOT_MAX_RUNNING_JOBS"] == "6"
 
 
+def _routes(path: str, rule: dict[str, Any]) -> bool:
+    """True when an Ingress path rule sends `path` to its backend (Prefix matches whole path elements)."""
+    if rule.get("pathType") == "Exact":
+        return bool(path == rule["path"])
+    prefix = str(rule["path"]).rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def test_ingress_and_service_do_not_expose_metrics() -> None:
+    """/metrics is on REPROBOT_METRICS_PORT, which the Service does not carry, and no Ingress path routes it."""
+    docs = kustomize(DEPLOY / "k8s" / "overlays" / "example")
+    by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    rules = [r for rule in by[("Ingress", "reprobot-web")]["spec"]["rules"] for r in rule["http"]["paths"]]
+    assert not [r["path"] for r in rules if _routes("/metrics", r)]
+    # What the outside needs is still routed: webhooks, the dashboard, the runner API and its artifacts.
+    for path in ("/webhooks/github", "/webhooks/jira", "/dashboard/login", "/api/runner/claim", "/artifacts/a/b"):
+        assert any(_routes(path, r) for r in rules), path
+    metrics_port = int(by[("ConfigMap", "reprobot-config")]["data"]["REPROBOT_METRICS_PORT"])
+    pod = by[("Deployment", "reprobot-web")]["spec"]["template"]
+    ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
+    assert ports["metrics"] == metrics_port and ports["http"] != metrics_port
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(metrics_port)
+    targets = [p["targetPort"] for p in by[("Service", "reprobot-web")]["spec"]["ports"]]
+    assert targets and all(t in ("http", ports["http"]) for t in targets)
+    # The dashboard's OAuth callback and form origin are the Ingress host's, not whatever Host a client sends.
+    host = by[("Ingress", "reprobot-web")]["spec"]["rules"][0]["host"]
+    assert by[("ConfigMap", "reprobot-config")]["data"]["REPROBOT_PUBLIC_URL"] == f"https://{host}"
+    # Compose: the web's published port is not its metrics port.
+    run = compose_config(COMPOSE_ENV)
+    assert run.returncode == 0, run.stderr
+    web = yaml.safe_load(run.stdout)["services"]["web"]
+    assert web["environment"]["REPROBOT_METRICS_PORT"] == "9100"
+    assert all(str(p["target"]) != "9100" for p in web["ports"])
+
+
 def test_dockerfile_structure() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]

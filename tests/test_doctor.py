@@ -76,3 +76,29 @@ def test_doctor_exit_ok_on_a_ready_machine(
     report = json.loads(capsys.readouterr().out)
     failed = [c for c in report["checks"] if c["status"] == "fail"]
     assert (code == EXIT_OK) == (not failed and report["sandbox_python_exists"])
+
+
+def test_doctor_warns_when_the_web_shows_too_much(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/metrics open on the main port, and GitHub login without the public URL its callback is built from."""
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("REPROBOT_GITHUB_WEBHOOK_SECRET", "hook")
+    monkeypatch.setenv("REPROBOT_GITHUB_CLIENT_ID", "Iv1.x")
+    monkeypatch.setenv("REPROBOT_GITHUB_CLIENT_SECRET", "oauth-secret")
+    main(["doctor", "--json"])
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("/metrics on its main port" in w and "REPROBOT_METRICS_PORT" in w for w in warnings), warnings
+    assert any("REPROBOT_PUBLIC_URL" in w and "GitHub login" in w for w in warnings), warnings
+    assert not any("oauth-secret" in w for w in warnings)
+    for fixed in (
+        {"REPROBOT_METRICS_TOKEN": "t", "REPROBOT_PUBLIC_URL": "https://bot.example.org"},
+        {"REPROBOT_METRICS_PORT": "9100", "REPROBOT_PUBLIC_URL": "https://bot.example.org/"},
+    ):
+        for name, value in fixed.items():
+            monkeypatch.setenv(name, value)
+        main(["doctor", "--json"])
+        warnings = json.loads(capsys.readouterr().out)["warnings"]
+        assert not any("/metrics" in w or "REPROBOT_PUBLIC_URL" in w for w in warnings), (fixed, warnings)
+        for name in fixed:
+            monkeypatch.delenv(name)

@@ -1,5 +1,5 @@
-"""/metrics: parses with prometheus_client's parser, moves when a delivery is acknowledged and a job runs, and adds
-up several processes in multiprocess mode."""
+"""/metrics: parses with prometheus_client's parser, moves when a delivery is acknowledged and a job runs, adds
+up several processes in multiprocess mode, and is read only with its token or on its own port when so configured."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -17,6 +18,7 @@ from bot.metrics import StoreSnapshot, exposition
 from bot.settings.config import Settings
 from bot.store.views import QueueStat, RunnerView
 from tests.gh_env import GitHubEnv
+from tests.runner_procs import free_port, serve
 
 
 async def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -163,3 +165,34 @@ async def test_unsigned_deliveries_do_not_name_series(tmp_path: Path, settings: 
         samples = await scrape(env.url)
         assert not any(dict(labels).get("event") == "madeupevent" for _, labels in samples)
         assert value(samples, "reprobot_deliveries_total", source="github", event="unverified", status="401") >= 2
+
+
+# -- who may read /metrics (issue 28, finding 7): a real `reprobot serve` --------------------------------------------
+METRICS_TOKEN = "metrics-token-for-tests"
+
+
+def test_serve_asks_for_the_metrics_token(tmp_path: Path) -> None:
+    with serve(tmp_path / "data", tmp_path / "serve.log", REPROBOT_METRICS_TOKEN=METRICS_TOKEN) as url:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": METRICS_TOKEN}):
+            resp = httpx.get(f"{url}/metrics", headers=headers, timeout=10)
+            assert resp.status_code == 401, headers
+            assert "reprobot_" not in resp.text and resp.headers["WWW-Authenticate"] == "Bearer"
+        resp = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10)
+        assert resp.status_code == 200
+        names = {f.name for f in text_string_to_metric_families(resp.text)}
+        assert {"reprobot_queue_depth", "reprobot_runners_registered"} <= names
+    assert METRICS_TOKEN not in (tmp_path / "serve.log").read_text()
+
+
+def test_serve_puts_metrics_on_their_own_port_only(tmp_path: Path) -> None:
+    port = free_port()
+    with serve(tmp_path / "data", tmp_path / "serve.log", REPROBOT_METRICS_PORT=str(port)) as url:
+        assert httpx.get(f"{url}/metrics", timeout=10).status_code == 404  # the port an Ingress routes
+        own = f"http://127.0.0.1:{port}"
+        resp = httpx.get(f"{own}/metrics", timeout=10)
+        assert resp.status_code == 200
+        names = {f.name for f in text_string_to_metric_families(resp.text)}
+        assert {"reprobot_queue_depth", "reprobot_runners_registered"} <= names
+        # The metrics port serves /metrics and nothing else: no dashboard, no webhooks, no runner API.
+        for path in ("/dashboard/login", "/healthz", "/api/runners"):
+            assert httpx.get(f"{own}{path}", timeout=10).status_code == 404, path

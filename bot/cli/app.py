@@ -57,7 +57,7 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
     from bot.settings.jira_mapping import MappingError
 
     try:
-        app = make_app(settings, workers=args.workers)
+        app = make_app(settings, workers=args.workers, host=args.host)
     except (GitHubConfigError, MappingError) as exc:  # a bad Jira mapping names its key (issue 15)
         log.error("reprobot serve: %s", exc)
         return 2

@@ -161,6 +161,25 @@ async def run_checks(settings: Settings) -> list[Check]:
     return [engine, chromium, image, bwrap, disk, model]
 
 
+def exposure_warnings(settings: Settings) -> list[str]:
+    """What the web server shows to whom, where a setting leaves more open than it should (dashboard, /metrics)."""
+    from bot.dashboard.guard import public_origin
+
+    warnings: list[str] = []
+    if settings.github_client_id and settings.github_client_secret and public_origin(settings) is None:
+        warnings.append(
+            "REPROBOT_GITHUB_CLIENT_ID is set but REPROBOT_PUBLIC_URL is not an http(s) URL: GitHub login to the "
+            "dashboard is off (its OAuth callback is built from the public URL, never from a request's Host)"
+        )
+    serves = settings.github_webhook_secret or settings.jira_webhook_secrets or settings.dashboard_token
+    if (serves or settings.github_client_id) and not settings.metrics_port and not settings.metrics_token:
+        warnings.append(
+            "`reprobot serve` answers /metrics on its main port to anyone who reaches it: set REPROBOT_METRICS_PORT "
+            "(a port no Ingress routes) or REPROBOT_METRICS_TOKEN (a bearer token the scraper sends)"
+        )
+    return warnings
+
+
 def checks_json(checks: list[Check]) -> list[dict[str, Any]]:
     """The checks for --json."""
     return [asdict(c) for c in checks]

@@ -2,7 +2,8 @@
 
 Two ways in: the deployment token (REPROBOT_DASHBOARD_TOKEN), which sees every repository, or GitHub's web
 flow with the App's OAuth client, which lets in a user who administers at least one repository of one of the
-App's installations, and shows that user only those repositories.
+App's installations, and shows that user only those repositories (and the runners that serve those
+installations). The OAuth callback is REPROBOT_PUBLIC_URL's, never the request's Host.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import urlencode
 import aiohttp
 from gidgethub import GitHubException
 
+from bot.dashboard.guard import public_origin
 from bot.forges.github_client import client
 from bot.settings.config import Settings
 
@@ -37,15 +39,30 @@ class LoginError(Exception):
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is looking: `repos` None means every repository (the deployment token)."""
+    """Who is looking: `repos` None means every repository (the deployment token).
+
+    `installations` are the App's installations in which a GitHub viewer administers a repository: the scope
+    of the runners they may see.
+    """
 
     login: str
     via: str
     repos: tuple[str, ...] | None
+    installations: tuple[int, ...] = ()
 
     def may_see(self, repo: str | None) -> bool:
         """True when this viewer may see a job of `repo` (a job without an issue: token viewers only)."""
         return self.repos is None or (repo is not None and repo in self.repos)
+
+    def may_see_installations(self, installations: Iterable[int] | None) -> bool:
+        """True when this viewer may see something serving `installations` (None: the whole deployment).
+
+        The deployment token sees everything; a GitHub viewer sees what serves one of their installations,
+        never what serves the whole deployment or nothing they are part of.
+        """
+        if self.repos is None:
+            return True
+        return installations is not None and not set(installations).isdisjoint(self.installations)
 
 
 def session_key(settings: Settings) -> bytes | None:
@@ -81,7 +98,8 @@ def unsign(key: bytes, value: str) -> dict[str, Any] | None:
 def session_data(viewer: Viewer, now: float) -> dict[str, Any]:
     """What the session cookie keeps of a viewer, with its expiry."""
     repos = None if viewer.repos is None else list(viewer.repos)
-    return {"login": viewer.login, "via": viewer.via, "repos": repos, "exp": now + SESSION_SECONDS}
+    data = {"login": viewer.login, "via": viewer.via, "repos": repos, "exp": now + SESSION_SECONDS}
+    return data | {"installations": list(viewer.installations)}
 
 
 def viewer_from_session(key: bytes | None, value: str | None, now: float) -> Viewer | None:
@@ -92,7 +110,10 @@ def viewer_from_session(key: bytes | None, value: str | None, now: float) -> Vie
     if data is None or not isinstance(data.get("exp"), int | float) or data["exp"] < now:
         return None
     repos = data.get("repos")
-    return Viewer(str(data.get("login", "")), str(data.get("via", "")), None if repos is None else tuple(repos))
+    # A cookie from before installations were kept has none: its viewer sees no runner until they log in again.
+    installations = tuple(int(i) for i in data.get("installations") or () if isinstance(i, int))
+    login, via = str(data.get("login", "")), str(data.get("via", ""))
+    return Viewer(login, via, None if repos is None else tuple(repos), installations)
 
 
 def token_matches(settings: Settings, given: str) -> bool:
@@ -102,8 +123,8 @@ def token_matches(settings: Settings, given: str) -> bool:
 
 
 def oauth_configured(settings: Settings) -> bool:
-    """True when GitHub login can be offered."""
-    return bool(settings.github_client_id and settings.github_client_secret)
+    """True when GitHub login can be offered: the OAuth client, and the public URL its callback is built from."""
+    return bool(settings.github_client_id and settings.github_client_secret and public_origin(settings))
 
 
 def authorize_url(settings: Settings, redirect_uri: str, state: str) -> str:
@@ -147,6 +168,7 @@ async def admin_viewer(
         raise LoginError(f"GitHub did not say who you are: {exc}") from exc
     login = str(user.get("login", ""))
     repos: list[str] = []
+    administered: list[int] = []
     for installation in installations:
         try:
             async for repo in gh.getiter(
@@ -154,8 +176,9 @@ async def admin_viewer(
             ):
                 if (repo.get("permissions") or {}).get("admin"):
                     repos.append(str(repo["full_name"]))
+                    administered.append(int(installation))
         except GitHubException as exc:  # 403/404: this user cannot see that installation
             log.info("dashboard login %s: installation %s not accessible: %s", login, installation, exc)
     if not repos:
         raise LoginError(f"{login or 'this account'} administers no repository the app is installed on")
-    return Viewer(login, "github", tuple(sorted(set(repos))))
+    return Viewer(login, "github", tuple(sorted(set(repos))), tuple(sorted(set(administered))))

@@ -1,13 +1,20 @@
-"""The dashboard's routes under /dashboard: login, jobs list and page, deliveries, runners."""
+"""The dashboard's routes under /dashboard: login, jobs list and page, deliveries, runners, the stylesheet.
+
+Every answer under /dashboard carries the security headers of bot.dashboard.guard; every POST must come from
+the dashboard's own origin.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +23,11 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from bot.dashboard import auth
+from bot.dashboard import auth, guard
 from bot.dashboard.render import conversation_view, diff_css, diff_html, step_view
 from bot.settings.config import Settings
 from bot.store import Store
+from bot.store.views import RunnerJob, RunnerView
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +48,6 @@ def _login_page(request: web.Request, status: int, error: str = "") -> web.Respo
         "error": error,
         "github": auth.oauth_configured(settings),
         "token": bool(settings.dashboard_token),
-        "css": "",
         "viewer": None,
     }
     return aiohttp_jinja2.render_template("login.html", request, context, status=status)
@@ -64,7 +71,7 @@ def _page(template: str, page: Page) -> Callable[[web.Request], Awaitable[web.St
         if viewer is None:
             return _login_page(request, 401)
         context = await page(request, viewer)
-        context |= {"viewer": viewer, "css": diff_css(), "prefix": PREFIX}
+        context |= {"viewer": viewer, "prefix": PREFIX}
         response = aiohttp_jinja2.render_template(template, request, context)
         response.headers["Cache-Control"] = "no-store"
         return response
@@ -102,17 +109,31 @@ async def login_form(request: web.Request) -> web.StreamResponse:
     return _login_page(request, 200)
 
 
+def _cross_origin(request: web.Request) -> web.Response | None:
+    """403 and the login page for a POST that did not come from the dashboard's own pages (CSRF), else None."""
+    if guard.same_origin(request, request.app[_SETTINGS]):
+        return None
+    origin = request.headers.get("Origin")
+    log.warning("dashboard: refused a %s %s from origin %r", request.method, request.path, origin)
+    return _login_page(request, 403, "This form was not sent from this dashboard's pages.")
+
+
 async def login_token(request: web.Request) -> web.StreamResponse:
-    """POST /dashboard/login: the deployment token."""
+    """POST /dashboard/login: the deployment token (from the dashboard's own login form only: no login CSRF)."""
+    refused = _cross_origin(request)
+    if refused is not None:
+        return refused
     form = await request.post()
     if not auth.token_matches(request.app[_SETTINGS], str(form.get("token", ""))):
         return _login_page(request, 401, "That token is not this deployment's dashboard token.")
     return _start_session(request, auth.Viewer("deployment token", "token", None))
 
 
-def _callback_url(request: web.Request) -> str:
-    scheme = "https" if _secure(request) else request.scheme
-    return f"{scheme}://{request.host}{PREFIX}/auth/github/callback"
+def _callback_url(settings: Settings) -> str:
+    """The OAuth redirect_uri: REPROBOT_PUBLIC_URL's callback (oauth_configured ensures it is set)."""
+    url = guard.callback_url(settings, f"{PREFIX}/auth/github/callback")
+    assert url is not None, "oauth_configured checks REPROBOT_PUBLIC_URL"
+    return url
 
 
 async def github_start(request: web.Request) -> web.StreamResponse:
@@ -121,7 +142,7 @@ async def github_start(request: web.Request) -> web.StreamResponse:
     if not auth.oauth_configured(settings):
         return _login_page(request, 404, "GitHub login is not configured on this deployment.")
     state = secrets.token_urlsafe(24)
-    response = _redirect(auth.authorize_url(settings, _callback_url(request), state), 302)
+    response = _redirect(auth.authorize_url(settings, _callback_url(settings), state), 302)
     response.set_cookie(
         auth.STATE_COOKIE, state, max_age=600, httponly=True, samesite="Lax", secure=_secure(request), path=PREFIX
     )
@@ -144,7 +165,7 @@ async def github_callback(request: web.Request) -> web.StreamResponse:
         installations = await asyncio.to_thread(store.views.installation_ids)
         timeout = aiohttp.ClientTimeout(total=30)
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            token = await auth.exchange_code(session, settings, code, _callback_url(request))
+            token = await auth.exchange_code(session, settings, code, _callback_url(settings))
             viewer = await auth.admin_viewer(session, settings, token, installations)
     except auth.LoginError as exc:
         return _login_page(request, 403, str(exc))
@@ -153,7 +174,10 @@ async def github_callback(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    """POST /dashboard/logout."""
+    """POST /dashboard/logout (from the dashboard's own pages only: another site cannot log its viewer out)."""
+    refused = _cross_origin(request)
+    if refused is not None:
+        return refused
     response = _redirect(f"{PREFIX}/login")
     response.del_cookie(auth.SESSION_COOKIE, path=PREFIX)
     return response
@@ -259,15 +283,59 @@ async def deliveries_page(request: web.Request, viewer: auth.Viewer) -> dict[str
     return {"rows": rows, "hidden": False}
 
 
+def visible_runners(rows: list[RunnerView], jobs: list[RunnerJob], viewer: auth.Viewer) -> list[RunnerView]:
+    """The runners `viewer` may see, each with only the leases they may see.
+
+    A runner's scope is the set of installations it serves, read from the jobs it took: a GitHub viewer sees a
+    runner that served one of their installations, and counts only its leases of those installations. A
+    runner that took no job yet serves nobody a GitHub viewer can name: only the deployment token sees it.
+    """
+    if viewer.repos is None:
+        return rows
+    served: dict[int, set[int]] = {}
+    leases: dict[int, int] = {}
+    for job in jobs:
+        if job.installation_id is None:
+            continue
+        served.setdefault(job.runner_id, set()).add(job.installation_id)
+        if job.leased and job.installation_id in viewer.installations:
+            leases[job.runner_id] = leases.get(job.runner_id, 0) + 1
+    # Other tenants' leases are theirs: the count shows only this viewer's.
+    return [
+        replace(row, leases=leases.get(row.id, 0))
+        for row in rows
+        if viewer.may_see_installations(served.get(row.id, set()))
+    ]
+
+
 async def runners_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
-    """GET /dashboard/runners."""
-    rows = await asyncio.to_thread(_store(request).views.runners, now=time.time())
-    return {"rows": rows}
+    """GET /dashboard/runners: every runner for the token, a GitHub viewer's installations' runners for them."""
+    store, now = _store(request), time.time()
+    rows, jobs = await asyncio.to_thread(lambda: (store.views.runners(now=now), store.views.runner_jobs(now=now)))
+    return {"rows": visible_runners(rows, jobs, viewer), "scoped": viewer.repos is not None}
 
 
 async def root(request: web.Request) -> web.StreamResponse:
     """GET /dashboard: the jobs list."""
     raise web.HTTPFound(f"{PREFIX}/jobs")
+
+
+@functools.cache
+def _stylesheet() -> str:
+    """The dashboard's one stylesheet: its own rules and the diff highlighting's (a file, so CSP needs no inline)."""
+    own = resources.files("bot.dashboard").joinpath("templates", "style.css").read_text(encoding="utf-8")
+    return f"{own}\n{diff_css()}\n"
+
+
+async def stylesheet(request: web.Request) -> web.StreamResponse:
+    """GET /dashboard/style.css (no login: it holds no data)."""
+    return web.Response(text=_stylesheet(), content_type="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+async def _dashboard_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Security headers on every answer under /dashboard, whatever produced it (a page, a 404, a redirect)."""
+    if request.path == PREFIX or request.path.startswith(f"{PREFIX}/"):
+        guard.add_security_headers(response)
 
 
 def setup_dashboard(app: web.Application, settings: Settings, store_key: web.AppKey[Store]) -> None:
@@ -277,7 +345,9 @@ def setup_dashboard(app: web.Application, settings: Settings, store_key: web.App
     aiohttp_jinja2.setup(
         app, loader=jinja2.PackageLoader("bot.dashboard", "templates"), autoescape=jinja2.select_autoescape()
     )
+    app.on_response_prepare.append(_dashboard_headers)
     app.router.add_get(PREFIX, root)
+    app.router.add_get(f"{PREFIX}/style.css", stylesheet)
     app.router.add_get(f"{PREFIX}/login", login_form)
     app.router.add_post(f"{PREFIX}/login", login_token)
     app.router.add_post(f"{PREFIX}/logout", logout)

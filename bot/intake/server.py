@@ -280,8 +280,13 @@ def _permission_lookup(settings: Settings) -> PermissionLookup | None:
     return lookup
 
 
-def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0) -> web.Application:
-    """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`)."""
+def make_app(
+    settings: Settings, *, store: Store | None = None, workers: int = 0, host: str = "127.0.0.1"
+) -> web.Application:
+    """The web app. `workers` > 0 also runs that many job slots in this process (`serve --workers N`).
+
+    `host` is the address the server listens on; /metrics listens there too when it has a port of its own.
+    """
     if workers > 0 and not (settings.github_app_id and settings.github_private_key):
         from bot.forges.github_client import GitHubConfigError
 
@@ -326,7 +331,7 @@ def make_app(settings: Settings, *, store: Store | None = None, workers: int = 0
     app.cleanup_ctx.append(lifecycle)
     app.router.add_post("/webhooks/github", counted("github", webhook, event_header="x-github-event"))
     app.router.add_post("/webhooks/jira", counted("jira", jira_webhook))
-    add_metrics_route(app, STORE)
+    add_metrics_route(app, STORE, settings, host)
     setup_dashboard(app, settings, STORE)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)

@@ -104,6 +104,7 @@ class Settings:
     github_client_secret: str | None = field(default=_d("github_client_secret"), repr=False)
     github_web_url: str = _d("github_web_url")
     metrics_port: int = _d("metrics_port")
+    metrics_token: str | None = field(default=_d("metrics_token"), repr=False)
     mojira_api_url: str = _d("mojira_api_url")
     mojira_project: str = _d("mojira_project")
     mojira_jql: str = _d("mojira_jql")
@@ -161,7 +162,7 @@ class Settings:
     def secret_values(self) -> list[str]:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
-        values += [self.dashboard_token, self.github_client_secret]
+        values += [self.dashboard_token, self.github_client_secret, self.metrics_token]
         values += [self.runner_registration_token, self.runner_token]
         values += [self.jira_token, self.jira_api_token, *(s for _, s in self.jira_webhook_secrets)]
         values += [v for _, c in self.git_credentials for v in (c, c.rpartition(":")[2])]

@@ -102,7 +102,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "github": ("GitHub App and webhooks", "The App's identity, its API, and how webhook deliveries are taken."),
     "worker": ("Workers and logging", "The worker processes that run jobs from the store's queue."),
     "jira": ("Jira", "Jira webhooks, the project mapping, Jira authentication and plain git credentials."),
-    "dashboard": ("Dashboard", "Who may open the read-only dashboard."),
+    "dashboard": ("Dashboard", "Who may open the read-only dashboard, and who may read the web's /metrics."),
     "mojira": ("Mojira poller", "Following Minecraft's public bug tracker (`reprobot mojira poll`, workers)."),
     "runner": ("Self-hosted runners", "The runner protocol's server side, and what a runner itself reads."),
     "game": ("Game reproduction", "The game drivers on a maintainer's machine and the model-driven action loop."),
@@ -617,10 +617,20 @@ _ROWS_JIRA_DASHBOARD = (
         "REPROBOT_METRICS_PORT",
         "metrics_port",
         "worker",
-        k.INT,
+        k.bounded(int, 0, 65535),
         0,
-        "port on which `reprobot worker` serves its own /metrics",
-        shown="`0` (none)",
+        "port of /metrics: `reprobot worker` serves its own counters there, `reprobot serve` its /metrics "
+        "(then not on its main port, which an Ingress routes)",
+        shown="`0` (worker: none; serve: its main port)",
+    ),
+    Setting(
+        "REPROBOT_METRICS_TOKEN",
+        "metrics_token",
+        "dashboard",
+        k.TEXT,
+        None,
+        "a token `reprobot serve`'s /metrics asks for (`Authorization: Bearer`); unset: anyone who reaches it reads it",
+        secret=True,
     ),
 )
 
@@ -811,7 +821,8 @@ _ROWS_RUNNER = (
         "runner",
         k.TEXT,
         None,
-        "the bot's address as readers see it, for artifact links in comments (unset: relative links)",
+        "the bot's address as readers see it: artifact links in comments (unset: relative), the dashboard's "
+        "GitHub login callback and the origin its forms must come from",
     ),
     Setting(
         "REPROBOT_RUNNER_TOKEN",

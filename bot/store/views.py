@@ -26,6 +26,16 @@ class JobListing:
 
 
 @dataclass(frozen=True)
+class RunnerJob:
+    """A job a runner took last (its lease owner), the GitHub installation it serves, and whether it holds it now."""
+
+    runner_id: int
+    job_id: int
+    installation_id: int | None
+    leased: bool
+
+
+@dataclass(frozen=True)
 class QueueStat:
     """Jobs of one kind in one status, and the age in seconds of the oldest (0 when none)."""
 
@@ -100,6 +110,23 @@ class Views:
         rows = self._conn.rows("SELECT installation_id FROM installations WHERE removed_at IS NULL ORDER BY 1")
         return [int(r["installation_id"]) for r in rows]
 
+    def runner_jobs(self, *, now: float) -> list[RunnerJob]:
+        """Jobs runners took, with the installation each serves (the dashboard's runner scope for GitHub viewers).
+
+        A runner job carries the forge job's installation in `publish` (bot/jobs/handoff.py); a job held
+        directly carries its own. A job keeps the runner of its last attempt as its lease owner.
+        """
+        sql = """SELECT id, lease_owner, payload,
+                CASE WHEN status = 'running' AND lease_expires_at > :now THEN 1 ELSE 0 END AS leased
+            FROM jobs WHERE lease_owner LIKE 'runner:%' ORDER BY id"""
+        out = []
+        for row in self._conn.rows(sql, {"now": iso(now)}):
+            owner = str(row["lease_owner"]).removeprefix("runner:")
+            if not owner.isdigit():
+                continue
+            out.append(RunnerJob(int(owner), int(row["id"]), _installation_of(row["payload"]), bool(row["leased"])))
+        return out
+
     def list_deliveries(self, *, limit: int = 100) -> list[DeliveryRow]:
         """The latest webhook deliveries (without their bodies), newest first."""
         sql = """SELECT id, delivery_id, source, event, received_at, job_id, NULL AS payload, planned, promoted_at,
@@ -141,3 +168,16 @@ class Views:
                 )
             )
         return out
+
+
+def _installation_of(payload: Any) -> int | None:
+    """The GitHub installation a job's payload names (its own, or the one its result is published to)."""
+    try:
+        data = json.loads(payload) if isinstance(payload, str | bytes) else payload
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    publish = data.get("publish")
+    found = data.get("installation_id", publish.get("installation_id") if isinstance(publish, dict) else None)
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
