@@ -189,7 +189,7 @@ def test_image_builds_from_the_local_base_and_runs_non_root(tmp_path: Path) -> N
     context = tmp_path / "context"
     context.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for item in ("bot", "handlers", "sandboxes", "patch_selectors"):
+    for item in ("bot", "handlers", "agents", "sandboxes", "patch_selectors"):
         shutil.copytree(ROOT / item, context / item, ignore=ignore)
     for item in ("pyproject.toml", "README.md", ".dockerignore"):
         shutil.copy2(ROOT / item, context / item)
