@@ -96,7 +96,9 @@ class GameBox:
             mounts.append(Mount(self.channel_dir, CHANNEL_MOUNT))
             if self.display:
                 # Only the display's socket: the client draws on the X server that xdotool drives.
-                x_socket = f"/tmp/.X11-unix/X{self.display.lstrip(':').split('.')[0]}"
+                if not self.display.startswith(":"):
+                    raise GameDriverError(f"the game sandbox reaches a local X display (:N) only, not {self.display}")
+                x_socket = f"/tmp/.X11-unix/X{self.display[1:].split('.')[0]}"
                 mounts.append(Mount(Path(x_socket), x_socket))
         return SandboxSpec(workspace=self.workspace, mounts=tuple(mounts), limits=GAME_LIMITS, session="cold")
 
@@ -130,9 +132,12 @@ class GameBox:
         """Follow the supervisor's reports; when it is gone, every program counts as ended."""
         assert supervisor.stdout is not None
         try:
+            # What comes out of the sandbox is read as untrusted: a bad line is skipped, an endless one ends it.
             while line := await supervisor.stdout.readline():
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, TypeError):
                     self._report(json.loads(line))
+        except (ValueError, OSError) as exc:
+            log.warning("game sandbox: its reports stopped: %s", exc)
         finally:
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(False)
