@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandboxes.backend import SandboxBackend
-from sandboxes.base import ExecResult, SandboxError, SandboxSpec
+from sandboxes.backend import SandboxBackend, merged_env
+from sandboxes.base import ExecResult, SandboxError, SandboxSpec, checked_command
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.process import Launch, Running, make_preexec, run_capped
 from sandboxes.session import SessionPlan, WarmSession, socket_pair
@@ -41,6 +42,8 @@ class ProcessSandbox(SandboxBackend):
         #: Set when the warm session cannot run here (e.g. no python3 in a root filesystem): cold from then on.
         self._session_off = spec.session != "warm"
         self._session_busy = False
+        #: Tasks that wait for spawned commands (spawn()), kept so they are not collected while waiting.
+        self._watchers: set[asyncio.Task[None]] = set()
 
     async def _abort_open(self) -> None:
         await self._close()
@@ -152,6 +155,49 @@ class ProcessSandbox(SandboxBackend):
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    async def spawn(
+        self, argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None, stderr: int
+    ) -> asyncio.subprocess.Process:
+        """Start a long-lived command in a sandbox of its own and return it running, not waited for.
+
+        For a program that serves while its owner works (a game server and its supervisor): same confinement,
+        cgroup and rlimits as a cold run(), but no wall timeout and no captured output. The caller speaks to it
+        through its stdin and stdout pipes; stderr goes to the host file descriptor given. close() kills it
+        (its whole sandbox) if it still runs.
+        """
+        _, host_cwd = checked_command(self.spec, argv, None, cwd)
+        await self._ensure_open()
+        launch, fds = self._launch(argv, host_cwd, merged_env(self.spec.env, env))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                env=launch.env,
+                cwd=launch.cwd,
+                pass_fds=launch.pass_fds,
+                preexec_fn=self._preexec(),
+                start_new_session=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxError(f"cannot start {argv[0]}: {exc}") from exc
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        running = Running(proc)
+        self._track(running)
+        watcher = asyncio.create_task(self._forget_on_exit(running))
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
+        return proc
+
+    async def _forget_on_exit(self, running: Running) -> None:
+        """Drop a spawned command from the running set once it has ended (close() waits for that set)."""
+        await running.proc.wait()
+        self._running.discard(running)
 
     def _may_serve_pytest(self) -> bool:
         return not self._session_off and not self._session_busy

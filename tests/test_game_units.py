@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from agents.game.driver import GameDriverError, GameState, validate_macro
+from agents.game.install import Installed, check_world, install_probe, install_repo, probe_name
 from agents.game.luacrash import parse_lua_crashes, same_signature
-from agents.game.minetest import install_repo
 from agents.game.reproduce import (
     ActionModel,
     GameStep,
@@ -240,10 +241,11 @@ async def test_a_model_that_keeps_failing_leaves_the_steps_to_the_rules() -> Non
 
 
 def test_repos_are_installed_as_mods_modpacks_or_games_and_anything_else_is_refused(tmp_path: Path) -> None:
+    games = tmp_path / "games"
     mod = tmp_path / "lantern-main"
     mod.mkdir()
     (mod / "init.lua").write_text("-- a mod\n")
-    assert install_repo(mod, tmp_path / "w1") == (["lantern"], None)
+    assert install_repo(mod, tmp_path / "w1", games) == Installed(["lantern"])
     assert (tmp_path / "w1" / "worldmods" / "lantern" / "init.lua").is_file()
     pack = tmp_path / "pack"
     for name in ("a", "b"):
@@ -251,14 +253,94 @@ def test_repos_are_installed_as_mods_modpacks_or_games_and_anything_else_is_refu
         (pack / name / "init.lua").write_text("")
         (pack / name / "mod.conf").write_text(f"name = {name}_mod\n")
     (pack / "modpack.conf").write_text("name = pack\n")
-    assert install_repo(pack, tmp_path / "w2") == (["a_mod", "b_mod"], None)
+    assert install_repo(pack, tmp_path / "w2", games) == Installed(["a_mod", "b_mod"])
     game = tmp_path / "mygame"
-    game.mkdir()
+    (game / "mods" / "core").mkdir(parents=True)
     (game / "game.conf").write_text("title = My Game\n")
-    assert install_repo(game, tmp_path / "w3") == ([], str(game))
+    (game / "minetest.conf").write_text("secure.http_mods = core\nmy_setting = 1\n")
+    (game / "mods" / "core" / "init.lua").write_text("")
+    assert install_repo(game, tmp_path / "w3", games) == Installed([], "mygame")
+    assert (games / "mygame" / "mods" / "core" / "init.lua").is_file()  # a copy: the game runs from there
+    assert (games / "mygame" / "minetest.conf").read_text() == "my_setting = 1\n"  # no secure.* from a game
     (tmp_path / "docs").mkdir()
     with pytest.raises(GameDriverError, match="not a Minetest mod, modpack or game"):
-        install_repo(tmp_path / "docs", tmp_path / "w4")
+        install_repo(tmp_path / "docs", tmp_path / "w4", games)
+
+
+def _hostile_world(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The reported attack, installed: a mod.conf named like the probe over a modpack holding a mod of that
+    name, beside a symlink of that name to the same modpack; then the probe and a server config."""
+    repo = tmp_path / "repo"
+    (repo / "reprobot_probe").mkdir(parents=True)
+    (repo / "mod.conf").write_text("name = reprobot_probe\n")
+    (repo / "modpack.conf").write_text("name = reprobot_probe\n")
+    (repo / "reprobot_probe" / "mod.conf").write_text("name = reprobot_probe\n")
+    (repo / "reprobot_probe" / "init.lua").write_text("-- hostile\n")
+    (repo / "other").mkdir()
+    (repo / "other" / "init.lua").write_text("-- hostile too\n")
+    (repo / "other" / "textures").symlink_to("../reprobot_probe")  # inside the repo: copied as a folder
+    world = tmp_path / "world"
+    assert install_repo(repo, world, tmp_path / "games") == Installed(["other", "reprobot_probe"])
+    probe = probe_name()
+    install_probe(world, probe)
+    conf = tmp_path / "server.conf"
+    conf.write_text(f"secure.enable_security = true\nsecure.trusted_mods =\nsecure.http_mods = {probe}\n")
+    return world, conf, probe
+
+
+def test_a_repo_cannot_merge_with_shadow_or_rename_the_probe(tmp_path: Path) -> None:
+    """Installed flat, one plain mod per folder; the probe, under a random name, in a folder of its own."""
+    world, conf, probe = _hostile_world(tmp_path)
+    mods = world / "worldmods"
+    assert sorted(p.name for p in mods.iterdir()) == sorted(["other", "reprobot_probe", probe])
+    assert not (mods / "reprobot_probe" / "modpack.conf").exists()  # a plain mod, holding nothing
+    assert sorted(p.name for p in (mods / probe).iterdir()) == ["init.lua", "mod.conf"]
+    assert (mods / probe / "mod.conf").read_text().startswith(f"name = {probe}\n")
+    assert not any(p.is_symlink() for p in mods.rglob("*"))
+    assert (mods / "other" / "textures" / "init.lua").read_text() == "-- hostile\n"
+    check_world(world, conf, probe, None)  # what was written holds
+    assert probe != probe_name() and re.fullmatch(r"reprobot_probe_[0-9a-f]{16}", probe)
+    with pytest.raises(GameDriverError, match="already holds a folder"):
+        install_probe(world, probe)  # never over anything: nothing merges
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["mod.conf names the probe", "symlink in the mods", "extra file in the probe", "two http mods", "no security"],
+)
+def test_the_world_is_checked_once_written(tamper: str, tmp_path: Path) -> None:
+    world, conf, probe = _hostile_world(tmp_path)
+    mods = world / "worldmods"
+    if tamper == "mod.conf names the probe":
+        (mods / "other" / "mod.conf").write_text(f'name = other\nx = """\nname = {probe}\n"""\n')
+    elif tamper == "symlink in the mods":
+        (mods / "other" / "link").symlink_to(mods / probe)
+    elif tamper == "extra file in the probe":
+        (mods / probe / "modpack.conf").write_text("")
+    elif tamper == "two http mods":
+        conf.write_text(conf.read_text() + "secure.http_mods = reprobot_probe\n")
+    else:
+        conf.write_text(conf.read_text().replace("enable_security = true", "enable_security = false"))
+    with pytest.raises(GameDriverError, match="refused"):
+        check_world(world, conf, probe, None)
+
+
+def test_a_symlink_out_of_the_repo_refuses_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "init.lua").write_text("-- not the repo's\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "modpack.conf").write_text("name = pack\n")
+    (repo / "reprobot_probe").symlink_to(outside)
+    with pytest.raises(GameDriverError, match="symlink out of the repository"):
+        install_repo(repo, tmp_path / "world", tmp_path / "games")
+    (repo / "reprobot_probe").unlink()
+    (repo / "a").mkdir()
+    (repo / "a" / "init.lua").write_text("")
+    (repo / "a" / "secret.png").symlink_to("/etc/hostname")
+    with pytest.raises(GameDriverError, match="symlink out of the repository"):
+        install_repo(repo, tmp_path / "world2", tmp_path / "games")
 
 
 def test_a_bad_macro_log_is_refused_with_what_is_wrong(tmp_path: Path) -> None:

@@ -22,18 +22,18 @@ import shutil
 import socket
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from agents.game.driver import GameCrash, GameDriverError, GameState
+from agents.game.gamebox import BoxedProgram, GameBox
+from agents.game.install import Installed, check_world, install_probe, install_repo, probe_name
 from agents.game.luacrash import parse_lua_crashes
 
 log = logging.getLogger(__name__)
 
-PROBE_MOD = "reprobot_probe"
 PLAYER = "player"
 SCREEN = (640, 480)
 #: Keys the macros may name, in xdotool's spelling.
@@ -66,38 +66,6 @@ def _free_port(kind: int = socket.SOCK_STREAM) -> int:
         return int(s.getsockname()[1])
 
 
-def install_repo(repo: Path, world: Path) -> tuple[list[str], str | None]:
-    """Put a mod, a modpack or a game repository into the world; returns (mod names, game path or None)."""
-    mods = world / "worldmods"
-    mods.mkdir(parents=True, exist_ok=True)
-    if (repo / "game.conf").is_file():
-        return [], str(repo)
-    if (repo / "init.lua").is_file() or (repo / "mod.conf").is_file():
-        name = _mod_name(repo)
-        shutil.copytree(repo, mods / name, ignore=shutil.ignore_patterns(".git"))
-        return [name], None
-    holders = [repo / "mods", repo] if (repo / "mods").is_dir() else [repo]
-    names = []
-    for holder in holders:
-        for sub in sorted(holder.iterdir()):
-            if sub.is_dir() and (sub / "init.lua").is_file():
-                shutil.copytree(sub, mods / _mod_name(sub), ignore=shutil.ignore_patterns(".git"))
-                names.append(_mod_name(sub))
-    if not names:
-        raise GameDriverError(f"{repo} is not a Minetest mod, modpack or game (no init.lua, mod.conf or game.conf)")
-    return names, None
-
-
-def _mod_name(folder: Path) -> str:
-    conf = folder / "mod.conf"
-    if conf.is_file():
-        for line in conf.read_text(errors="replace").splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "name" and value.strip():
-                return value.strip()
-    return folder.name.removesuffix("-main").removesuffix("-master").replace("-", "_")
-
-
 class _Channel:
     """The command channel: the probe mod polls GET /poll for ops and posts each result to POST /result."""
 
@@ -109,15 +77,15 @@ class _Channel:
         self.url = ""
         self.polled = asyncio.Event()
 
-    async def start(self) -> None:
+    async def start(self, path: Path) -> None:
+        """Listen on a Unix socket: the game sandbox's supervisor forwards the probe's connections to it."""
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_get("/poll", self._poll)
         app.router.add_post("/result", self._result)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
-        port = _free_port()
-        await web.TCPSite(self.runner, "127.0.0.1", port).start()
-        self.url = f"http://127.0.0.1:{port}"
+        await web.UnixSite(self.runner, str(path)).start()
+        path.chmod(0o666)  # the sandbox's uid connects to it (the folder is bound into the sandbox read-only)
 
     async def _poll(self, request: web.Request) -> web.Response:
         ops, self.pending = self.pending, []
@@ -162,93 +130,71 @@ class MinetestDriver:
         display: str | None = None,
         game: str = "minetest",
         join_timeout: float = 60.0,
+        sandbox: str = "bwrap",
     ) -> None:
         self.repo, self.game, self.join_timeout = repo, game, join_timeout
         self.display = display
+        self.sandbox = sandbox
         self._own_work = work_dir is None
         self.work = work_dir or Path(tempfile.mkdtemp(prefix="reprobot-minetest-"))
-        self.server: asyncio.subprocess.Process | None = None
-        self.client: asyncio.subprocess.Process | None = None
+        #: The game sandbox's workspace: the world, the game programs' home, configs and logs.
+        self.workspace = self.work / "box"
+        self.box = GameBox(self.workspace, self.work / "channel", kind=sandbox)
+        self.server: BoxedProgram | None = None
+        self.client: BoxedProgram | None = None
         self.xvfb: asyncio.subprocess.Process | None = None
         self.channel = _Channel()
         self.window = ""
         self.mods: list[str] = []
-        self.debug_txt = self.work / "debug.txt"
+        #: The probe mod's name in the current session (random, see agents/game/install.py).
+        self.probe = ""
+        self._game_id: str | None = None
+        self._port = 0
+        self.debug_txt = self.workspace / "debug.txt"
         self._knowledge: dict[str, Any] | None = None
 
     # --- session -----------------------------------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        """A scrubbed environment: no token or secret of the runner reaches the game."""
+        """The game programs' environment, as seen in the sandbox: nothing of the runner's (no token, no secret)."""
         env = {
             "PATH": "/usr/games:/usr/bin:/bin",
-            "HOME": str(self.work / "home"),
+            "HOME": self.box.inside(self.workspace / "home"),
             "LANG": "C.UTF-8",
             "LIBGL_ALWAYS_SOFTWARE": "1",
         }
         if self.display:
             env["DISPLAY"] = self.display
+        if self._game_id:
+            env["MINETEST_GAME_PATH"] = self.box.inside(self.workspace / "games")
         return env
 
     def _write_world(self, channel_url: str, port: int) -> tuple[Path, Path]:
-        world = self.work / "world"
-        shutil.rmtree(world, ignore_errors=True)  # a fresh world per session
+        """A fresh world with the repository and the probe, and the server's config; checked once written."""
+        shutil.rmtree(self.workspace, ignore_errors=True)  # a fresh world per session
+        world, games = self.workspace / "world", self.workspace / "games"
         world.mkdir(parents=True)
-        mods, game_path = install_repo(self.repo, world) if self.repo is not None else ([], None)
-        self.mods = mods
-        probe = resources.files("agents.game") / "mods" / PROBE_MOD
-        with resources.as_file(probe) as src:
-            shutil.copytree(src, world / "worldmods" / PROBE_MOD, dirs_exist_ok=True)
-        gameid = self.game
-        if game_path is not None:
-            gameid = Path(game_path).name
-            self._game_path = str(Path(game_path).parent)
+        (self.workspace / "home").mkdir()
+        installed = install_repo(self.repo, world, games) if self.repo is not None else Installed([])
+        self.mods, self._game_id = installed.mods, installed.game
+        self.probe = probe_name()
+        install_probe(world, self.probe)
         (world / "world.mt").write_text(
-            f"gameid = {gameid}\nbackend = sqlite3\nplayer_backend = sqlite3\nauth_backend = sqlite3\n"
-            "creative_mode = true\nenable_damage = false\n"
+            f"gameid = {self._game_id or self.game}\nbackend = sqlite3\nplayer_backend = sqlite3\n"
+            "auth_backend = sqlite3\ncreative_mode = true\nenable_damage = false\n"
         )
         (world / "map_meta.txt").write_text("mg_name = flat\nseed = 1\n[end_of_params]\n")
-        conf = self.work / "server.conf"
-        conf.write_text(
-            "\n".join(
-                [
-                    f"name = {PLAYER}",
-                    "bind_address = 127.0.0.1",
-                    f"port = {port}",
-                    "server_announce = false",
-                    "creative_mode = true",
-                    "enable_damage = false",
-                    "mg_name = flat",
-                    "static_spawnpoint = 0,9,0",
-                    "default_privs = interact, shout, give, teleport, settime, fly, fast, debug",
-                    # Mod security on (the default, stated so): the repo's Lua cannot reach files, processes or
-                    # the network; only our probe gets the HTTP API, and no mod is trusted.
-                    "secure.enable_security = true",
-                    "secure.trusted_mods =",
-                    f"secure.http_mods = {PROBE_MOD}",
-                    f"reprobot_probe.url = {channel_url}",
-                    "enable_rollback_recording = false",
-                    "active_block_range = 1",
-                    "max_block_generate_distance = 3",
-                    "",
-                ]
-            )
-        )
-        client = self.work / "client.conf"
-        client.write_text(
-            f"screen_w = {SCREEN[0]}\nscreen_h = {SCREEN[1]}\nenable_sound = false\nenable_shaders = false\n"
-            "viewing_range = 30\nenable_clouds = false\nsmooth_lighting = false\nenable_minimap = false\n"
-            "menu_clouds = false\nshow_debug = false\npause_on_lost_focus = false\nfps_max = 15\n"
-            "fps_max_unfocused = 15\nenable_3d_clouds = false\n"
-        )
+        conf = self.workspace / "server.conf"
+        conf.write_text(_server_conf(port, self.probe, channel_url))
+        (self.workspace / "client.conf").write_text(CLIENT_CONF)
+        check_world(world, conf, self.probe, games if self._game_id else None)
         return world, conf
 
     async def start(self) -> None:
-        """Fresh world, server, X display, client; returns once the player is in and the probe answers."""
+        """Fresh world, sandbox, server, X display, client; returns once the player is in and the probe answers."""
         missing = missing_tools()
         if missing:
             raise GameDriverError(f"Minetest is not installed here (missing {', '.join(missing)})")
-        (self.work / "home").mkdir(parents=True, exist_ok=True)
         self.channel = _Channel()  # a fresh channel per session: nothing pending from the last one
         self.server = self.client = None
         try:
@@ -258,40 +204,33 @@ class MinetestDriver:
             raise
 
     async def _start_processes(self) -> None:
-        await self.channel.start()
-        port = _free_port(socket.SOCK_DGRAM)
-        self._game_path = ""
-        world, conf = self._write_world(self.channel.url, port)
-        env = self._env()
-        if self._game_path:
-            env["MINETEST_GAME_PATH"] = self._game_path
-        self.server = await asyncio.create_subprocess_exec(
-            str(find_tool("minetestserver")),
-            *("--world", str(world), "--config", str(conf), "--logfile", str(self.debug_txt)),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
         if not self.display:
             await self._start_xvfb()
-            env["DISPLAY"] = str(self.display)
-        self._client_env = env
+        channel_dir = self.work / "channel"
+        shutil.rmtree(channel_dir, ignore_errors=True)
+        channel_dir.mkdir(parents=True)
+        channel_dir.chmod(0o755)
+        await self.channel.start(channel_dir / "channel.sock")
+        # Ports of 127.0.0.1 as the sandbox sees it (its own loopback under bwrap).
+        port, channel_port = _free_port(socket.SOCK_DGRAM), _free_port()
+        self._game_id = None
+        self.box = GameBox(self.workspace, channel_dir, kind=self.sandbox, display=self.display)
+        world, conf = self._write_world(f"http://127.0.0.1:{channel_port}", port)
+        await self.box.open(channel_dir / "channel.sock", channel_port, self.work / "sandbox.txt")
+        inside = self.box.inside
+        argv = [str(find_tool("minetestserver")), "--world", inside(world), "--config", inside(conf)]
+        argv += ["--logfile", inside(self.debug_txt)]
+        self.server = await self.box.start("server", argv, self._env(), self.workspace)
         self._port = port
         await self._start_client()
         await self._wait_joined()
 
     async def _start_client(self) -> None:
-        env, port = self._client_env, self._port
-        self.client = await asyncio.create_subprocess_exec(
-            str(find_tool("minetest")),
-            *("--config", str(self.work / "client.conf"), "--address", "127.0.0.1", "--port", str(port)),
-            *("--name", PLAYER, "--password", "", "--go", "--logfile", str(self.work / "client.txt")),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+        inside = self.box.inside
+        argv = [str(find_tool("minetest")), "--config", inside(self.workspace / "client.conf")]
+        argv += ["--address", "127.0.0.1", "--port", str(self._port), "--name", PLAYER, "--password", "", "--go"]
+        argv += ["--logfile", inside(self.workspace / "client.txt")]
+        self.client = await self.box.start("client", argv, self._env(), self.workspace)
 
     async def _start_xvfb(self) -> None:
         """Our own Xvfb on a free display number, tried a few times (another X server may take the number)."""
@@ -362,17 +301,18 @@ class MinetestDriver:
         return out.decode(errors="replace")
 
     async def stop(self) -> None:
-        """Stop client, server and our Xvfb (each in its own session), close the channel, drop the world."""
-        for proc in (self.client, self.server, self.xvfb):
-            if proc is not None and proc.returncode is None:
+        """Stop client and server (with their sandbox) and our Xvfb, close the channel, drop the world."""
+        await self.box.close()
+        proc = self.xvfb
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 15)
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, 15)
-                try:
-                    await asyncio.wait_for(proc.wait(), 10)
-                except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, 9)
-                    await proc.wait()
+                    os.killpg(proc.pid, 9)
+                await proc.wait()
         await self.channel.close()
         if self.xvfb is not None:
             self.xvfb, self.display = None, None
@@ -520,3 +460,37 @@ def look_at(
     yaw = math.atan2(-dx, dz)
     pitch = -math.atan2(dy, math.hypot(dx, dz))
     return yaw % (2 * math.pi), pitch
+
+
+def _server_conf(port: int, probe: str, channel_url: str) -> str:
+    """minetestserver's config: 127.0.0.1 only, a flat creative world, mod security on, HTTP for the probe alone."""
+    lines = [
+        f"name = {PLAYER}",
+        "bind_address = 127.0.0.1",
+        f"port = {port}",
+        "server_announce = false",
+        "creative_mode = true",
+        "enable_damage = false",
+        "mg_name = flat",
+        "static_spawnpoint = 0,9,0",
+        "default_privs = interact, shout, give, teleport, settime, fly, fast, debug",
+        # Mod security on (the default, stated so): the repo's Lua cannot reach files, processes or the
+        # network; only our probe, under its random name, gets the HTTP API, and no mod is trusted.
+        "secure.enable_security = true",
+        "secure.trusted_mods =",
+        f"secure.http_mods = {probe}",
+        f"{probe}.url = {channel_url}",
+        "enable_rollback_recording = false",
+        "active_block_range = 1",
+        "max_block_generate_distance = 3",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+#: The client's config: small, software-rendered, quiet.
+CLIENT_CONF = (
+    f"screen_w = {SCREEN[0]}\nscreen_h = {SCREEN[1]}\nenable_sound = false\nenable_shaders = false\n"
+    "viewing_range = 30\nenable_clouds = false\nsmooth_lighting = false\nenable_minimap = false\n"
+    "menu_clouds = false\nshow_debug = false\npause_on_lost_focus = false\nfps_max = 15\n"
+    "fps_max_unfocused = 15\nenable_3d_clouds = false\n"
+)

@@ -1,8 +1,8 @@
 """`reprobot reproduce --game minetest` and `reprobot replay --game minetest`: game reproduction in local mode.
 
 The repository (a Minetest mod, modpack or game, as maintainers keep them) is loaded into a fresh world with
-minetest_game; the real server and client run here (the client under Xvfb). The macro log, screenshots, crash
-report and log land in the output folder.
+minetest_game; the real server and client run here, together in a bwrap sandbox with loopback only (the client
+draws on an Xvfb of the host). The macro log, screenshots, crash report and log land in the output folder.
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ def _driver(game: str, repo: Path | None, settings: Settings) -> Any:
         return MinecraftDriver.from_settings(settings)
     from agents.game import MinetestDriver
 
-    return MinetestDriver(repo, display=settings.game_display)
+    # The game is repo code: it runs in bwrap, like all repo code; without isolation only when asked for by name.
+    sandbox = "none" if settings.sandbox == "none" else "bwrap"
+    return MinetestDriver(repo, display=settings.game_display, sandbox=sandbox)
 
 
 def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:

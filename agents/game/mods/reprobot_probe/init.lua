@@ -1,14 +1,17 @@
--- reprobot_probe: shipped by reprobot and loaded into every reproduction world.
+-- reprobot's probe: shipped by reprobot and loaded into every reproduction world, under a name with a random
+-- suffix per session (the folder here is only where it is kept), so no repository can name a mod after it.
 --
 -- It polls the runner's command channel (an HTTP server on 127.0.0.1) through Minetest's HTTP API, which the
--- server grants only because the world's config lists this mod in secure.http_mods; mod security stays on.
+-- server grants only because the world's config lists this mod, alone, in secure.http_mods; mod security stays
+-- on. The channel's address is the setting "<this mod's name>.url".
 -- Ops: state (position, look, wielded item, inventory, pointed node or entity, chat tail), dump (the registered
 -- nodes, items, tools and chat commands: the knowledge base of this game version), look (set yaw/pitch).
 
+local modname = minetest.get_current_modname()
 local http = minetest.request_http_api()
-local url = minetest.settings:get("reprobot_probe.url")
+local url = minetest.settings:get(modname .. ".url")
 if not http or not url then
-	minetest.log("error", "[reprobot_probe] no HTTP API (is the mod in secure.http_mods?) or no reprobot_probe.url")
+	minetest.log("error", "[" .. modname .. "] no HTTP API (is the mod in secure.http_mods?) or no " .. modname .. ".url")
 	return
 end
 
@@ -118,4 +121,4 @@ minetest.register_globalstep(function(dtime)
 	elapsed = elapsed + dtime
 	if elapsed >= 0.1 then elapsed = 0; poll() end
 end)
-minetest.log("action", "[reprobot_probe] polling " .. url)
+minetest.log("action", "[" .. modname .. "] polling " .. url)
