@@ -218,5 +218,5 @@ def test_concurrent_claims_on_separate_connections_run_one_job_per_key(pg_server
 
 def test_dashboard_views_read_the_postgresql_store(pg_server: PgServer) -> None:
     with Store.open(pg_server.new_database()) as store:
-        runner_id = store.runners.add_runner("box", "a-token", ["web"], "1.0", ephemeral=False)
+        runner_id = store.runners.add_runner("box", "a-token", ["web"], "1.0", ephemeral=False, scope=["deployment"])
         assert [r.name for r in store.views.runners(now=0.0)] == ["box"] and runner_id

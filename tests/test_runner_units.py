@@ -25,8 +25,12 @@ def test_claim_matches_label_subsets_and_workers_never_take_runner_jobs() -> Non
     needs_ab = queue.enqueue("k", None, {}, concurrency_key=None, labels=["a", "b"])
     needs_a = queue.enqueue("k", None, {}, concurrency_key=None, labels=["a"])
     worker_job = queue.enqueue("k", None, {}, concurrency_key=None)
-    only_a = store.runners.get_runner(store.runners.add_runner("r1", "t1", ["a"], "1", ephemeral=False))
-    both = store.runners.get_runner(store.runners.add_runner("r2", "t2", ["b", "a", "c"], "1", ephemeral=False))
+    only_a = store.runners.get_runner(
+        store.runners.add_runner("r1", "t1", ["a"], "1", ephemeral=False, scope=["deployment"])
+    )
+    both = store.runners.get_runner(
+        store.runners.add_runner("r2", "t2", ["b", "a", "c"], "1", ephemeral=False, scope=["deployment"])
+    )
     assert only_a is not None and both is not None
 
     first = store.runners.claim_for_runner(only_a, now=now[0], lease_seconds=10)
@@ -49,13 +53,13 @@ def test_claim_matches_label_subsets_and_workers_never_take_runner_jobs() -> Non
 def test_tokens_are_stored_hashed_and_stale_runners_pruned() -> None:
     now = [1000.0]
     store = Store.memory(clock=lambda: now[0])
-    rid = store.runners.add_runner("r", "rbr_secret", ["web"], "1", ephemeral=False)
+    rid = store.runners.add_runner("r", "rbr_secret", ["web"], "1", ephemeral=False, scope=["deployment"])
     row = next(iter(store.db.query("SELECT * FROM runners")))
     assert row["token_hash"] == token_hash("rbr_secret") and "rbr_secret" not in str(row)
     assert store.runners.runner_for_token("rbr_secret").id == rid  # type: ignore[union-attr]
     assert store.runners.runner_for_token("rbr_other") is None
     now[0] += 100
-    fresh = store.runners.add_runner("fresh", "rbr_fresh", ["web"], "1", ephemeral=False)
+    fresh = store.runners.add_runner("fresh", "rbr_fresh", ["web"], "1", ephemeral=False, scope=["deployment"])
     assert store.runners.prune_stale(now[0] - 50) == [rid]
     assert [r.id for r in store.runners.list_runners()] == [fresh]
 
