@@ -899,7 +899,8 @@ _ROWS_GAME = (
         "mojira",
         k.LABELS,
         (),
-        "when set, routed Mojira reports are queued as reproduce.game jobs for runners with these labels",
+        "when set, routed Mojira reports are queued as reproduce.game jobs for runners with these labels (and "
+        "`--scope deployment`: the reports are the deployment's own)",
     ),
     Setting(
         "REPROBOT_MINECRAFT_DIR",
