@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -213,3 +214,20 @@ def test_ephemeral_runner_takes_one_job_and_a_lapsed_job_dies_after_max_attempts
 def _lapsed(store: Store, job_id: int) -> bool:
     job = _job(store, job_id)
     return job.lease_expires_at is not None and job.lease_expires_at < iso(store.clock())
+
+
+def test_large_artifacts_and_log_chunks_arrive_whole(bot: tuple[str, Store, Runners]) -> None:
+    """A body is read to its end: one read of the stream gives what has arrived so far, often 64 KB of it."""
+    url, store, _ = bot
+    runner = _register(url, REGISTRATION, ["web"]).json()
+    headers = {"Authorization": f"Bearer {runner['token']}"}
+    job_id = _probe(store, ["web"])
+    assert httpx.post(f"{url}/api/runner/claim", headers=headers, params={"wait": "1"}, timeout=10).status_code == 200
+    base, first = f"{url}/api/runner/jobs/{job_id}", {"attempt": 1}
+    data = os.urandom(3 * 1024 * 1024)
+    stored = httpx.put(f"{base}/artifacts/big.bin", headers=headers, params=first, content=data, timeout=30).json()
+    assert stored["size"] == len(data) and stored["sha256"] == hashlib.sha256(data).hexdigest()
+    assert httpx.get(f"{url}{stored['url']}", timeout=30).content == data
+    text = "x" * 900_000
+    chunk = httpx.post(f"{base}/logs", headers=headers, params=first, json={"seq": 0, "text": text}, timeout=30)
+    assert chunk.status_code == 200 and store.runners.job_log(job_id) == text

@@ -66,12 +66,28 @@ def _bearer(request: web.Request) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
+async def _read_capped(request: web.Request, cap: int) -> bytes | None:
+    """The whole body, or None once it passes `cap` bytes.
+
+    `content.read(n)` answers with what has arrived so far (often 64 KB), not with n bytes: reading once would
+    keep a truncated artifact, or parse half a JSON body.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await request.content.read(64 * 1024):
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
     if request.content_length is not None and request.content_length > MAX_JSON_BYTES:
         return _reply(413, f"body larger than {MAX_JSON_BYTES} bytes")
     try:
-        raw = await request.content.read(MAX_JSON_BYTES + 1)
-        if len(raw) > MAX_JSON_BYTES:
+        raw = await _read_capped(request, MAX_JSON_BYTES)
+        if raw is None:
             return _reply(413, f"body larger than {MAX_JSON_BYTES} bytes")
         data = json.loads(raw or b"{}")
     except (ValueError, RecursionError) as exc:
@@ -495,8 +511,8 @@ class RunnerApi:
         cap = self.settings.runner_artifact_max_bytes
         if request.content_length is not None and request.content_length > cap:
             return _reply(413, f"artifact larger than {cap} bytes")
-        data = await request.content.read(cap + 1)
-        if len(data) > cap:
+        data = await _read_capped(request, cap)
+        if data is None:
             return _reply(413, f"artifact larger than {cap} bytes")
         sha = hashlib.sha256(data).hexdigest()
         runners = self.store_of(request.app).runners
