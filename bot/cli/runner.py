@@ -53,7 +53,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--server", required=True, help="the bot's base URL, e.g. https://bot.example.org")
     p.add_argument(
         "--token",
-        help="registration token (or REPROBOT_RUNNER_TOKEN), exchanged once for this runner's own token",
+        help="registration token (or REPROBOT_RUNNER_TOKEN): the operator's, or a scoped one from the runner admin; "
+        "exchanged once for this runner's own token",
     )
     p.add_argument("--labels", required=True, type=_labels, help="comma-separated labels, e.g. web,chromium")
     p.add_argument(

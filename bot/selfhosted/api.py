@@ -31,7 +31,7 @@ from bot.jobs.queue import LeaseLost, Queue
 from bot.render.report import artifact_url
 from bot.settings.config import Settings
 from bot.store import JobRow, Store, forbid_store_calls_on_loop, iso
-from bot.store.runners import Lease, RunnerRow, WriteOutcome, runner_owner
+from bot.store.runners import Lease, RunnerGrant, RunnerRow, WriteOutcome, runner_owner
 from bot.store.tenants import DEPLOYMENT, parse_scope, scope_within
 
 __all__ = ["RunnerApi", "add_runner_routes", "artifact_path"]
@@ -272,40 +272,46 @@ class RunnerApi:
 
     # -- registration and liveness ------------------------------------------------------------------------
 
-    async def _registration(self, request: web.Request, asked: Any) -> tuple[list[str], int | None] | web.Response:
-        """The scope a registration gets and the scoped token it used (None: the operator's registration token).
+    async def _registrar(self, request: web.Request) -> RunnerGrant | web.Response | None:
+        """Who registers: None for the operator's registration token, the grant of a scoped one, else a 401."""
+        given = _bearer(request) or ""
+        operator = self.settings.runner_registration_token
+        if operator and given and hmac.compare_digest(given.encode(), operator.encode()):
+            return None
+        grant = await asyncio.to_thread(self.store_of(request.app).runners.grant_for_token, given) if given else None
+        if grant is not None:
+            return grant
+        if not operator:
+            return _reply(401, "bad registration token (REPROBOT_RUNNER_REGISTRATION_TOKEN is not set)")
+        return _reply(401, "bad registration token")
+
+    @staticmethod
+    def _granted_scope(grant: RunnerGrant | None, asked: Any) -> list[str] | web.Response:
+        """The scope a registration gets, or why not (400, or 403 past a scoped token's scope).
 
         The operator's token registers for the scope the request names, `deployment` only when named. A scoped
         registration token registers for its own scope, or a part of it the request names; never for more.
         """
-        given = _bearer(request) or ""
-        operator = self.settings.runner_registration_token
-        if operator and given and hmac.compare_digest(given.encode(), operator.encode()):
-            scope = _scope(asked)
-            return _reply(400, scope) if isinstance(scope, str) else (scope, None)
-        grant = await asyncio.to_thread(self.store_of(request.app).runners.grant_for_token, given) if given else None
-        if grant is None:
-            if not operator:
-                return _reply(401, "bad registration token (REPROBOT_RUNNER_REGISTRATION_TOKEN is not set)")
-            return _reply(401, "bad registration token")
-        if asked is None:
-            return grant.scope, grant.id
+        if grant is not None and asked is None:
+            return grant.scope
         scope = _scope(asked)
         if isinstance(scope, str):
             return _reply(400, scope)
-        if not scope_within(scope, grant.scope):
+        if grant is not None and not scope_within(scope, grant.scope):
             return _reply(403, f"scope: this registration token is for {', '.join(grant.scope)} only")
-        return scope, grant.id
+        return scope
 
     async def register(self, request: web.Request) -> web.Response:
         """POST /api/runners/register: a registration token (Bearer) → this runner's own token and the intervals."""
+        grant = await self._registrar(request)  # before the body: a stranger's body is not even read
+        if isinstance(grant, web.Response):
+            return grant
         body = await _json_body(request)
         if isinstance(body, web.Response):
             return body
-        registered = await self._registration(request, body.get("scope"))
-        if isinstance(registered, web.Response):
-            return registered
-        scope, grant_id = registered
+        scope = self._granted_scope(grant, body.get("scope"))
+        if isinstance(scope, web.Response):
+            return scope
         labels = _labels(body.get("labels"))
         if isinstance(labels, str):
             return _reply(400, labels)
@@ -315,9 +321,15 @@ class RunnerApi:
         name = str(body.get("name") or "runner")[:100]
         version = str(body.get("version") or "")[:50]
         token = "rbr_" + secrets.token_urlsafe(32)
-        store = self.store_of(request.app)
         runner_id = await asyncio.to_thread(
-            store.runners.add_runner, name, token, labels, version, ephemeral=ephemeral, scope=scope, grant_id=grant_id
+            self.store_of(request.app).runners.add_runner,
+            name,
+            token,
+            labels,
+            version,
+            ephemeral=ephemeral,
+            scope=scope,
+            grant_id=None if grant is None else grant.id,
         )
         log.info("runner %s (%s) registered for %s with labels %s, version %s", runner_id, name, scope, labels, version)
         runner = {"id": runner_id, "name": name, "labels": labels, "scope": scope, "ephemeral": ephemeral}
