@@ -16,10 +16,12 @@ from typing import TypeVar
 import httpx
 
 REGISTRATION = "registration-token-for-tests"
+ADMIN = "runner-admin-token-for-tests"
 REPROBOT = [sys.executable, "-m", "bot.cli"]
 #: Short intervals so that leases lapse and cancellations land within seconds.
 FAST = {
     "REPROBOT_RUNNER_REGISTRATION_TOKEN": REGISTRATION,
+    "REPROBOT_RUNNER_ADMIN_TOKEN": ADMIN,
     "REPROBOT_RUNNER_LEASE": "2",
     "REPROBOT_RUNNER_HEARTBEAT": "1",
     "REPROBOT_RUNNER_CLAIM_WAIT": "1",
@@ -89,12 +91,15 @@ class Runners:
         self.root = root
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, labels: str, *extra: str) -> subprocess.Popen[bytes]:
-        """Start runner `name` with `labels` (and more CLI options)."""
+    def start(
+        self, name: str, labels: str, *extra: str, scope: str | None = "deployment", token: str = REGISTRATION
+    ) -> subprocess.Popen[bytes]:
+        """Start runner `name` with `labels`, registered for `scope` (None: no --scope) with `token`."""
         folder = self.root / name
         folder.mkdir(parents=True, exist_ok=True)
-        argv = [*REPROBOT, "runner", "--server", self.url, "--token", REGISTRATION, "--labels", labels]
+        argv = [*REPROBOT, "runner", "--server", self.url, "--token", token, "--labels", labels]
         argv += ["--name", name, "--state", str(folder / "state.json"), "--work-dir", str(folder / "work"), *extra]
+        argv += [] if scope is None else ["--scope", scope]
         with (folder / "log").open("ab") as out:
             proc = subprocess.Popen(argv, env=_env({}), stdout=out, stderr=out)
         self.procs[name] = proc

@@ -79,7 +79,9 @@ def seed(store: Store, data_dir: Path) -> dict[str, int]:
     store.publications.upsert_publication(issue.id, "pr", "12", job_id=job_id)
     store.publications.upsert_installation(1, "octo", ["octo/app", "octo/other"])
     store.deliveries.record_delivery("d-0001", "github", "issues", job_id)
-    store.runners.add_runner("pixel-7", "runner-token", ["android", "api-34"], "0.1.0", ephemeral=False)
+    store.runners.add_runner(
+        "pixel-7", "runner-token", ["android", "api-34"], "0.1.0", ephemeral=False, scope=["deployment"]
+    )
     return {"job": job_id, "other": other_id}
 
 

@@ -102,3 +102,23 @@ def test_doctor_warns_when_the_web_shows_too_much(
         assert not any("/metrics" in w or "REPROBOT_PUBLIC_URL" in w for w in warnings), (fixed, warnings)
         for name in fixed:
             monkeypatch.delenv(name)
+
+
+def test_doctor_states_the_runner_quotas_and_who_administers_runners(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("REPROBOT_RUNNER_REGISTRATION_TOKEN", "reg-secret")
+    monkeypatch.setenv("REPROBOT_RUNNER_JOB_ARTIFACTS", "12")
+    monkeypatch.setenv("REPROBOT_RUNNER_JOB_ARTIFACT_BYTES", "5M")
+    main(["doctor", "--json"])
+    captured = capsys.readouterr()
+    runners = json.loads(captured.out)["runners"]
+    assert runners["artifacts per job"].startswith(f"at most 12, {5 * 1024**2} bytes together")
+    assert "off" in runners["administration"] and "REPROBOT_RUNNER_ADMIN_TOKEN is not" in captured.err
+    assert "reg-secret" not in captured.out + captured.err
+    monkeypatch.setenv("REPROBOT_RUNNER_ADMIN_TOKEN", "admin-secret")
+    main(["doctor"])
+    table = capsys.readouterr()
+    assert "administration" in table.out and "admin-secret" not in table.out + table.err
+    assert "REPROBOT_RUNNER_ADMIN_TOKEN is not" not in table.err

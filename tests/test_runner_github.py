@@ -19,7 +19,7 @@ from aiohttp import web
 
 from bot.settings.config import Settings
 from bot.store import JobRow
-from tests.gh_env import GitHubEnv, bot_comments
+from tests.gh_env import INSTALLATION, GitHubEnv, bot_comments
 from tests.runner_procs import REGISTRATION, Runners
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
@@ -120,6 +120,7 @@ async def _queue_for_runner(env: GitHubEnv, tmp_path: Path, app_url: str, report
     await env.drain()  # the command's job reads the policy and queues the runner job
     job = await asyncio.to_thread(_app_job, env)
     assert job.labels == ["web"] and job.status == "queued" and set(job.payload["task"]) >= {"issue_text", "app_url"}
+    assert job.tenant == f"github:{INSTALLATION}"  # only runners registered for this installation take it
     comments = bot_comments(env.double, REPO, issue["number"])
     assert len(comments) == 1 and "waiting for a runner with labels web" in comments[0]["body"]
     return issue
@@ -181,7 +182,7 @@ async def test_reproduce_with_an_executor_command_comes_back_as_one_comment(tmp_
         async with GitHubEnv(tmp_path, _fast(settings)) as env:
             issue = await _queue_for_runner(env, tmp_path, app_url)
             runners = Runners(env.url, tmp_path / "runners")
-            runners.start("browser", "web,chromium", *_agent())
+            runners.start("browser", "web,chromium", *_agent(), scope=f"github:{INSTALLATION}")
             await _wait(lambda: _app_job(env).status == "done", "the runner to finish the job")
             job = await asyncio.to_thread(_app_job, env)
             assert job.result["status"] == "reproduced" and job.result["oracle"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 from bot.jobs.queue import Queue
 from bot.store import JobRow, Store, iso
 from bot.store.runners import runner_owner
-from tests.runner_procs import REGISTRATION, REPROBOT, Runners, serve, wait_until
+from tests.runner_procs import ADMIN, REGISTRATION, REPROBOT, Runners, serve, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +74,7 @@ def test_runners_get_only_jobs_whose_labels_they_all_have(bot: tuple[str, Store,
     served = httpx.get(f"{url}/artifacts/{art.sha256}/probe.json")
     assert served.status_code == 200 and served.json()["python"] == result["python"]
 
-    listing = httpx.get(f"{url}/api/runners", headers={"Authorization": f"Bearer {REGISTRATION}"}).json()
+    listing = httpx.get(f"{url}/api/runners", headers={"Authorization": f"Bearer {ADMIN}"}).json()
     assert sorted((r["name"], tuple(r["labels"])) for r in listing["runners"]) == [
         ("browser", ("chromium", "web")),
         ("phone", ("android", "api-34")),
@@ -123,7 +124,7 @@ def _alive(pid: int) -> bool:
 
 
 def _register(url: str, token: str, labels: list[str], **extra: object) -> httpx.Response:
-    body = {"name": "t", "labels": labels, "version": "test", **extra}
+    body = {"name": "t", "labels": labels, "version": "test", "scope": "deployment", **extra}
     return httpx.post(f"{url}/api/runners/register", json=body, headers={"Authorization": f"Bearer {token}"})
 
 
@@ -165,14 +166,16 @@ def test_tokens_a_runner_touches_only_its_own_jobs(bot: tuple[str, Store, Runner
     assert httpx.get(base, headers=ha).json()["job"]["task"] == {"seconds": 0.0}
     renewed = httpx.post(f"{base}/renew", headers=ha).json()
     assert renewed["cancel"] is False and renewed["locked_until"]
+    first = {"attempt": 1}  # writes name the attempt of the claim
     for seq in (0, 1, 1):  # a resent chunk is stored once
-        assert httpx.post(f"{base}/logs", headers=ha, json={"seq": seq, "text": f"line {seq}\n"}).status_code == 200
+        chunk = {"seq": seq, "text": f"line {seq}\n"}
+        assert httpx.post(f"{base}/logs", headers=ha, params=first, json=chunk).status_code == 200
     assert store.runners.job_log(job_id) == "line 0\nline 1\n"
-    too_big = httpx.put(f"{base}/artifacts/big.png", headers=ha, content=b"x" * (10 * 1024 * 1024 + 1))
+    too_big = httpx.put(f"{base}/artifacts/big.png", headers=ha, params=first, content=b"x" * (10 * 1024 * 1024 + 1))
     assert too_big.status_code == 413
-    assert httpx.put(f"{base}/artifacts/..%2Fescape", headers=ha, content=b"x").status_code in (400, 404)
+    assert httpx.put(f"{base}/artifacts/..%2Fescape", headers=ha, params=first, content=b"x").status_code in (400, 404)
     for _ in range(2):  # finish is idempotent
-        done = httpx.post(f"{base}/finish", headers=ha, json={"status": "done", "result": {"n": 1}})
+        done = httpx.post(f"{base}/finish", headers=ha, params=first, json={"status": "done", "result": {"n": 1}})
         assert done.status_code == 200 and done.json()["job_status"] == "done"
     assert _job(store, job_id).result == {"n": 1}
 
@@ -188,7 +191,10 @@ def test_ephemeral_runner_takes_one_job_and_a_lapsed_job_dies_after_max_attempts
         httpx.post(f"{url}/api/runner/claim", headers=he, params={"wait": "1"}, timeout=10).json()["job"]["id"] == first
     )
     assert httpx.post(f"{url}/api/runner/claim", headers=he, params={"wait": "0"}).status_code == 409
-    assert httpx.post(f"{url}/api/runner/jobs/{first}/finish", headers=he, json={"status": "done"}).status_code == 200
+    finished = httpx.post(
+        f"{url}/api/runner/jobs/{first}/finish", headers=he, params={"attempt": 1}, json={"status": "done"}
+    )
+    assert finished.status_code == 200
     assert httpx.post(f"{url}/api/runner/heartbeat", headers=he).status_code == 401  # removed after its job
 
     # A job whose runners all vanish is requeued each time its lease lapses, then dead-lettered.
@@ -208,3 +214,20 @@ def test_ephemeral_runner_takes_one_job_and_a_lapsed_job_dies_after_max_attempts
 def _lapsed(store: Store, job_id: int) -> bool:
     job = _job(store, job_id)
     return job.lease_expires_at is not None and job.lease_expires_at < iso(store.clock())
+
+
+def test_large_artifacts_and_log_chunks_arrive_whole(bot: tuple[str, Store, Runners]) -> None:
+    """A body is read to its end: one read of the stream gives what has arrived so far, often 64 KB of it."""
+    url, store, _ = bot
+    runner = _register(url, REGISTRATION, ["web"]).json()
+    headers = {"Authorization": f"Bearer {runner['token']}"}
+    job_id = _probe(store, ["web"])
+    assert httpx.post(f"{url}/api/runner/claim", headers=headers, params={"wait": "1"}, timeout=10).status_code == 200
+    base, first = f"{url}/api/runner/jobs/{job_id}", {"attempt": 1}
+    data = os.urandom(3 * 1024 * 1024)
+    stored = httpx.put(f"{base}/artifacts/big.bin", headers=headers, params=first, content=data, timeout=30).json()
+    assert stored["size"] == len(data) and stored["sha256"] == hashlib.sha256(data).hexdigest()
+    assert httpx.get(f"{url}{stored['url']}", timeout=30).content == data
+    text = "x" * 900_000
+    chunk = httpx.post(f"{base}/logs", headers=headers, params=first, json={"seq": 0, "text": text}, timeout=30)
+    assert chunk.status_code == 200 and store.runners.job_log(job_id) == text

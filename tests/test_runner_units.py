@@ -25,8 +25,12 @@ def test_claim_matches_label_subsets_and_workers_never_take_runner_jobs() -> Non
     needs_ab = queue.enqueue("k", None, {}, concurrency_key=None, labels=["a", "b"])
     needs_a = queue.enqueue("k", None, {}, concurrency_key=None, labels=["a"])
     worker_job = queue.enqueue("k", None, {}, concurrency_key=None)
-    only_a = store.runners.get_runner(store.runners.add_runner("r1", "t1", ["a"], "1", ephemeral=False))
-    both = store.runners.get_runner(store.runners.add_runner("r2", "t2", ["b", "a", "c"], "1", ephemeral=False))
+    only_a = store.runners.get_runner(
+        store.runners.add_runner("r1", "t1", ["a"], "1", ephemeral=False, scope=["deployment"])
+    )
+    both = store.runners.get_runner(
+        store.runners.add_runner("r2", "t2", ["b", "a", "c"], "1", ephemeral=False, scope=["deployment"])
+    )
     assert only_a is not None and both is not None
 
     first = store.runners.claim_for_runner(only_a, now=now[0], lease_seconds=10)
@@ -49,13 +53,13 @@ def test_claim_matches_label_subsets_and_workers_never_take_runner_jobs() -> Non
 def test_tokens_are_stored_hashed_and_stale_runners_pruned() -> None:
     now = [1000.0]
     store = Store.memory(clock=lambda: now[0])
-    rid = store.runners.add_runner("r", "rbr_secret", ["web"], "1", ephemeral=False)
+    rid = store.runners.add_runner("r", "rbr_secret", ["web"], "1", ephemeral=False, scope=["deployment"])
     row = next(iter(store.db.query("SELECT * FROM runners")))
     assert row["token_hash"] == token_hash("rbr_secret") and "rbr_secret" not in str(row)
     assert store.runners.runner_for_token("rbr_secret").id == rid  # type: ignore[union-attr]
     assert store.runners.runner_for_token("rbr_other") is None
     now[0] += 100
-    fresh = store.runners.add_runner("fresh", "rbr_fresh", ["web"], "1", ephemeral=False)
+    fresh = store.runners.add_runner("fresh", "rbr_fresh", ["web"], "1", ephemeral=False, scope=["deployment"])
     assert store.runners.prune_stale(now[0] - 50) == [rid]
     assert [r.id for r in store.runners.list_runners()] == [fresh]
 
@@ -128,3 +132,52 @@ async def test_app_jobs_on_one_runner_share_the_utg_cache(tmp_path: Path, monkey
     monkeypatch.delenv(CACHE_ENV)
     await execute.reproduce_app(job, tmp_path / "job-3")  # started by hand without a runner: no cache
     assert seen == [tmp_path / "work" / "cache" / "utg"] * 2 + [None]
+
+
+def test_scopes_parse_strictly_and_the_claim_keeps_to_them() -> None:
+    from bot.store.tenants import in_scope, parse_scope, scope_within, tenant_of
+
+    assert parse_scope(["jira:HTTPS://Acme.atlassian.net/", "github:7"]) == [
+        "github:7",
+        "jira:https://acme.atlassian.net",
+    ]
+    assert parse_scope("deployment") == parse_scope(["github:1", "deployment"]) == ["deployment"]
+    for bad in ([], "github:x", ["github:0"], [f"github:{2**63}"], ["gitlab:1"], ["jira:ftp://x"], [1], None):
+        with pytest.raises(ValueError):
+            parse_scope(bad)
+    assert tenant_of({"installation_id": 7, "repo": "o/r"}) == "github:7"
+    assert tenant_of({"site": "https://acme.atlassian.net", "key": "A-1"}) == "jira:https://acme.atlassian.net"
+    assert tenant_of({"installation_id": True}) is tenant_of({}) is None  # the deployment's own
+    assert in_scope(["deployment"], None) and in_scope(["github:7"], "github:7")
+    assert (
+        not in_scope(["github:7"], "github:8") and not in_scope(["github:7"], None) and not in_scope(None, "github:7")
+    )
+    assert scope_within(["github:7"], ["github:7", "github:8"]) and not scope_within(["deployment"], ["github:7"])
+
+    store = Store.memory()
+    queue = Queue(store)
+    mine = queue.enqueue("k", None, {}, concurrency_key=None, labels=["web"], tenant="github:7")
+    theirs = queue.enqueue("k", None, {}, concurrency_key=None, labels=["web"], tenant="github:8")
+    own = queue.enqueue("k", None, {}, concurrency_key=None, labels=["web"])
+    scoped = store.runners.get_runner(
+        store.runners.add_runner("s", "t1", ["web"], "1", ephemeral=False, scope=["github:7"])
+    )
+    wide = store.runners.get_runner(
+        store.runners.add_runner("w", "t2", ["web"], "1", ephemeral=False, scope=["deployment"])
+    )
+    assert scoped is not None and wide is not None
+    claimed = [store.runners.claim_for_runner(scoped, now=store.clock(), lease_seconds=10) for _ in range(2)]
+    assert [j.id if j else None for j in claimed] == [mine, None]
+    taken = [store.runners.claim_for_runner(wide, now=store.clock(), lease_seconds=10) for _ in range(2)]
+    assert [j.id if j else None for j in taken] == [theirs, own]
+
+
+def test_the_admin_token_must_differ_from_the_registration_token() -> None:
+    env = {"REPROBOT_RUNNER_REGISTRATION_TOKEN": "same", "REPROBOT_RUNNER_ADMIN_TOKEN": "same"}
+    with pytest.raises(SettingsError, match="REPROBOT_RUNNER_ADMIN_TOKEN must differ"):
+        Settings.from_env(env)
+    settings = Settings.from_env(env | {"REPROBOT_RUNNER_ADMIN_TOKEN": "admin"})
+    assert "admin" in settings.secret_values() and "admin" not in repr(settings)
+    assert settings.runner_job_artifacts == 64 and settings.runner_job_artifact_bytes == 64 * 1024**2
+    with pytest.raises(SettingsError, match="REPROBOT_RUNNER_JOB_ARTIFACTS"):
+        Settings.from_env({"REPROBOT_RUNNER_JOB_ARTIFACTS": "0"})

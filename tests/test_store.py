@@ -107,6 +107,29 @@ def test_v8_delivery_bodies_stay_readable_and_new_ones_are_packed(tmp_path: Path
 
 
 @pytest.mark.sqlite_only
+def test_v9_runner_jobs_get_their_tenant_and_old_runners_no_scope(tmp_path: Path) -> None:
+    path = tmp_path / "v9.db"
+    db = _raw(path)
+    assert migrate(db, target=9) == 9
+    now = "2026-01-01T00:00:00.000000+00:00"
+    job = """INSERT INTO jobs (kind, payload, status, run_after, created_at, updated_at, labels)
+        VALUES (?, ?, ?, ?, ?, ?, ?)"""
+    github = '{"task": {}, "publish": {"installation_id": 5, "repo": "o/r", "kind": "github.app_result"}}'
+    db.execute(job, ("reproduce.app", github, "queued", now, now, now, '["web"]'))
+    db.execute(job, ("reproduce.game", '{"task": {}}', "queued", now, now, now, '["minecraft"]'))  # a Mojira report
+    runner = "INSERT INTO runners (name, token_hash, labels, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)"
+    db.execute(runner, ("old", "h", '["web"]', now, now))
+    db.close()
+    with Store.open(path) as store:
+        assert store.schema_version == LATEST_VERSION
+        assert [j.tenant for j in store.jobs.list_jobs()] == [None, "github:5"]
+        (old,) = store.runners.list_runners()
+        # Registered before scopes: it takes nothing, not even its own labels' job, until it registers again.
+        assert old.scope is None
+        assert store.runners.claim_for_runner(old, now=store.clock(), lease_seconds=10) is None
+
+
+@pytest.mark.sqlite_only
 def test_v1_database_is_migrated_forward_keeping_its_data(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     db = _raw(path)
@@ -344,3 +367,39 @@ def test_memory_store_has_the_full_schema() -> None:
     with Store.memory() as store:
         assert store.schema_version == LATEST_VERSION
         assert set(store.db.table_names()) >= ALL_TABLES
+
+
+def test_runner_writes_need_the_live_lease_fit_the_quota_and_grants_are_revocable(
+    store: Store, clock: FakeClock
+) -> None:
+    from bot.jobs.queue import Queue
+    from bot.store.runners import Lease, runner_owner
+
+    queue = Queue(store, clock=clock)
+    job = queue.enqueue("runner.probe", None, {}, concurrency_key=None, labels=["web"], tenant="github:7")
+    grant = store.runners.add_grant("rbg_secret", ["github:7"], "tenant seven")
+    assert store.runners.grant_for_token("rbg_secret").scope == ["github:7"]  # type: ignore[union-attr]
+    rid = store.runners.add_runner("r", "rbr_t", ["web"], "1", ephemeral=False, scope=["github:7"], grant_id=grant)
+    runner = store.runners.get_runner(rid)
+    assert runner is not None and store.runners.claim_for_runner(runner, now=clock(), lease_seconds=10) is not None
+    lease = Lease(job, runner_owner(rid), 1, clock())
+
+    assert store.runners.add_log_chunk(lease, 0, "a", max_bytes=10) == "stored"
+    assert store.runners.add_log_chunk(lease, 1, "b" * 10, max_bytes=10) == "log_full"
+    quota = {"max_count": 2, "max_bytes": 100}
+    assert store.runners.add_artifact(lease, "x", "1" * 64, 60, **quota) == "stored"
+    assert store.runners.add_artifact(lease, "y", "2" * 64, 50, **quota) == "artifact_bytes"
+    assert store.runners.add_artifact(lease, "y", "2" * 64, 40, **quota) == "stored"
+    assert store.runners.add_artifact(lease, "z", "3" * 64, 0, **quota) == "artifact_count"
+    assert store.runners.add_artifact(lease, "x", "4" * 64, 60, **quota) == "stored"  # replaced: counted once
+    stale = Lease(job, runner_owner(rid), 2, clock())  # an attempt that is not the job's
+    assert store.runners.add_log_chunk(stale, 2, "c", max_bytes=10) == "lapsed"
+    clock.t += 11  # the lease lapses
+    assert store.runners.add_log_chunk(Lease(job, runner_owner(rid), 1, clock()), 2, "c", max_bytes=10) == "lapsed"
+    assert store.runners.job_log(job) == "a"
+    assert [(a.name, a.sha256[0]) for a in store.runners.artifacts(job)] == [("x", "4"), ("y", "2")]
+
+    assert [g.note for g in store.runners.list_grants()] == ["tenant seven"]
+    assert store.runners.revoke_grant(grant) == [rid]
+    assert store.runners.revoke_grant(grant) is None
+    assert store.runners.grant_for_token("rbg_secret") is None and store.runners.get_runner(rid) is None

@@ -53,9 +53,9 @@ def test_runners_with_their_leases() -> None:
     if not hasattr(store, "runners"):
         assert store.views.runners(now=clock.now) == []  # no runners table in this store: nothing, no error
         pytest.skip("this store has no runners (the runner branch adds them); checked that the view is empty")
-    online = store.runners.add_runner("phone-1", "tok-1", ["android"], "1.0", ephemeral=False)
+    online = store.runners.add_runner("phone-1", "tok-1", ["android"], "1.0", ephemeral=False, scope=["deployment"])
     clock.now += 3600
-    stale = store.runners.add_runner("pc-2", "tok-2", ["minecraft"], "1.0", ephemeral=False)
+    stale = store.runners.add_runner("pc-2", "tok-2", ["minecraft"], "1.0", ephemeral=False, scope=["deployment"])
     store.runners.touch(online)
     queue = Queue(store, clock=clock)
     queue.enqueue("runner.reproduce", None, {}, concurrency_key="r1")

@@ -329,7 +329,7 @@ def doctor(settings: Settings, as_json: bool = True) -> int:
         if rust
         else "not found (Rust repos cannot be tested)",
     }
-    from bot.cli.checks import checks_json, exposure_warnings, render_table, run_checks
+    from bot.cli.checks import checks_json, exposure_warnings, render_table, run_checks, runner_facts, runner_warnings
 
     checks = asyncio.run(run_checks(settings))
     report["checks"] = checks_json(checks)
@@ -337,7 +337,8 @@ def doctor(settings: Settings, as_json: bool = True) -> int:
     report["settings"] = variables_in_use(settings)
     # A misspelt variable is otherwise ignored without a word: name each one the settings table does not know.
     unknown = [f"{name} is not a reprobot setting (see docs/configuration.md)" for name in unknown_variables()]
-    report["warnings"] = unknown + doctor_warnings(settings) + exposure_warnings(settings)
+    report["runners"] = runner_facts(settings)
+    report["warnings"] = unknown + doctor_warnings(settings) + exposure_warnings(settings) + runner_warnings(settings)
     if as_json:
         print(json.dumps(report, indent=2))
     else:

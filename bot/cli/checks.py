@@ -180,6 +180,36 @@ def exposure_warnings(settings: Settings) -> list[str]:
     return warnings
 
 
+def runner_facts(settings: Settings) -> dict[str, str]:
+    """What the runner protocol lets runners and their admin do here, and the quotas a runner's job lives under."""
+    s = settings
+    registration = (
+        "open to the registration token (each runner names its scope) and to scoped registration tokens"
+        if s.runner_registration_token
+        else "scoped registration tokens only (REPROBOT_RUNNER_REGISTRATION_TOKEN is not set)"
+    )
+    admin = (
+        "on (REPROBOT_RUNNER_ADMIN_TOKEN)" if s.runner_admin_token else "off (REPROBOT_RUNNER_ADMIN_TOKEN is not set)"
+    )
+    return {
+        "registration": registration,
+        "administration": admin,
+        "artifacts per job": f"at most {s.runner_job_artifacts}, {s.runner_job_artifact_bytes} bytes together, "
+        f"{s.runner_artifact_max_bytes} bytes each (413 past that)",
+        "log per job": f"at most {s.runner_log_max_bytes} bytes (413 past that)",
+    }
+
+
+def runner_warnings(settings: Settings) -> list[str]:
+    """Runner settings that work but leave the operator without a tool."""
+    if settings.runner_registration_token and not settings.runner_admin_token:
+        return [
+            "REPROBOT_RUNNER_REGISTRATION_TOKEN is set but REPROBOT_RUNNER_ADMIN_TOKEN is not: runners can register, "
+            "but nobody can list or remove them (the registration token no longer does)"
+        ]
+    return []
+
+
 def checks_json(checks: list[Check]) -> list[dict[str, Any]]:
     """The checks for --json."""
     return [asdict(c) for c in checks]

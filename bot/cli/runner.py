@@ -25,6 +25,15 @@ def _labels(value: str) -> list[str]:
     return labels
 
 
+def _scope(value: str) -> list[str]:
+    from bot.store.tenants import parse_scope  # here, like the runner itself: other commands need no store
+
+    try:
+        return parse_scope([v.strip() for v in value.split(",") if v.strip()])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _executor(value: str) -> tuple[str, list[str]]:
     kind, sep, command = value.partition("=")
     argv = shlex.split(command)
@@ -44,9 +53,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--server", required=True, help="the bot's base URL, e.g. https://bot.example.org")
     p.add_argument(
         "--token",
-        help="registration token (or REPROBOT_RUNNER_TOKEN), exchanged once for this runner's own token",
+        help="registration token (or REPROBOT_RUNNER_TOKEN): the operator's, or a scoped one from the runner admin; "
+        "exchanged once for this runner's own token",
     )
     p.add_argument("--labels", required=True, type=_labels, help="comma-separated labels, e.g. web,chromium")
+    p.add_argument(
+        "--scope",
+        type=_scope,
+        default=None,
+        help="the tenants whose jobs it takes: github:INSTALLATION_ID and jira:SITE_URL, comma-separated, or "
+        "`deployment` for every job (needed with the registration token; a scoped token brings its own)",
+    )
     p.add_argument("--name", default=socket.gethostname(), help="name shown in the runner list (default: host)")
     p.add_argument("--ephemeral", action="store_true", help="take one job, then exit (and be removed)")
     p.add_argument("--state", type=Path, default=None, help="file keeping this runner's token between runs")
@@ -87,6 +104,7 @@ def run_runner_command(args: argparse.Namespace, settings: Settings) -> int:
         ephemeral=args.ephemeral,
         version=version,
         commands=dict(args.executors),
+        scope=args.scope,
     )
 
     async def main() -> int:

@@ -21,6 +21,7 @@ from bot.settings.config import Settings
 from bot.settings.policy import POLICY_PATH
 from bot.settings.policy_model import RunnerTarget
 from bot.store import JobRow, Store
+from bot.store.tenants import tenant_of
 from sandboxes.text import clean_text, clean_title
 
 #: The most a game repo may weigh, packed, to travel in a runner task (mods and games are small).
@@ -89,6 +90,8 @@ async def queue_game_job(
         # A retried forge job finds the runner job it queued instead of queueing another.
         dedupe_key=f"runner-for-job:{job.id}",
         labels=labels,
+        # Only a runner registered for this installation or site (or the whole deployment) takes it.
+        tenant=tenant_of(job.payload),
     )
     await status(
         render_progress(

@@ -16,6 +16,7 @@ from bot.render.report import artifact_url, render_app_reproduction, render_poli
 from bot.settings.policy import POLICY_PATH
 from bot.settings.policy_model import RunnerTarget
 from bot.store import JobRow
+from bot.store.tenants import tenant_of
 from sandboxes.text import clean_text, clean_title
 
 __all__ = ["FORGE_FIELDS", "publish_app_result", "queue_for_runner"]
@@ -53,6 +54,8 @@ async def queue_for_runner(
         # A retried forge job finds the runner job it queued instead of queueing another.
         dedupe_key=f"runner-for-job:{job.id}",
         labels=labels,
+        # Only a runner registered for this installation or site (or the whole deployment) takes it.
+        tenant=tenant_of(job.payload),
     )
     stage = f"waiting for a runner with labels {', '.join(labels)} (job {runner_job})"
     await rec.status(forge, "reproduce", render_progress(forge.ref, stage, []))

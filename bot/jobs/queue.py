@@ -67,6 +67,7 @@ class Queue:
         dedupe_key: str | None = None,
         delay: float = 0.0,
         labels: list[str] | None = None,
+        tenant: str | None = None,
     ) -> int:
         """Queue a job and return its id.
 
@@ -74,6 +75,8 @@ class Queue:
         dedupe_key: enqueueing the same key again returns the existing job (whatever its status) instead.
         delay: seconds before the job may first be claimed.
         labels: a job for a self-hosted runner that has all these labels (bot/selfhosted/api.py); never a worker's.
+        tenant: whose runner job it is (bot/store/tenants.py): only runners with it in their scope take it;
+            None: the deployment's own job, for runners registered for the whole deployment.
         """
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
@@ -88,6 +91,7 @@ class Queue:
             now=now,
             run_after=now + delay,
             labels=labels,
+            tenant=tenant,
         )
         return job_id
 

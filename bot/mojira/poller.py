@@ -197,6 +197,9 @@ class Poller:
             max_attempts=self.settings.runner_max_attempts,
             dedupe_key=f"mojira-game:{report.key}",
             labels=labels,
+            # No tenant: the deployment follows Mojira itself, so only a runner registered for the whole
+            # deployment takes these reports.
+            tenant=None,
         )
         log.info("mojira %s: %s queued as %s job %s for runners with %s", self.name, report.key, kind, job_id, labels)
 

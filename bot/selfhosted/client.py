@@ -87,10 +87,22 @@ class RunnerClient:
         return response
 
     async def register(
-        self, registration_token: str, *, name: str, labels: list[str], version: str, ephemeral: bool
+        self,
+        registration_token: str,
+        *,
+        name: str,
+        labels: list[str],
+        version: str,
+        ephemeral: bool,
+        scope: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Exchange the registration token for this runner's own token (kept in `self.token`)."""
-        body = {"name": name, "labels": labels, "version": version, "ephemeral": ephemeral}
+        """Exchange a registration token for this runner's own token (kept in `self.token`).
+
+        `scope`: the tenants asked for (or ["deployment"]); None leaves it to a scoped registration token.
+        """
+        body: dict[str, Any] = {"name": name, "labels": labels, "version": version, "ephemeral": ephemeral}
+        if scope is not None:
+            body["scope"] = scope
         answer: dict[str, Any] = (
             await self.call("POST", "/api/runners/register", token=registration_token, json=body)
         ).json()
@@ -110,26 +122,32 @@ class RunnerClient:
         answer: dict[str, Any] = response.json()
         return answer
 
-    async def renew(self, job_id: int) -> dict[str, Any]:
+    # Every call on a job names the attempt this runner claimed: the server takes writes only under its live lease.
+
+    async def renew(self, job_id: int, attempt: int) -> dict[str, Any]:
         """Extend the job's lease; the answer says whether the job was cancelled. JobGone: lease lost."""
-        answer: dict[str, Any] = (await self.call("POST", f"/api/runner/jobs/{job_id}/renew")).json()
+        params = {"attempt": attempt}
+        answer: dict[str, Any] = (await self.call("POST", f"/api/runner/jobs/{job_id}/renew", params=params)).json()
         return answer
 
-    async def log(self, job_id: int, seq: int, text: str) -> None:
+    async def log(self, job_id: int, attempt: int, seq: int, text: str) -> None:
         """Send log chunk number `seq` (a resent chunk is ignored by the server)."""
-        await self.call("POST", f"/api/runner/jobs/{job_id}/logs", json={"seq": seq, "text": text})
+        path, params = f"/api/runner/jobs/{job_id}/logs", {"attempt": attempt}
+        await self.call("POST", path, json={"seq": seq, "text": text}, params=params)
 
-    async def upload(self, job_id: int, name: str, data: bytes) -> dict[str, Any]:
+    async def upload(self, job_id: int, attempt: int, name: str, data: bytes) -> dict[str, Any]:
         """Upload one artifact; the answer has its sha256 and URL."""
-        answer: dict[str, Any] = (
-            await self.call("PUT", f"/api/runner/jobs/{job_id}/artifacts/{name}", content=data)
-        ).json()
+        path, params = f"/api/runner/jobs/{job_id}/artifacts/{name}", {"attempt": attempt}
+        answer: dict[str, Any] = (await self.call("PUT", path, content=data, params=params)).json()
         return answer
 
-    async def finish(self, job_id: int, status: str, result: Any = None, error: str | None = None) -> dict[str, Any]:
+    async def finish(
+        self, job_id: int, attempt: int, status: str, result: Any = None, error: str | None = None
+    ) -> dict[str, Any]:
         """Finish the job: "done" with its result, or "failed" with the error (idempotent on the server)."""
-        body = {"status": status, "result": result, "error": error}
-        answer: dict[str, Any] = (await self.call("POST", f"/api/runner/jobs/{job_id}/finish", json=body)).json()
+        body, params = {"status": status, "result": result, "error": error}, {"attempt": attempt}
+        response = await self.call("POST", f"/api/runner/jobs/{job_id}/finish", json=body, params=params)
+        answer: dict[str, Any] = response.json()
         return answer
 
     async def deregister(self) -> None:

@@ -71,6 +71,8 @@ class RunnerConfig:
     version: str = ""
     #: Job kind → command run for it (the job JSON path and the output folder are appended).
     commands: dict[str, list[str]] = field(default_factory=dict)
+    #: The tenants asked for at registration (or ["deployment"]); None: a scoped registration token's own.
+    scope: list[str] | None = None
 
 
 @dataclass
@@ -96,6 +98,8 @@ class RunnerAgent:
         self.intervals = _Intervals()
         self.runner_id: int | None = None
         self.jobs_run = 0
+        #: What `run` returns: 2 once the server refuses this runner for good (removed, or without a scope).
+        self.exit_code = 0
 
     # -- registration ------------------------------------------------------------------------------------
 
@@ -109,6 +113,8 @@ class RunnerAgent:
             return False
         if state.get("server") != self.config.server or sorted(state.get("labels", [])) != self.config.labels:
             return False
+        if state.get("scope") != self.config.scope:  # another scope asked for: register for it
+            return False
         self.client.token, self.runner_id = str(state["token"]), int(state["runner_id"])
         return True
 
@@ -118,6 +124,7 @@ class RunnerAgent:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {"server": self.config.server, "runner_id": self.runner_id, "labels": self.config.labels}
+        state["scope"] = self.config.scope
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the token is a credential
         with os.fdopen(fd, "w") as f:
             json.dump(state | {"token": self.client.token}, f)
@@ -139,11 +146,19 @@ class RunnerAgent:
             labels=self.config.labels,
             version=self.config.version,
             ephemeral=self.config.ephemeral,
+            scope=self.config.scope,
         )
         self.runner_id = int(answer["runner"]["id"])
         self.intervals.update(answer.get("intervals", {}))
         self._save_state()
-        log.info("runner %s registered at %s with labels %s", self.runner_id, self.config.server, self.config.labels)
+        scope = ", ".join(answer["runner"].get("scope") or [])
+        log.info(
+            "runner %s registered at %s for %s with labels %s",
+            self.runner_id,
+            self.config.server,
+            scope,
+            self.config.labels,
+        )
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
@@ -177,7 +192,7 @@ class RunnerAgent:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             await self.client.close()
-        return 0
+        return self.exit_code
 
     async def _heartbeats(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -205,6 +220,11 @@ class RunnerAgent:
         except ProtocolError as exc:
             if exc.status == 409:  # an ephemeral runner that already took its job
                 log.info("server: %s", exc.message)
+                stop.set()
+                return None
+            if exc.status == 401:  # removed by the admin, or registered without a scope: asking again is no use
+                log.error("the server refuses this runner: %s", exc.message)
+                self.exit_code = 2
                 stop.set()
                 return None
             log.warning("claim refused: %s", exc)
@@ -250,9 +270,9 @@ class RunnerAgent:
             start_new_session=True,  # its own process group: cancellation reaches everything it started
             preexec_fn=_die_with_parent,
         )
-        logs = _LogSender(self.client, job_id)
+        logs = _LogSender(self.client, job_id, attempt)
         pump = asyncio.create_task(logs.pump(proc))
-        watch = asyncio.create_task(self._watch(job_id, proc, stop))
+        watch = asyncio.create_task(self._watch(job_id, attempt, proc, stop))
         code = await proc.wait()
         await pump
         ending = watch.result() if watch.done() else "exited"
@@ -263,7 +283,7 @@ class RunnerAgent:
             log.warning("job %s: %s; nothing is reported", job_id, ending)
             return ending
         try:
-            await self._report(job_id, out, code, logs, stopped=ending == "stopped")
+            await self._report(job_id, attempt, out, code, logs, stopped=ending == "stopped")
         except JobGone:
             log.warning("job %s: lease lost before finishing; another runner has it", job_id)
             return "lost"
@@ -280,7 +300,7 @@ class RunnerAgent:
             CACHE_ENV: str(self.config.work_dir / "cache"),
         }
 
-    async def _watch(self, job_id: int, proc: asyncio.subprocess.Process, stop: asyncio.Event) -> str:
+    async def _watch(self, job_id: int, attempt: int, proc: asyncio.subprocess.Process, stop: asyncio.Event) -> str:
         """Renew the lease while the child runs; stop it on cancellation, a lost lease or the runner's SIGTERM."""
         while True:
             stopping = asyncio.create_task(stop.wait())
@@ -294,7 +314,7 @@ class RunnerAgent:
                 await self._terminate(proc, self.intervals.cancel_grace)
                 return "stopped"
             try:
-                answer = await self.client.renew(job_id)
+                answer = await self.client.renew(job_id, attempt)
             except JobGone:
                 await self._terminate(proc, 0.0)
                 return "lost"
@@ -321,32 +341,35 @@ class RunnerAgent:
         with contextlib.suppress(ProcessLookupError):  # what the child started and left behind
             os.killpg(proc.pid, signal.SIGKILL)
 
-    async def _report(self, job_id: int, out: Path, code: int, logs: _LogSender, *, stopped: bool) -> None:
+    async def _report(
+        self, job_id: int, attempt: int, out: Path, code: int, logs: _LogSender, *, stopped: bool
+    ) -> None:
         """Upload the artifacts and the log, then finish the job with its result or its error."""
         for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != "result.json"):
             name = _SAFE_NAME.sub("_", str(path.relative_to(out)).replace("/", "__"))[:100].lstrip(".") or "file"
             try:
-                await self.client.upload(job_id, name, path.read_bytes())
+                await self.client.upload(job_id, attempt, name, path.read_bytes())
             except ProtocolError as exc:
-                if isinstance(exc, JobGone):
+                if isinstance(exc, JobGone) or exc.status == 409:  # the lease is over: nothing more is taken
                     raise
                 log.warning("job %s: artifact %s refused: %s", job_id, name, exc.message)
         if logs.text():
             with contextlib.suppress(ProtocolError):
-                await self.client.upload(job_id, "runner.log", logs.text().encode())
+                await self.client.upload(job_id, attempt, "runner.log", logs.text().encode())
         result_file = out / "result.json"
         if stopped:
-            await self.client.finish(job_id, "failed", error="the runner was stopped (SIGTERM) during the job")
+            await self.client.finish(job_id, attempt, "failed", error="the runner was stopped (SIGTERM) during the job")
         elif code == 0 and result_file.is_file():
             try:
                 result = json.loads(result_file.read_text())
             except ValueError as exc:
-                await self.client.finish(job_id, "failed", error=f"the executor wrote a bad result.json: {exc}")
+                error = f"the executor wrote a bad result.json: {exc}"
+                await self.client.finish(job_id, attempt, "failed", error=error)
                 return
-            await self.client.finish(job_id, "done", result)
+            await self.client.finish(job_id, attempt, "done", result)
         else:
             tail = "\n".join(logs.text().splitlines()[-20:])
-            await self.client.finish(job_id, "failed", error=f"the executor exited with code {code}\n{tail}")
+            await self.client.finish(job_id, attempt, "failed", error=f"the executor exited with code {code}\n{tail}")
 
 
 class _LogSender:
@@ -354,9 +377,10 @@ class _LogSender:
 
     MAX_KEPT = 1024 * 1024
 
-    def __init__(self, client: RunnerClient, job_id: int) -> None:
+    def __init__(self, client: RunnerClient, job_id: int, attempt: int) -> None:
         self.client = client
         self.job_id = job_id
+        self.attempt = attempt
         self.seq = 0
         self.buffer = ""
         self.kept: list[str] = []
@@ -393,10 +417,10 @@ class _LogSender:
             return
         chunk, self.buffer = self.buffer, ""
         try:
-            await self.client.log(self.job_id, self.seq, chunk)
+            await self.client.log(self.job_id, self.attempt, self.seq, chunk)
             self.seq += 1
         except ProtocolError as exc:
-            if exc.status == 413:
+            if exc.status in (409, 413):  # the lease is over, or the log is full: later chunks would be refused too
                 self.refused = True
             log.warning("job %s: log chunk %s refused: %s", self.job_id, self.seq, exc.message)
         except _TRANSIENT as exc:

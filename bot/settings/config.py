@@ -117,6 +117,7 @@ class Settings:
     mojira_sink: str = _d("mojira_sink")
     mojira_crash_attachment_bytes: int = _d("mojira_crash_attachment_bytes")
     runner_registration_token: str | None = field(default=_d("runner_registration_token"), repr=False)
+    runner_admin_token: str | None = field(default=_d("runner_admin_token"), repr=False)
     runner_lease: float = _d("runner_lease")
     runner_heartbeat: float = _d("runner_heartbeat")
     runner_claim_wait: float = _d("runner_claim_wait")
@@ -126,6 +127,8 @@ class Settings:
     runner_max_attempts: int = _d("runner_max_attempts")
     runner_artifact_max_bytes: int = _d("runner_artifact_max_bytes")
     runner_log_max_bytes: int = _d("runner_log_max_bytes")
+    runner_job_artifacts: int = _d("runner_job_artifacts")
+    runner_job_artifact_bytes: int = _d("runner_job_artifact_bytes")
     public_url: str | None = _d("public_url")
     runner_token: str | None = field(default=_d("runner_token"), repr=False)
     runner_cache: Path | None = field(default=_d("runner_cache"))
@@ -163,7 +166,7 @@ class Settings:
         """Every secret value, so logs and published text can be scrubbed of them."""
         values = [self.github_webhook_secret, self.github_private_key, self.llm_api_key]
         values += [self.dashboard_token, self.github_client_secret, self.metrics_token]
-        values += [self.runner_registration_token, self.runner_token]
+        values += [self.runner_registration_token, self.runner_admin_token, self.runner_token]
         values += [self.jira_token, self.jira_api_token, *(s for _, s in self.jira_webhook_secrets)]
         values += [v for _, c in self.git_credentials for v in (c, c.rpartition(":")[2])]
         values.append(self.minecraft_rcon_password)

@@ -732,9 +732,19 @@ _ROWS_RUNNER = (
         "runner",
         k.TEXT,
         None,
-        "the secret a runner exchanges for its own token, and the admin credential of GET /api/runners",
+        "the operator's secret a runner exchanges for its own token; the runner names its scope (or `deployment`)",
         secret=True,
         shown="unset (registration refused)",
+    ),
+    Setting(
+        "REPROBOT_RUNNER_ADMIN_TOKEN",
+        "runner_admin_token",
+        "runner",
+        k.TEXT,
+        None,
+        "the admin credential of the runner API: list and deregister runners, issue scoped registration tokens",
+        secret=True,
+        shown="unset (runner administration refused)",
     ),
     Setting(
         "REPROBOT_RUNNER_LEASE",
@@ -816,6 +826,24 @@ _ROWS_RUNNER = (
         "most log bytes kept per job; later chunks are refused (413)",
     ),
     Setting(
+        "REPROBOT_RUNNER_JOB_ARTIFACTS",
+        "runner_job_artifacts",
+        "runner",
+        k.whole(1),
+        64,
+        "most artifacts a runner may record for one job; later uploads are refused (413)",
+    ),
+    Setting(
+        "REPROBOT_RUNNER_JOB_ARTIFACT_BYTES",
+        "runner_job_artifact_bytes",
+        "runner",
+        k.SIZE,
+        64 * 1024 * 1024,
+        "most artifact bytes one job may hold, all its artifacts together; later uploads are refused (413)",
+        rule=k.at_least(1, "at least 1 byte"),
+        shown="`64M`",
+    ),
+    Setting(
         "REPROBOT_PUBLIC_URL",
         "public_url",
         "runner",
@@ -882,7 +910,8 @@ _ROWS_GAME = (
         "mojira",
         k.LABELS,
         (),
-        "when set, routed Mojira reports are queued as reproduce.game jobs for runners with these labels",
+        "when set, routed Mojira reports are queued as reproduce.game jobs for runners with these labels (and "
+        "`--scope deployment`: the reports are the deployment's own)",
     ),
     Setting(
         "REPROBOT_MINECRAFT_DIR",
@@ -957,6 +986,12 @@ CROSS_CHECKS: tuple[CrossCheck, ...] = (
         ("REPROBOT_RUNNER_ARTIFACT_MAX_BYTES", "REPROBOT_RUNNER_LOG_MAX_BYTES"),
         "REPROBOT_RUNNER_ARTIFACT_MAX_BYTES and REPROBOT_RUNNER_LOG_MAX_BYTES must be positive",
         lambda s: s.runner_artifact_max_bytes >= 1 and s.runner_log_max_bytes >= 1,
+    ),
+    CrossCheck(
+        ("REPROBOT_RUNNER_ADMIN_TOKEN", "REPROBOT_RUNNER_REGISTRATION_TOKEN"),
+        "REPROBOT_RUNNER_ADMIN_TOKEN must differ from REPROBOT_RUNNER_REGISTRATION_TOKEN (runner machines hold the "
+        "registration token; the admin token lists and removes every runner)",
+        lambda s: not s.runner_admin_token or s.runner_admin_token != s.runner_registration_token,
     ),
 )
 

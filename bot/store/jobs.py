@@ -31,10 +31,12 @@ class Jobs:
         now: float,
         run_after: float,
         labels: list[str] | None = None,
+        tenant: str | None = None,
     ) -> tuple[int, bool]:
         """Insert a queued job, or find the job already holding `dedupe_key`; returns (id, created).
 
         `labels`: the job is for a self-hosted runner that has all of them (never for a worker).
+        `tenant`: whose runner job it is (bot/store/tenants.py); None: the deployment's own.
         """
         with self._conn.write() as db:
             if dedupe_key is not None:
@@ -44,7 +46,7 @@ class Jobs:
             row = {"kind": kind, "issue_id": issue_id, "payload": dumps(dict(payload)), "status": "queued"}
             row |= {"max_attempts": max_attempts, "run_after": iso(run_after), "dedupe_key": dedupe_key}
             row |= {"concurrency_key": concurrency_key, "created_at": iso(now), "updated_at": iso(now)}
-            row |= {"labels": None if labels is None else dumps(sorted(set(labels)))}
+            row |= {"labels": None if labels is None else dumps(sorted(set(labels))), "tenant": tenant}
             job_id = cast(int, db.table("jobs").insert(row).last_pk)
             self._conn.queue_changed(db.conn)
             return job_id, True

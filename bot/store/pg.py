@@ -38,6 +38,8 @@ _PRAGMA_QUERY_ONLY = re.compile(r"^\s*PRAGMA\s+query_only\s*=\s*(\w+)\s*;?\s*$",
 _PRAGMA_OTHER = re.compile(r"^\s*PRAGMA\s+", re.I)
 _INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
 _DDL = re.compile(r"^\s*(CREATE|ALTER)\s+TABLE\b", re.I)
+#: SQLite's byte length of a text (it has no octet_length before 3.43), PostgreSQL's spelling of it.
+_BYTE_LENGTH = re.compile(r"\bLENGTH\(\s*CAST\(\s*(\w+)\s+AS\s+BLOB\s*\)\s*\)", re.I)
 _ROWID_PK = re.compile(r"\bINTEGER\s+PRIMARY\s+KEY\b", re.I)
 _INTEGER = re.compile(r"\bINTEGER\b", re.I)
 _REAL = re.compile(r"\bREAL\b", re.I)
@@ -70,6 +72,7 @@ def translate(sql: str) -> str:
         return f"SET default_transaction_read_only = {'on' if query_only.group(1).upper() in ('ON', '1') else 'off'}"
     if _PRAGMA_OTHER.match(sql):
         return "SELECT 1"  # SQLite tuning (foreign_keys, synchronous): PostgreSQL always enforces and syncs
+    sql = _BYTE_LENGTH.sub(r"octet_length(\1)", sql)
     ignore = bool(_INSERT_OR_IGNORE.match(sql))
     if ignore:
         sql = _INSERT_OR_IGNORE.sub("INSERT INTO", sql, count=1)

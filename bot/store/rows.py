@@ -89,6 +89,8 @@ class JobRow(_Row):
     updated_at: str
     #: The labels a runner needs to take this job; None: a worker's job.
     labels: list[str] | None = None
+    #: Whose runner job this is (bot/store/tenants.py): only a runner with it in its scope takes the job.
+    tenant: str | None = None
 
     @property
     def terminal(self) -> bool:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from sqlite_utils import Database
+
+from bot.store.tenants import tenant_of
 
 # sqlite-utils ships a name-based Migrations class, but it can neither refuse a database written by a newer
 # release nor stop two processes that open a fresh file at once from applying the same step twice; an
@@ -298,6 +301,40 @@ _V9_PACKED_BODIES = (
 )
 
 
+_V10_RUNNER_TENANCY = (
+    # Runner tenancy (issue 28, bot/store/tenants.py). The tenant of a runner job: `github:<installation id>`
+    # or `jira:<site>`; NULL: the deployment's own (a Mojira report), which only a deployment-wide runner takes.
+    "ALTER TABLE jobs ADD COLUMN tenant TEXT",
+    # A runner's scope: a JSON list of tenants, or ["deployment"]. Runners registered before this step keep
+    # NULL and are refused until they register again with a scope: none is widened to the deployment silently.
+    "ALTER TABLE runners ADD COLUMN scope TEXT",
+    # The scoped registration token a runner registered with, if any (revoking it removes its runners).
+    "ALTER TABLE runners ADD COLUMN grant_id INTEGER",
+    # Scoped registration tokens issued by the runner admin, stored hashed like runners' tokens: a runner that
+    # registers with one gets its scope, never more.
+    """CREATE TABLE runner_grants (
+        id INTEGER PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL
+    )""",
+)
+
+
+def _tenancy(db: Database) -> None:
+    """Step 10: the tenancy columns, then the tenant of each runner job still waiting or running."""
+    for statement in _V10_RUNNER_TENANCY:
+        db.execute(statement)
+    # Its forge job's fields travel in `publish` (bot/jobs/handoff.py); a job without them stays the deployment's.
+    sql = "SELECT id, payload FROM jobs WHERE labels IS NOT NULL AND status IN ('queued', 'running')"
+    for row in list(db.query(sql)):
+        publish = json.loads(row["payload"] or "{}").get("publish")
+        tenant = tenant_of(publish) if isinstance(publish, dict) else None
+        if tenant is not None:
+            db.execute("UPDATE jobs SET tenant = ? WHERE id = ?", (tenant, row["id"]))
+
+
 def _run(statements: Sequence[str]) -> Migration:
     def migration(db: Database) -> None:
         for statement in statements:
@@ -318,6 +355,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _run(_V7_RUNNERS),  # 7: runner jobs' labels, runners, their logs and artifacts
     _run(_V8_SHARED_BLOBS),  # 8: artifact bytes in the database, for engines shared by several machines
     _run(_V9_PACKED_BODIES),  # 9: delivery bodies as raw bytes in an LZ4 frame
+    _tenancy,  # 10: runner jobs' tenants, runners' scopes, scoped registration tokens
 )
 LATEST_VERSION = len(MIGRATIONS)
 
