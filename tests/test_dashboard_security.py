@@ -46,16 +46,25 @@ def seed(store: Store) -> None:
         issue = store.publications.upsert_issue("github", repo, "1", title=f"{repo} issue")
         publish = {"installation_id": installation, "repo": repo, "number": 1}
         job_id = queue.enqueue(
-            "reproduce.app", issue.id, {"task": {}, "publish": publish}, concurrency_key=None, labels=labels
+            "reproduce.app",
+            issue.id,
+            {"task": {}, "publish": publish},
+            concurrency_key=None,
+            labels=labels,
+            tenant=f"github:{installation}",
         )
-        runner_id = store.runners.add_runner(name, f"{name}-token", labels, "0.1.0", ephemeral=False)
+        runner_id = store.runners.add_runner(
+            name, f"{name}-token", labels, "0.1.0", ephemeral=False, scope=[f"github:{installation}"]
+        )
         runner = store.runners.get_runner(runner_id)
         assert runner is not None
         job = store.runners.claim_for_runner(runner, now=time.time(), lease_seconds=3600)
         assert job is not None and job.id == job_id
         if finish:
             store.jobs.release_job(job_id, runner_owner(runner_id), status="done", now=time.time(), result={})
-    store.runners.add_runner("runner-idle", "runner-idle-token", ["linux"], "0.1.0", ephemeral=False)
+    store.runners.add_runner(
+        "runner-idle", "runner-idle-token", ["linux"], "0.1.0", ephemeral=False, scope=["deployment"]
+    )
 
 
 @contextlib.contextmanager
