@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import re
+import sys
+from asyncio.subprocess import PIPE
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -12,6 +17,7 @@ import aiohttp
 import httpx
 import pytest
 from jira import JIRAError
+from markdown_it import MarkdownIt
 
 from bot.forges.jira import IssueRefused, JiraIssueCreator, jira_client
 from bot.mojira.client import MojiraClient
@@ -22,6 +28,7 @@ from bot.mojira.sinks import GitHubIssueSink, JiraProjectSink, StoreSink, build_
 from bot.mojira.triage import triage_report
 from bot.settings.config import Settings, SettingsError
 from bot.store import Store
+from sandboxes.text import is_invisible
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
 from tests.fakes.jira import JiraDouble
@@ -68,7 +75,7 @@ async def test_reports_go_to_a_github_tracking_issue_through_the_app(tmp_path: P
     comments = github.repos["mojang/triage"].comments
     assert len(comments) == 1
     body = comments[0]["body"]
-    assert "[MC-42] Boats sink" in body and "https://bugs.mojang.com/browse/MC-42" in body
+    assert "\\[MC-42\\] Boats sink" in body and "https://bugs.mojang.com/browse/MC-42" in body
     assert "routing to reproduce.game" in body and "| Affects versions | 1.21 |" in body
     assert not github.violations
     record = await asyncio.to_thread(store.mojira.get, "MC-42")
@@ -83,7 +90,9 @@ class _JiraProject:
     def __init__(self) -> None:
         self.created: list[tuple[str, str, str, tuple[str, ...]]] = []
 
-    async def create_issue(self, project: str, summary: str, description: str, labels: Sequence[str]) -> str:
+    async def create_issue(
+        self, project: str, summary: str, description: str, labels: Sequence[str], *, anchor: str | None = None
+    ) -> str:
         self.created.append((project, summary, description, tuple(labels)))
         return f"{project}-{len(self.created)}"
 
@@ -209,3 +218,163 @@ def test_rendered_title_is_bounded() -> None:
     report = parse_report({"key": "MC-1", "fields": {"summary": "x" * 500, "updated": "2024-05-01T12:00:00.000+0000"}})
     assert len(report_title(report)) <= 240
     assert report_body(report, triage_report(report)).startswith("<!-- reprobot:mojira MC-1 -->")
+
+
+# --- issue 28: a hostile report mirrored by a real `reprobot mojira poll --once` ----------------------------------
+
+HOSTILE_SUMMARY = "Boats sink\n## Pwned by @admin [~admin] \u202eevil\u200b"
+HOSTILE_DESCRIPTION = """Ping @admin and @mojang/security, also [~admin] and [~accountid:5b10a2844c20165700ede21g].
+<img src="https://evil.example/p.png"> <a href="https://evil.example/a">click</a> !https://evil.example/i.png!
+{html}<script>alert(1)</script>{html} [wiki link|https://evil.example/w] [md link](https://evil.example/m)
+bare https://evil.example/b and www.evil.example, but https://bugs.mojang.com/browse/MC-1 is Mojira's own
+hidden\u202eright-to-left and zero\u200bwidth &#x202E; <!-- reprobot:mojira MC-999 --> reprobot:mojira MC-998
+{anchor:reprobot-mojira-MC-997} see #12 and octo/app#3
+```
+{noformat}
+[~admin] @admin
+```
+{noformat} [~admin] {noformat}
+| fake | table |
+|---|---|
+"""
+#: Mojira's own pages: the only links that may stay links.
+MOJIRA_LINK = re.compile(r"https://bugs\.mojang\.com/browse/MC-\d+")
+REPROBOT = str(Path(sys.executable).with_name("reprobot"))
+#: The first words of the fields table's names, as report_body writes them.
+FIELD_NAMES = {"Status", "Confirmation", "Area", "Platform", "Affects versions", "Votes", "Affects"}
+
+
+def _hostile(mojira: MojiraDouble) -> None:
+    mojira.add(
+        "MC-77",
+        HOSTILE_SUMMARY,
+        NOW,
+        versions=("1.21",),
+        description=HOSTILE_DESCRIPTION,
+        customfield_10063={"value": "Java\n| injected | row |"},  # platform, a newline and cells of its own
+        customfield_10051={"value": "Boats @org/team [~admin]"},  # area
+    )
+
+
+async def _poll(tmp_path: Path, mojira: MojiraDouble, sink: str, **env: str) -> dict[str, object]:
+    """Run `reprobot mojira poll --once --json` as a process with `sink`; its JSON answer."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("REPROBOT_")}
+    settings = {
+        "REPROBOT_DATA_DIR": str(tmp_path / "data"),
+        "REPROBOT_MOJIRA_API_URL": f"{mojira.url}/api",
+        "REPROBOT_MOJIRA_RETRY_BASE": "0.01",
+        "REPROBOT_MOJIRA_SINK": sink,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        REPROBOT, "mojira", "poll", "--once", "--json", env=base | settings | env, stdout=PIPE, stderr=PIPE
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return dict(json.loads(out))
+
+
+def _invisible(text: str) -> list[str]:
+    return [f"U+{ord(ch):04X}" for ch in text if ch != "\n" and is_invisible(ch)]
+
+
+def _live_markdown(body: str) -> list[str]:
+    """What GitHub would bring alive in `body` (CommonMark with tables, plus GitHub's mentions and autolinks)."""
+    problems: list[str] = []
+    tokens = MarkdownIt("commonmark").enable("table").parse(body)
+    in_link = False
+    for token in [t for block in tokens for t in [block, *(block.children or [])]]:
+        if token.type == "html_block" and token.content == "<!-- reprobot:mojira MC-77 -->\n":
+            continue  # the bot's own marker
+        if token.type in ("html_block", "html_inline", "image"):
+            problems.append(f"{token.type}: {token.content!r}")
+        elif token.type == "link_open" and not MOJIRA_LINK.fullmatch(str(token.attrs.get("href"))):
+            problems.append(f"link to {token.attrs.get('href')}")
+        in_link = token.type == "link_open" or (in_link and token.type != "link_close")
+        if token.type == "text" and not in_link and re.search(r"(?<![\w`])@\w|#\d|[a-z]+://|www\.", token.content):
+            problems.append(f"live mention, reference or autolink in {token.content!r}")
+    headings = [t.tag for t in tokens if t.type == "heading_open"]
+    if headings != ["h3"]:
+        problems.append(f"headings {headings}: the summary's newline started one")
+    # Each row of the fields table: a field's name, then its whole value (GFM drops cells beyond the header's).
+    cells = [t.content for i, t in enumerate(tokens) if t.type == "inline" and tokens[i - 1].type == "td_open"]
+    rows = dict(zip(cells[::2], cells[1::2], strict=True))
+    if not set(rows) <= FIELD_NAMES or "injected | row" not in rows.get("Platform", ""):
+        problems.append(f"the fields table is broken: {rows}")
+    return problems
+
+
+def _live_wiki(text: str) -> list[str]:
+    """What Jira would bring alive in wiki markup `text`: links, mentions, images, macros, entities, autolinks."""
+    problems: list[str] = []
+    outside: list[str] = []
+    closing: str | None = None
+    for line in text.split("\n"):
+        if closing is not None:  # inside a code block: only its own end may look like a macro
+            if line == closing:
+                closing = None
+            elif re.match(r"\s*\{(noformat|code)", line, re.I):
+                problems.append(f"code block broken out of by {line!r}")
+            continue
+        if line in ("{noformat}", "{code}") or line.startswith("{code:"):
+            closing = "{noformat}" if line == "{noformat}" else "{code}"
+            continue
+        outside.append(line)
+    rest = re.sub(r"\\.", "\0", "\n".join(outside))  # escaped characters are text
+    rest = re.sub(r"\[(?:[^\[\]|\n]*\|)?" + MOJIRA_LINK.pattern + r"\]", "", rest)  # links to Mojira are fine
+    rest = re.sub(r"\{\{|\}\}|^\{quote\}$|^\{anchor:reprobot-mojira-MC-77\}$", "", rest, flags=re.M)
+    for what, pattern in [
+        ("link or mention", r"\[|\]"),
+        ("macro", r"\{|\}"),
+        ("image", r"![^\s!]+!"),
+        ("entity", r"&(?!amp;)"),
+        ("autolink", r"[a-z]+://"),
+    ]:
+        problems += [f"{what}: {m.group(0)!r}" for m in re.finditer(pattern, rest)]
+    rows = [line for line in outside if line.startswith("|")]
+    if any(len(re.findall(r"(?<!\\)\|", row)) != 3 or row.split()[1] not in FIELD_NAMES for row in rows[1:]):
+        problems.append(f"the fields table is broken: {rows}")
+    return problems
+
+
+async def test_a_hostile_report_is_mirrored_inert_to_github_and_jira(tmp_path: Path) -> None:
+    """Mentions, HTML, wiki macros, bidi and zero-width characters, newlines and a planted marker stay text."""
+    github = GitHubDouble(tmp_path / "github", require_shared(FIXTURES / "github" / "rest-openapi-subset.json"), "s")
+    jira = JiraDouble(require_shared(FIXTURES / "jira" / "rest"), token=JIRA_TOKEN)
+    mojira = MojiraDouble()
+    for double in (github, jira, mojira):
+        await double.start()
+    try:
+        source = tmp_path / "src"
+        source.mkdir()
+        (source / "README.md").write_text("triage\n")
+        github.add_repo("mojang/triage", source)
+        tracking = github.add_issue("mojang/triage", "Mojira reports", "New reports are mirrored here.")
+        jira.add_project("GAME")
+        _hostile(mojira)
+        app = {
+            "REPROBOT_GITHUB_APP_ID": github.app_id,
+            "REPROBOT_GITHUB_PRIVATE_KEY": github.private_key_pem,
+            "REPROBOT_GITHUB_API_URL": github.url,
+            "REPROBOT_GITHUB_RETRY_BASE": "0.01",
+        }
+        sink = f"github:mojang/triage#{tracking['number']}"
+        assert (await _poll(tmp_path / "tracking", mojira, sink, **app))["new"] == ["MC-77"]
+        jira_env = {
+            "REPROBOT_JIRA_TOKEN": JIRA_TOKEN,
+            "REPROBOT_JIRA_MAPPING": str(_mapping(tmp_path, (jira.site, "SHOP"))),
+            "REPROBOT_JIRA_RETRY_BASE": "0.01",
+        }
+        assert (await _poll(tmp_path / "jira", mojira, "jira:GAME", **jira_env))["new"] == ["MC-77"]
+    finally:
+        for double in (mojira, jira, github):
+            await double.stop()
+    (comment,) = github.repos["mojang/triage"].comments
+    body = comment["body"]
+    assert _live_markdown(body) == [], body
+    assert _invisible(body) == [] and body.count("reprobot:mojira") == 1
+    assert "`@admin`" in body and "<https://bugs.mojang.com/browse/MC-1>" in body  # shown, and Mojira linked
+    issue = jira.issues["GAME-1"]
+    assert "\n" not in issue.summary and _invisible(issue.summary) == []
+    assert _live_wiki(issue.description) == [], issue.description
+    assert _invisible(issue.description) == [] and issue.description.count("reprobot-mojira") == 1
+    assert "[https://bugs.mojang.com/browse/MC-1]" in issue.description
