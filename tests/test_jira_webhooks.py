@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +12,17 @@ import aiohttp
 import pytest
 import yaml
 
+from bot.render.jira_wiki import markdown_to_jira
 from bot.settings.config import Settings
 from bot.store import Store
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.jira import JiraDouble
+from tests.inert_checks import live_markdown, live_wiki
 from tests.jira_env import JIRA_SECRET, JIRA_TOKEN, JiraEnv, jira_webhook
 from tests.runner_procs import serve
 
 MAPPED = [{"project": "TEST", "github": "octo/app", "on_create": "none"}]
+NO_LINKS = re.compile(r"(?!)")
 
 
 def _recorded() -> list[Path]:
@@ -204,3 +208,17 @@ async def test_unsigned_mode_never_speaks_for_a_site_with_a_secret(tmp_path: Pat
     finally:
         await a.stop()
         await b.stop()
+
+
+async def test_the_polite_reply_names_the_commenter_inert(tmp_path: Path, settings: Settings) -> None:
+    """Issue 28: a Jira display name is the commenter's to choose; the reply quoting it mentions and links nobody."""
+    mapping = [{"project": "TEST", "github": "octo/app", "commands": {"roles": []}}]  # nobody may run commands
+    async with JiraEnv(tmp_path, settings, mapping) as env:
+        issue = env.jira.add_issue("TEST", "crash", "it crashes")
+        body = env.comment_created(issue, "/fix", "mallory")
+        body["comment"]["author"]["displayName"] = "[~admin] @org/team <img src=x> [x|https://evil.example] {html}"
+        assert (await env.send_jira(body, "p-1"))[0] == 202
+        (job,) = await asyncio.to_thread(env.jobs)
+    text = job.payload["text"]
+    assert text.endswith("thanks! Only the project's maintainers can run reprobot commands here.")
+    assert live_markdown(text, NO_LINKS) == [] and live_wiki(markdown_to_jira(text), NO_LINKS) == [], text

@@ -17,7 +17,6 @@ import aiohttp
 import httpx
 import pytest
 from jira import JIRAError
-from markdown_it import MarkdownIt
 
 from bot.forges.jira import IssueRefused, JiraIssueCreator, jira_client
 from bot.mojira.client import MojiraClient
@@ -28,11 +27,11 @@ from bot.mojira.sinks import GitHubIssueSink, JiraProjectSink, StoreSink, build_
 from bot.mojira.triage import triage_report
 from bot.settings.config import Settings, SettingsError
 from bot.store import Store
-from sandboxes.text import is_invisible
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
 from tests.fakes.jira import JiraDouble
 from tests.fakes.mojira import MojiraDouble, adf_doc
+from tests.inert_checks import invisible, live_markdown, live_wiki, markdown_tokens
 from tests.jira_env import JIRA_TOKEN
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -273,29 +272,14 @@ async def _poll(tmp_path: Path, mojira: MojiraDouble, sink: str, **env: str) -> 
     return dict(json.loads(out))
 
 
-def _invisible(text: str) -> list[str]:
-    return [f"U+{ord(ch):04X}" for ch in text if ch != "\n" and is_invisible(ch)]
-
-
-def _live_markdown(body: str) -> list[str]:
-    """What GitHub would bring alive in `body` (CommonMark with tables, plus GitHub's mentions and autolinks)."""
-    problems: list[str] = []
-    tokens = MarkdownIt("commonmark").enable("table").parse(body)
-    in_link = False
-    for token in [t for block in tokens for t in [block, *(block.children or [])]]:
-        if token.type == "html_block" and token.content == "<!-- reprobot:mojira MC-77 -->\n":
-            continue  # the bot's own marker
-        if token.type in ("html_block", "html_inline", "image"):
-            problems.append(f"{token.type}: {token.content!r}")
-        elif token.type == "link_open" and not MOJIRA_LINK.fullmatch(str(token.attrs.get("href"))):
-            problems.append(f"link to {token.attrs.get('href')}")
-        in_link = token.type == "link_open" or (in_link and token.type != "link_close")
-        if token.type == "text" and not in_link and re.search(r"(?<![\w`])@\w|#\d|[a-z]+://|www\.", token.content):
-            problems.append(f"live mention, reference or autolink in {token.content!r}")
+def _fields_table_broken_on_github(body: str) -> list[str]:
+    """The fields table, as GitHub reads it: each row a field's name and its whole value, one heading only."""
+    tokens = markdown_tokens(body)
+    problems = []
     headings = [t.tag for t in tokens if t.type == "heading_open"]
     if headings != ["h3"]:
         problems.append(f"headings {headings}: the summary's newline started one")
-    # Each row of the fields table: a field's name, then its whole value (GFM drops cells beyond the header's).
+    # GFM drops the cells beyond the header's: a value's `|` must stay in its cell.
     cells = [t.content for i, t in enumerate(tokens) if t.type == "inline" and tokens[i - 1].type == "td_open"]
     rows = dict(zip(cells[::2], cells[1::2], strict=True))
     if not set(rows) <= FIELD_NAMES or "injected | row" not in rows.get("Platform", ""):
@@ -303,37 +287,11 @@ def _live_markdown(body: str) -> list[str]:
     return problems
 
 
-def _live_wiki(text: str) -> list[str]:
-    """What Jira would bring alive in wiki markup `text`: links, mentions, images, macros, entities, autolinks."""
-    problems: list[str] = []
-    outside: list[str] = []
-    closing: str | None = None
-    for line in text.split("\n"):
-        if closing is not None:  # inside a code block: only its own end may look like a macro
-            if line == closing:
-                closing = None
-            elif re.match(r"\s*\{(noformat|code)", line, re.I):
-                problems.append(f"code block broken out of by {line!r}")
-            continue
-        if line in ("{noformat}", "{code}") or line.startswith("{code:"):
-            closing = "{noformat}" if line == "{noformat}" else "{code}"
-            continue
-        outside.append(line)
-    rest = re.sub(r"\\.", "\0", "\n".join(outside))  # escaped characters are text
-    rest = re.sub(r"\[(?:[^\[\]|\n]*\|)?" + MOJIRA_LINK.pattern + r"\]", "", rest)  # links to Mojira are fine
-    rest = re.sub(r"\{\{|\}\}|^\{quote\}$|^\{anchor:reprobot-mojira-MC-77\}$", "", rest, flags=re.M)
-    for what, pattern in [
-        ("link or mention", r"\[|\]"),
-        ("macro", r"\{|\}"),
-        ("image", r"![^\s!]+!"),
-        ("entity", r"&(?!amp;)"),
-        ("autolink", r"[a-z]+://"),
-    ]:
-        problems += [f"{what}: {m.group(0)!r}" for m in re.finditer(pattern, rest)]
-    rows = [line for line in outside if line.startswith("|")]
-    if any(len(re.findall(r"(?<!\\)\|", row)) != 3 or row.split()[1] not in FIELD_NAMES for row in rows[1:]):
-        problems.append(f"the fields table is broken: {rows}")
-    return problems
+def _fields_table_broken_on_jira(text: str) -> list[str]:
+    rows = [line for line in text.split("\n") if line.startswith("| ")]
+    if not rows or any(len(re.findall(r"(?<!\\)\|", row)) != 3 or row.split()[1] not in FIELD_NAMES for row in rows):
+        return [f"the fields table is broken: {rows}"]
+    return []
 
 
 async def test_a_hostile_report_is_mirrored_inert_to_github_and_jira(tmp_path: Path) -> None:
@@ -370,11 +328,13 @@ async def test_a_hostile_report_is_mirrored_inert_to_github_and_jira(tmp_path: P
             await double.stop()
     (comment,) = github.repos["mojang/triage"].comments
     body = comment["body"]
-    assert _live_markdown(body) == [], body
-    assert _invisible(body) == [] and body.count("reprobot:mojira") == 1
+    assert live_markdown(body, MOJIRA_LINK, ("<!-- reprobot:mojira MC-77 -->",)) == [], body
+    assert _fields_table_broken_on_github(body) == []
+    assert invisible(body) == [] and body.count("reprobot:mojira") == 1
     assert "`@admin`" in body and "<https://bugs.mojang.com/browse/MC-1>" in body  # shown, and Mojira linked
     issue = jira.issues["GAME-1"]
-    assert "\n" not in issue.summary and _invisible(issue.summary) == []
-    assert _live_wiki(issue.description) == [], issue.description
-    assert _invisible(issue.description) == [] and issue.description.count("reprobot-mojira") == 1
+    assert "\n" not in issue.summary and invisible(issue.summary) == []
+    assert live_wiki(issue.description, MOJIRA_LINK) == [], issue.description
+    assert _fields_table_broken_on_jira(issue.description) == []
+    assert invisible(issue.description) == [] and issue.description.count("reprobot-mojira") == 1
     assert "[https://bugs.mojang.com/browse/MC-1]" in issue.description
