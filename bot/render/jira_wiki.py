@@ -1,8 +1,9 @@
 """Markdown (what the bot's renderers write) → Jira wiki markup (what Jira renders), pure; the Jira side of inertness.
 
 Jira Server and the v2 API render descriptions and comment bodies as wiki markup, so markdown would show its
-backticks and fences raw. Converted: fenced code, inline code, bold, links, autolinks, headings, lists, quotes
-and tables. Dropped: the HTML comments GitHub hides (markers) and `<details>` wrappers.
+backticks and fences raw. Converted: fenced code, inline code, bold, links (to http(s) or the bot's own relative
+paths), autolinks, headings, lists, quotes and tables. Dropped: the HTML comments GitHub hides (markers) and
+`<details>` wrappers.
 
 Only those markdown constructs become wiki markup. Everything else is literal text and is escaped so that Jira
 shows it as such: `[`, `]` (links, `[~user]` and `[~accountid:…]` mentions), `{`, `}` (macros such as `{html}`,
@@ -33,7 +34,7 @@ _INLINE = re.compile(
     r"\\(?P<esc>[!-/:-@\[-`{-~])"
     r"|(?P<code>(?P<ticks>`+)(?P<body>.+?)(?<!`)(?P=ticks)(?!`))"
     r"|<(?P<auto>[a-z][a-z0-9+.-]*:[^\s<>\[\]{}|\\]*)>"
-    r"|!?\[(?P<label>(?:[^\]\\\n]|\\.)*)\]\((?P<href>[^\s()<>\[\]{}|\\]+)\)"
+    r"|!?\[(?P<label>(?:[^\]\\\n]|\\.)*)\]\((?P<href>(?:https?://|/)[^\s()<>\[\]{}|\\]*)\)"
     r"|\*\*(?P<bold>.+?)\*\*"
     r"|(?P<url>\bhttps?://[^\s<>\[\]{}|\"'`\\]+)",
     re.I,
@@ -41,6 +42,7 @@ _INLINE = re.compile(
 #: Characters with a meaning in wiki markup that backslash-escaping turns into text.
 _SPECIAL = frozenset("[]{}!|")
 _ENTITIES = {"&": "&amp;", "\\": "&#92;"}
+_SPACED_BANG = re.compile(r"\\!(?=\s)")
 #: A scheme's colon, for `https://`, `ftp://`, `mailto:` and the rest Jira autolinks.
 _SCHEME = re.compile(r"\b([a-z][a-z0-9+.-]*):(?=//|[^\s@]+@)", re.I)
 #: Macros that open or close a block: inside a code block their names are broken so the block holds.
@@ -51,6 +53,8 @@ _TRAILING = ".,;:!?)'\""
 def jira_literal(text: str) -> str:
     """`text` as wiki markup that Jira renders as exactly that text: no link, mention, macro, image or entity."""
     out = "".join(_ENTITIES.get(ch) or ("\\" + ch if ch in _SPECIAL else ch) for ch in text)
+    # An image opens with `!` and a non-space: a `!` before a space ("thanks! Only…") opens nothing, left as it is.
+    out = _SPACED_BANG.sub("!", out)
     return _SCHEME.sub(lambda m: m.group(1) + "\\:", out)
 
 
