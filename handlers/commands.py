@@ -13,6 +13,7 @@ from bot.jobs.permissions import (
     polite_key,
     polite_text,
 )
+from bot.render.inert import md_code
 from sandboxes.text import clean_text
 
 STRATEGIES = ("freeform", "tdd", "tld", "fix-only", "brt-only")
@@ -33,7 +34,10 @@ __all__ = [
 
 
 class CommandError(ValueError):
-    """A command was recognised but its arguments are wrong; the message says how to write it."""
+    """A command was recognised but its arguments are wrong; the message says how to write it.
+
+    The message is posted as a reply: the commenter's words in it are code spans no backtick of theirs can close.
+    """
 
 
 @dataclass(frozen=True)
@@ -54,14 +58,14 @@ def _parse_fix_options(words: Sequence[str]) -> dict[str, str | int]:
     for word in words:
         name, eq, value = word.partition("=")
         if not eq or name not in _FIX_OPTIONS:
-            raise CommandError(f"`/fix` does not understand `{word}`; it takes strategy=… and trajectories=…")
+            raise CommandError(f"`/fix` does not understand {md_code(word)}; it takes strategy=… and trajectories=…")
         if name == "strategy":
             if value not in STRATEGIES:
-                raise CommandError(f"strategy `{value}` is not one of {', '.join(STRATEGIES)}")
+                raise CommandError(f"strategy {md_code(value)} is not one of {', '.join(STRATEGIES)}")
             options["strategy"] = value
         else:
             if not value.isdigit() or not 1 <= int(value) <= 32:
-                raise CommandError(f"trajectories must be a whole number from 1 to 32, not `{value}`")
+                raise CommandError(f"trajectories must be a whole number from 1 to 32, not {md_code(value)}")
             options["trajectories"] = int(value)
     return options
 
@@ -85,6 +89,6 @@ def parse_command(body: str) -> Command | None:
         if head == "/reprobot":
             sub = words[1].lower() if len(words) > 1 else "help"
             if sub not in ("help", "status", "cancel"):
-                raise CommandError(f"`/reprobot {sub}` is not a command; try `/reprobot help`")
+                raise CommandError(f"{md_code('/reprobot ' + sub)} is not a command; try `/reprobot help`")
             return Command(sub)
     return None

@@ -16,6 +16,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.jobs.permissions import polite_key
+from bot.render.inert import md_inline
 from bot.settings.jira_mapping import JiraMapping, ProjectMapping
 from bot.store import PlannedAction, PlannedJob
 from handlers.commands import CommandError, clean_text, parse_command
@@ -143,7 +144,9 @@ async def _on_comment(intake: JiraIntake, jira: JiraEvent) -> None:
     allowlisted = user in entry.allow
     if not allowlisted and not entry.roles:
         # No role can grant it and the allowlist does not: the one polite reply, at most once per issue.
-        text = f"{comment.author_display} thanks! Only the project's maintainers can run reprobot commands here."
+        # The display name is the commenter's to choose: quoted inert, it mentions or links nobody.
+        name = md_inline(comment.author_display)
+        text = f"{name} thanks! Only the project's maintainers can run reprobot commands here."
         intake.enqueue(jira, "reply", {"text": text, "polite": True}, dedupe=polite_key(jira.site, jira.key))
         return
     base: dict[str, Any] = {

@@ -31,6 +31,8 @@ __all__ = [
     "precheck_delivery",
     "read_delivery",
     "site_of",
+    "sites_with_secrets",
+    "unsigned_sites",
     "verify_signature",
 ]
 
@@ -258,9 +260,11 @@ def read_delivery(
     """Verify the signature, decode the JSON and parse the event; raises DeliveryRefused (401 or 400).
 
     A signature present is always checked, even when unsigned deliveries are allowed. A secret given for one site
-    does not let a delivery speak for another site.
+    does not let a delivery speak for another site, and a site with a secret of its own is spoken for only by a
+    delivery signed with that secret: unsigned mode covers the other sites alone.
     """
     signature = headers.get("x-hub-signature") or headers.get("X-Hub-Signature")
+    signed = False
     site: str | None = None
     if signature or not allow_unsigned:
         if not secrets:
@@ -269,6 +273,7 @@ def read_delivery(
             site = secrets[verify_signature(body, signature, [secret for _, secret in secrets])][0]
         except SignatureError as exc:
             raise DeliveryRefused(401, f"signature check failed: {exc}") from None
+        signed = True
     try:
         data = json.loads(body)
     except RecursionError:
@@ -279,6 +284,25 @@ def read_delivery(
         event = parse_event(data)
     except JiraPayloadError as exc:
         raise DeliveryRefused(400, f"payload refused: {exc}") from None
-    if site is not None and event is not None and event.site != site:
+    if event is None:
+        return data, event
+    if site is not None and event.site != site:
         raise DeliveryRefused(401, f"signature check failed: signed with the secret of {site}, not of {event.site}")
+    if site is None and event.site in sites_with_secrets(secrets):
+        # Unsigned (or signed with a secret for no site in particular): it may not speak for a site that signs.
+        why = "signature is missing" if not signed else "not signed with that site's own secret"
+        raise DeliveryRefused(401, f"signature check failed: {event.site} has a secret of its own; {why}")
     return data, event
+
+
+def sites_with_secrets(secrets: SiteSecrets) -> frozenset[str]:
+    """The sites that have a secret of their own: unsigned mode never applies to them."""
+    return frozenset(site for site, _ in secrets if site is not None)
+
+
+def unsigned_sites(secrets: SiteSecrets, allow_unsigned: bool, sites: Sequence[str]) -> list[str]:
+    """Which of `sites` (normalized) a delivery without a signature may speak for; none unless unsigned is allowed."""
+    if not allow_unsigned:
+        return []
+    signing = sites_with_secrets(secrets)
+    return sorted({site for site in sites if site not in signing})

@@ -145,3 +145,23 @@ def test_doctor_warns_about_unsigned_jira_and_a_bad_mapping(tmp_path: Path) -> N
         Settings.from_env({"REPROBOT_JIRA_ALLOW_UNSIGNED": "1", "REPROBOT_JIRA_MAPPING": str(bad)})
     )
     assert len(warnings) == 2 and "REPROBOT_JIRA_ALLOW_UNSIGNED" in warnings[0] and "projects[0].site" in warnings[1]
+
+
+def test_doctor_names_the_sites_that_accept_unsigned_deliveries(tmp_path: Path) -> None:
+    """Issue 28: with per-site secrets for A and C, unsigned mode covers B alone, and doctor says so by name."""
+    mapping = tmp_path / "m.yml"
+    sites = ("https://a.example", "https://b.example", "https://c.example")
+    rows = "".join(f"  - {{site: '{site}', project: SHOP, git: 'https://git.example.com/x.git'}}\n" for site in sites)
+    mapping.write_text("projects:\n" + rows)
+    env = {
+        "REPROBOT_JIRA_ALLOW_UNSIGNED": "1",
+        "REPROBOT_JIRA_MAPPING": str(mapping),
+        "REPROBOT_JIRA_WEBHOOK_SECRET": "https://a.example=sa https://c.example=sc",
+    }
+    (warning,) = doctor_warnings(Settings.from_env(env))
+    accepted, _, checked = warning.partition("always checked")
+    assert (
+        "https://b.example" in accepted and "https://a.example" not in accepted and "https://c.example" not in accepted
+    )
+    assert "https://a.example" in checked and "https://c.example" in checked
+    assert "sa" not in warning.split() and "sc" not in warning.split()  # the secrets themselves are never shown

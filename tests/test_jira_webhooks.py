@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
+from bot.render.jira_wiki import markdown_to_jira
 from bot.settings.config import Settings
+from bot.store import Store
 from tests.conftest import FIXTURES, require_shared
-from tests.jira_env import JIRA_SECRET, JiraEnv, jira_webhook
+from tests.fakes.jira import JiraDouble
+from tests.inert_checks import live_markdown, live_wiki
+from tests.jira_env import JIRA_SECRET, JIRA_TOKEN, JiraEnv, jira_webhook
+from tests.runner_procs import serve
 
 MAPPED = [{"project": "TEST", "github": "octo/app", "on_create": "none"}]
+NO_LINKS = re.compile(r"(?!)")
 
 
 def _recorded() -> list[Path]:
@@ -160,3 +168,57 @@ async def test_one_comment_announced_twice_plans_one_job(tmp_path: Path, setting
         assert (await env.send_jira(ours, "third"))[0] == 200
         jobs = await asyncio.to_thread(env.jobs)
         assert [j.kind for j in jobs] == ["jira.reproduce"]
+
+
+async def test_unsigned_mode_never_speaks_for_a_site_with_a_secret(tmp_path: Path) -> None:
+    """Issue 28: sites A and C sign, B cannot; an unsigned delivery claiming A is refused by `reprobot serve`."""
+    a, b = (JiraDouble(require_shared(FIXTURES / "jira" / "rest"), token=JIRA_TOKEN) for _ in range(2))
+    await a.start()
+    await b.start()
+    try:
+        site_c = "https://c.example.net/jira"
+        mapping = tmp_path / "mapping.yml"
+        entries = [{"site": s, "project": "TEST", "github": "octo/app", "installation": 1} for s in (a.site, b.site)]
+        mapping.write_text(yaml.safe_dump({"projects": entries}))
+        env = {
+            "REPROBOT_JIRA_WEBHOOK_SECRET": f"{a.site}=secret-of-a {site_c}=secret-of-c",
+            "REPROBOT_JIRA_ALLOW_UNSIGNED": "1",
+            "REPROBOT_JIRA_MAPPING": str(mapping),
+        }
+        data = tmp_path / "data"
+        with serve(data, tmp_path / "serve.log", **env) as url:
+            hook = f"{url}/webhooks/jira"
+            on_a = a.add_issue("TEST", "crash", "it crashes", labels=["reprobot-fix"])
+            created = a.webhook(jira_webhook("webhook-issue_created"), on_a)
+            status, answer = await a.deliver(hook, created, identifier="forged-1", secret=None)
+            assert status == 401 and a.site in answer["message"], answer
+            status, _ = await a.deliver(hook, created, identifier="forged-2", secret="secret-of-c")
+            assert status == 401  # C's secret does not speak for A either
+            forged = a.add_comment(on_a.key, "/fix", "admin")  # a maintainer's name, claimed without a signature
+            comment = a.webhook(jira_webhook("webhook-cloud_comment_added"), on_a, comment=forged)
+            assert (await a.deliver(hook, comment, identifier="forged-3", secret=None))[0] == 401
+            on_b = b.add_issue("TEST", "crash", "it crashes", labels=["reprobot-fix"])
+            created_b = b.webhook(jira_webhook("webhook-issue_created"), on_b)
+            assert (await b.deliver(hook, created_b, identifier="unsigned-b", secret=None))[0] == 202  # B: no secret
+            assert (await a.deliver(hook, created, identifier="signed-a", secret="secret-of-a"))[0] == 202
+        with Store.open(data / "reprobot.db") as store:
+            store.deliveries.promote_deliveries()
+            jobs = sorted((job.payload["site"], job.payload["delivery_id"]) for job in store.jobs.list_jobs())
+        assert jobs == sorted([(b.site, "jira:unsigned-b"), (a.site, "jira:signed-a")])
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_the_polite_reply_names_the_commenter_inert(tmp_path: Path, settings: Settings) -> None:
+    """Issue 28: a Jira display name is the commenter's to choose; the reply quoting it mentions and links nobody."""
+    mapping = [{"project": "TEST", "github": "octo/app", "commands": {"roles": []}}]  # nobody may run commands
+    async with JiraEnv(tmp_path, settings, mapping) as env:
+        issue = env.jira.add_issue("TEST", "crash", "it crashes")
+        body = env.comment_created(issue, "/fix", "mallory")
+        body["comment"]["author"]["displayName"] = "[~admin] @org/team <img src=x> [x|https://evil.example] {html}"
+        assert (await env.send_jira(body, "p-1"))[0] == 202
+        (job,) = await asyncio.to_thread(env.jobs)
+    text = job.payload["text"]
+    assert text.endswith("thanks! Only the project's maintainers can run reprobot commands here.")
+    assert live_markdown(text, NO_LINKS) == [] and live_wiki(markdown_to_jira(text), NO_LINKS) == [], text

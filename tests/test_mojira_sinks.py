@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import re
+import sys
+from asyncio.subprocess import PIPE
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -26,6 +31,7 @@ from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
 from tests.fakes.jira import JiraDouble
 from tests.fakes.mojira import MojiraDouble, adf_doc
+from tests.inert_checks import invisible, live_markdown, live_wiki, markdown_tokens
 from tests.jira_env import JIRA_TOKEN
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -68,7 +74,7 @@ async def test_reports_go_to_a_github_tracking_issue_through_the_app(tmp_path: P
     comments = github.repos["mojang/triage"].comments
     assert len(comments) == 1
     body = comments[0]["body"]
-    assert "[MC-42] Boats sink" in body and "https://bugs.mojang.com/browse/MC-42" in body
+    assert "\\[MC-42\\] Boats sink" in body and "https://bugs.mojang.com/browse/MC-42" in body
     assert "routing to reproduce.game" in body and "| Affects versions | 1.21 |" in body
     assert not github.violations
     record = await asyncio.to_thread(store.mojira.get, "MC-42")
@@ -83,7 +89,9 @@ class _JiraProject:
     def __init__(self) -> None:
         self.created: list[tuple[str, str, str, tuple[str, ...]]] = []
 
-    async def create_issue(self, project: str, summary: str, description: str, labels: Sequence[str]) -> str:
+    async def create_issue(
+        self, project: str, summary: str, description: str, labels: Sequence[str], *, anchor: str | None = None
+    ) -> str:
         self.created.append((project, summary, description, tuple(labels)))
         return f"{project}-{len(self.created)}"
 
@@ -209,3 +217,124 @@ def test_rendered_title_is_bounded() -> None:
     report = parse_report({"key": "MC-1", "fields": {"summary": "x" * 500, "updated": "2024-05-01T12:00:00.000+0000"}})
     assert len(report_title(report)) <= 240
     assert report_body(report, triage_report(report)).startswith("<!-- reprobot:mojira MC-1 -->")
+
+
+# --- issue 28: a hostile report mirrored by a real `reprobot mojira poll --once` ----------------------------------
+
+HOSTILE_SUMMARY = "Boats sink\n## Pwned by @admin [~admin] \u202eevil\u200b"
+HOSTILE_DESCRIPTION = """Ping @admin and @mojang/security, also [~admin] and [~accountid:5b10a2844c20165700ede21g].
+<img src="https://evil.example/p.png"> <a href="https://evil.example/a">click</a> !https://evil.example/i.png!
+{html}<script>alert(1)</script>{html} [wiki link|https://evil.example/w] [md link](https://evil.example/m)
+bare https://evil.example/b and www.evil.example, but https://bugs.mojang.com/browse/MC-1 is Mojira's own
+hidden\u202eright-to-left and zero\u200bwidth &#x202E; <!-- reprobot:mojira MC-999 --> reprobot:mojira MC-998
+{anchor:reprobot-mojira-MC-997} see #12 and octo/app#3
+```
+{noformat}
+[~admin] @admin
+```
+{noformat} [~admin] {noformat}
+| fake | table |
+|---|---|
+"""
+#: Mojira's own pages: the only links that may stay links.
+MOJIRA_LINK = re.compile(r"https://bugs\.mojang\.com/browse/MC-\d+")
+REPROBOT = str(Path(sys.executable).with_name("reprobot"))
+#: The first words of the fields table's names, as report_body writes them.
+FIELD_NAMES = {"Status", "Confirmation", "Area", "Platform", "Affects versions", "Votes", "Affects"}
+
+
+def _hostile(mojira: MojiraDouble) -> None:
+    mojira.add(
+        "MC-77",
+        HOSTILE_SUMMARY,
+        NOW,
+        versions=("1.21",),
+        description=HOSTILE_DESCRIPTION,
+        customfield_10063={"value": "Java\n| injected | row |"},  # platform, a newline and cells of its own
+        customfield_10051={"value": "Boats @org/team [~admin]"},  # area
+    )
+
+
+async def _poll(tmp_path: Path, mojira: MojiraDouble, sink: str, **env: str) -> dict[str, object]:
+    """Run `reprobot mojira poll --once --json` as a process with `sink`; its JSON answer."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("REPROBOT_")}
+    settings = {
+        "REPROBOT_DATA_DIR": str(tmp_path / "data"),
+        "REPROBOT_MOJIRA_API_URL": f"{mojira.url}/api",
+        "REPROBOT_MOJIRA_RETRY_BASE": "0.01",
+        "REPROBOT_MOJIRA_SINK": sink,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        REPROBOT, "mojira", "poll", "--once", "--json", env=base | settings | env, stdout=PIPE, stderr=PIPE
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return dict(json.loads(out))
+
+
+def _fields_table_broken_on_github(body: str) -> list[str]:
+    """The fields table, as GitHub reads it: each row a field's name and its whole value, one heading only."""
+    tokens = markdown_tokens(body)
+    problems = []
+    headings = [t.tag for t in tokens if t.type == "heading_open"]
+    if headings != ["h3"]:
+        problems.append(f"headings {headings}: the summary's newline started one")
+    # GFM drops the cells beyond the header's: a value's `|` must stay in its cell.
+    cells = [t.content for i, t in enumerate(tokens) if t.type == "inline" and tokens[i - 1].type == "td_open"]
+    rows = dict(zip(cells[::2], cells[1::2], strict=True))
+    if not set(rows) <= FIELD_NAMES or "injected | row" not in rows.get("Platform", ""):
+        problems.append(f"the fields table is broken: {rows}")
+    return problems
+
+
+def _fields_table_broken_on_jira(text: str) -> list[str]:
+    rows = [line for line in text.split("\n") if line.startswith("| ")]
+    if not rows or any(len(re.findall(r"(?<!\\)\|", row)) != 3 or row.split()[1] not in FIELD_NAMES for row in rows):
+        return [f"the fields table is broken: {rows}"]
+    return []
+
+
+async def test_a_hostile_report_is_mirrored_inert_to_github_and_jira(tmp_path: Path) -> None:
+    """Mentions, HTML, wiki macros, bidi and zero-width characters, newlines and a planted marker stay text."""
+    github = GitHubDouble(tmp_path / "github", require_shared(FIXTURES / "github" / "rest-openapi-subset.json"), "s")
+    jira = JiraDouble(require_shared(FIXTURES / "jira" / "rest"), token=JIRA_TOKEN)
+    mojira = MojiraDouble()
+    for double in (github, jira, mojira):
+        await double.start()
+    try:
+        source = tmp_path / "src"
+        source.mkdir()
+        (source / "README.md").write_text("triage\n")
+        github.add_repo("mojang/triage", source)
+        tracking = github.add_issue("mojang/triage", "Mojira reports", "New reports are mirrored here.")
+        jira.add_project("GAME")
+        _hostile(mojira)
+        app = {
+            "REPROBOT_GITHUB_APP_ID": github.app_id,
+            "REPROBOT_GITHUB_PRIVATE_KEY": github.private_key_pem,
+            "REPROBOT_GITHUB_API_URL": github.url,
+            "REPROBOT_GITHUB_RETRY_BASE": "0.01",
+        }
+        sink = f"github:mojang/triage#{tracking['number']}"
+        assert (await _poll(tmp_path / "tracking", mojira, sink, **app))["new"] == ["MC-77"]
+        jira_env = {
+            "REPROBOT_JIRA_TOKEN": JIRA_TOKEN,
+            "REPROBOT_JIRA_MAPPING": str(_mapping(tmp_path, (jira.site, "SHOP"))),
+            "REPROBOT_JIRA_RETRY_BASE": "0.01",
+        }
+        assert (await _poll(tmp_path / "jira", mojira, "jira:GAME", **jira_env))["new"] == ["MC-77"]
+    finally:
+        for double in (mojira, jira, github):
+            await double.stop()
+    (comment,) = github.repos["mojang/triage"].comments
+    body = comment["body"]
+    assert live_markdown(body, MOJIRA_LINK, ("<!-- reprobot:mojira MC-77 -->",)) == [], body
+    assert _fields_table_broken_on_github(body) == []
+    assert invisible(body) == [] and body.count("reprobot:mojira") == 1
+    assert "`@admin`" in body and "<https://bugs.mojang.com/browse/MC-1>" in body  # shown, and Mojira linked
+    issue = jira.issues["GAME-1"]
+    assert "\n" not in issue.summary and invisible(issue.summary) == []
+    assert live_wiki(issue.description, MOJIRA_LINK) == [], issue.description
+    assert _fields_table_broken_on_jira(issue.description) == []
+    assert invisible(issue.description) == [] and issue.description.count("reprobot-mojira") == 1
+    assert "[https://bugs.mojang.com/browse/MC-1]" in issue.description

@@ -35,7 +35,8 @@ def test_the_pr_heading_carries_a_clean_title() -> None:
     brt = BrtEvidence("tests/test_x.py", "", "assertion", True, "", True, "")
     body = render_pr_body(PrContext("#7", POISON, brt, ["a.py"], ["tests/test_x.py"], "ranked", "one group"))
     heading = body.splitlines()[1]
-    assert heading.startswith("## Fix for #7: gcd() raises RecursionError for ## Fixes #999 Signed-off-by: x")
+    # Quoted inert: the `#`s escaped, the reference (and with it the closing keyword) in a code span.
+    assert heading.startswith("## Fix for #7: gcd() raises RecursionError for \\#\\# Fixes `#999` Signed-off-by: x")
     assert_clean_line(heading, 200)
     assert "Fixes #999" not in body.replace(heading, ""), "no line of the body came from the title"
 

@@ -355,16 +355,31 @@ def doctor_warnings(settings: Settings) -> list[str]:
     """Settings that work but weaken the deployment, each with what to do about it."""
     warnings: list[str] = []
     # -- Jira (issue 15)
-    if settings.jira_allow_unsigned:
-        warnings.append(
-            "REPROBOT_JIRA_ALLOW_UNSIGNED=1: anyone who can reach /webhooks/jira can make reprobot act; "
-            "create the Jira webhook with a secret and set REPROBOT_JIRA_WEBHOOK_SECRET instead"
-        )
-    if settings.jira_mapping is not None:
-        from bot.settings.jira_mapping import MappingError, load_mapping
+    from bot.settings.jira_mapping import JiraMapping, MappingError, load_mapping
 
+    mapping = JiraMapping()
+    if settings.jira_mapping is not None:
         try:
-            load_mapping(settings.jira_mapping)
+            mapping = load_mapping(settings.jira_mapping)
         except MappingError as exc:
             warnings.append(f"REPROBOT_JIRA_MAPPING: {exc}")
+    if settings.jira_allow_unsigned:
+        warnings.insert(0, _unsigned_warning(settings, [entry.site for entry in mapping.projects]))
     return warnings
+
+
+def _unsigned_warning(settings: Settings, mapped: list[str]) -> str:
+    """The doctor's warning for REPROBOT_JIRA_ALLOW_UNSIGNED=1, naming the sites unsigned deliveries speak for."""
+    from handlers.jira_payload import sites_with_secrets, unsigned_sites
+
+    open_sites = unsigned_sites(settings.jira_webhook_secrets, True, mapped)
+    signing = sorted(sites_with_secrets(settings.jira_webhook_secrets))
+    named = ", ".join(open_sites) if open_sites else "no mapped site"
+    text = (
+        f"REPROBOT_JIRA_ALLOW_UNSIGNED=1: sites that accept unsigned deliveries: {named} (and any unmapped site "
+        "without a secret of its own, for which nothing is planned); anyone who can reach /webhooks/jira can "
+        "speak for them"
+    )
+    if signing:
+        text += f"; always checked (a secret of their own): {', '.join(signing)}"
+    return text + "; create each site's webhook with a secret and list it in REPROBOT_JIRA_WEBHOOK_SECRET instead"

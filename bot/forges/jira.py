@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -394,13 +395,21 @@ class JiraIssueCreator:
         self._retry_base = retry_base
         self._sleep = sleep
 
-    async def create_issue(self, project: str, summary: str, description: str, labels: Sequence[str]) -> str:
-        """Create a `Bug` in `project` with `description` (markdown, converted to Jira wiki markup); its key."""
+    async def create_issue(
+        self, project: str, summary: str, description: str, labels: Sequence[str], *, anchor: str | None = None
+    ) -> str:
+        """Create a `Bug` in `project` with `description` (markdown, converted to Jira wiki markup); its key.
+
+        `anchor` (letters, digits and dashes) heads the description as `{anchor:…}`, the bot's mark on Jira.
+        """
+        wiki = markdown_to_jira(description)
+        if anchor is not None:
+            wiki = "{anchor:" + re.sub(r"[^A-Za-z0-9-]", "-", anchor) + "}\n" + wiki
         fields = {
             # By key and by name: the client then sends them as they are, without looking up their ids first.
             "project": {"key": project},
             "summary": summary,
-            "description": markdown_to_jira(description),
+            "description": wiki,
             "issuetype": {"name": ISSUE_TYPE},
             "labels": list(labels),
         }

@@ -16,7 +16,7 @@ from gidgethub import BadRequest, apps
 from bot.forges.github_client import InstallationTokens, client
 from bot.forges.jira import IssueRefused, issue_creator
 from bot.mojira.fields import MojiraReport
-from bot.mojira.render import report_body, report_title
+from bot.mojira.render import JIRA_ANCHOR, report_body, report_heading, report_title
 from bot.mojira.triage import GameTriage
 from bot.settings.config import Settings
 
@@ -83,7 +83,7 @@ class GitHubIssueSink:
         try:
             if self.tracking_issue is not None:
                 url = f"/repos/{self.repo}/issues/{self.tracking_issue}/comments"
-                made = await gh.post(url, data={"body": f"### {report_title(report)}\n\n{body}"})
+                made = await gh.post(url, data={"body": f"### {report_heading(report)}\n\n{body}"})
                 return str(made.get("html_url") or made.get("id"))
             data = {"title": report_title(report), "body": body, "labels": list(LABELS)}
             made = await gh.post(f"/repos/{self.repo}/issues", data=data)
@@ -99,8 +99,10 @@ class GitHubIssueSink:
 class JiraIssueCreator(Protocol):
     """What the Jira sink needs of a Jira client (the Jira forge provides it): create an issue, return its key."""
 
-    async def create_issue(self, project: str, summary: str, description: str, labels: Sequence[str]) -> str:
-        """Create an issue in `project`; its key."""
+    async def create_issue(
+        self, project: str, summary: str, description: str, labels: Sequence[str], *, anchor: str | None = None
+    ) -> str:
+        """Create an issue in `project` (`description` in markdown, headed by the `anchor` mark); its key."""
         ...
 
 
@@ -117,7 +119,11 @@ class JiraProjectSink:
         """Create the issue; its key is the reference."""
         try:
             return await self.creator.create_issue(
-                self.project, report_title(report), report_body(report, triage, duplicates), LABELS
+                self.project,
+                report_title(report),
+                report_body(report, triage, duplicates),
+                LABELS,
+                anchor=JIRA_ANCHOR.format(key=report.key),
             )
         except IssueRefused as exc:
             raise SinkRejected(f"Jira refused {report.key}: {exc}") from exc

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.trajectory import BrtEvidence
+from bot.render.inert import md_cell, md_inline
 from sandboxes.text import clean_title
 
 #: Hidden marker so a retried job can find and edit what it already posted.
@@ -83,7 +84,8 @@ def render_pr_body(ctx: PrContext) -> str:
     brt = ctx.brt
     lines = [
         MARKER.format(kind="pr", ref=ctx.issue_ref),
-        f"## Fix for {ctx.issue_ref}: {clean_title(ctx.issue_title) or 'reported bug'}",
+        # The reporter's title, quoted: no mention, link or closing keyword (`Fixes #9`) of theirs comes alive.
+        f"## Fix for {ctx.issue_ref}: {md_inline(clean_title(ctx.issue_title)) or 'reported bug'}",
         "",
         "This pull request carries a **fix** and a **bug reproduction test (BRT)** that proves it.",
         "",
@@ -179,7 +181,8 @@ def render_assessment(assessment: Mapping[str, Any] | None) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")[:300]
+    """A reviewer's or assessment's reason (model text that may echo the report) for a cell or a list item."""
+    return md_cell(text[:300])
 
 
 @dataclass(frozen=True)
@@ -254,7 +257,7 @@ def render_suggestion(ctx: SuggestionContext) -> str:
         "**Why no pull request:**",
         "",
     ]
-    lines += [f"- {r}" for r in ctx.reasons] or ["- (no reason recorded)"]
+    lines += [f"- {md_inline(r)}" for r in ctx.reasons] or ["- (no reason recorded)"]
     lines += [
         "",
         *_brt_failing(brt),
@@ -277,7 +280,7 @@ def render_abstention(issue_ref: str, reasons: Sequence[str], score: float, thre
         f"Score {score:.2f} is below the threshold {threshold:.2f}. Reasons:",
         "",
     ]
-    lines += [f"- {r}" for r in reasons] or ["- (none recorded)"]
+    lines += [f"- {md_inline(r)}" for r in reasons] or ["- (none recorded)"]
     lines += [
         "",
         "A minimal code snippet, the exact output or traceback, and the expected result help it act.",
@@ -322,7 +325,8 @@ def render_final_status(
     lines = [MARKER.format(kind="progress", ref=issue_ref), f"reprobot finished: **{summary}**", ""]
     if url:
         lines += [url, ""]
-    lines += [f"- {r}" for r in reasons]
+    # Reasons may quote the report (a step, a file name, an error message): quoted inert, like every quote.
+    lines += [f"- {md_inline(r)}" for r in reasons]
     if evidence is not None:
         after = "passes after it" if evidence.passes_after else "was not confirmed to pass after it"
         lines += [

@@ -523,7 +523,8 @@ _ROWS_JIRA_DASHBOARD = (
         "jira",
         k.FLAG,
         False,
-        "1 accepts deliveries without X-Hub-Signature (a Jira that cannot sign; doctor warns); signed ones are checked",
+        "1 accepts deliveries without X-Hub-Signature for sites with no secret of their own (a Jira that cannot sign; "
+        "doctor names them); signed ones, and every one for a site with its own secret, are checked",
     ),
     Setting(
         "REPROBOT_JIRA_MAPPING",
