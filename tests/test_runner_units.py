@@ -112,7 +112,7 @@ def test_reproduction_comment_neutralizes_report_text_and_orders_screenshots() -
 
 
 async def test_app_jobs_on_one_runner_share_the_utg_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agents.app import reproduce as app_repro
+    import agents.app as app_repro  # the family's entry point, which the runner's executor imports from
 
     agent = RunnerAgent(RunnerConfig("http://127.0.0.1:1", "reg", [], "r1", tmp_path / "work"))
     env = scrubbed_env(agent._child_env(tmp_path / "work" / "job-1-1" / "job.json", tmp_path / "out"))
