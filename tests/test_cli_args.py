@@ -181,3 +181,19 @@ def test_output_that_is_not_one_document_becomes_an_error_document(
     assert main(["reproduce", "--repo", str(tmp_path), "--issue", str(tmp_path / "i.md"), "--json"]) == 8
     out, err = capfd.readouterr()
     assert "did not print one JSON document" in one_json(out)["reasons"][0] and '"fixed"' in err
+
+
+def test_version_and_verbosity_after_any_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("reprobot ")
+    parser = build_parser()
+    for argv in (["fix", "--repo", "r", "--issue", "i"], ["env", "detect", "--repo", "r"], ["doctor"]):
+        assert parser.parse_args(argv).verbose is False
+        assert parser.parse_args([*argv, "-v"]).verbose is True
+        assert parser.parse_args([*argv, "-q"]).quiet is True
+        assert parser.parse_args(["-v", *argv]).verbose is True  # the top-level flag still works
+    with pytest.raises(Exception, match="not allowed with"):
+        parser.parse_args(["doctor", "-v", "-q"])

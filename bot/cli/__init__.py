@@ -71,7 +71,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = _Parser(prog="reprobot", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    parser.add_argument("--version", action="version", version=f"reprobot {_version()}")
+    _add_verbosity(parser, False)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_fix_parser(sub)
     rep = _add_reproduce_parser(sub)
@@ -95,7 +96,34 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli.gamerepro import add_game_args
 
     add_game_args(rep, replay)
+    _verbosity_everywhere(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (a checkout run without installing says so)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("reprobot")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _add_verbosity(p: argparse.ArgumentParser, default: Any) -> None:
+    """-v/-q: the top level sets the defaults; a subcommand's own flags (default SUPPRESS) only override them."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_true", default=default, help="log progress details to stderr")
+    group.add_argument("-q", "--quiet", action="store_true", default=default, help="log errors only")
+
+
+def _verbosity_everywhere(sub: Any) -> None:
+    """Every subcommand, nested ones too, takes -v/-q after its name, as `reprobot fix -v` users type it."""
+    for child in sub.choices.values():
+        _add_verbosity(child, argparse.SUPPRESS)
+        for action in child._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _verbosity_everywhere(action)
 
 
 def _job_args(p: argparse.ArgumentParser, repo_required: bool = True) -> None:
@@ -239,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(_json_error(str(exc), EXIT_USAGE))
         return EXIT_USAGE
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.INFO if args.verbose else logging.ERROR if args.quiet else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
