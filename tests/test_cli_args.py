@@ -197,3 +197,25 @@ def test_version_and_verbosity_after_any_subcommand(capsys: pytest.CaptureFixtur
         assert parser.parse_args(["-v", *argv]).verbose is True  # the top-level flag still works
     with pytest.raises(Exception, match="not allowed with"):
         parser.parse_args(["doctor", "-v", "-q"])
+
+
+def test_serve_prints_one_start_line_with_its_address(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "REPROBOT_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.Popen(
+        [REPROBOT, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == f"reprobot serve: listening on http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import re
 from pathlib import Path
 
 from bot.settings.config import Settings
@@ -61,5 +62,11 @@ def run_app_command(args: argparse.Namespace, settings: Settings) -> int:
     except (GitHubConfigError, MappingError) as exc:  # a bad Jira mapping names its key (issue 15)
         log.error("reprobot serve: %s", exc)
         return 2
-    web.run_app(app, host=args.host, port=args.port, print=None)
+    web.run_app(app, host=args.host, port=args.port, print=_start_line)
     return 0
+
+
+def _start_line(message: str) -> None:
+    """One line when serving starts, with the address(es) aiohttp bound (its own banner says them in prose)."""
+    urls = re.findall(r"https?://\S+", message) or [message.strip()]
+    print(f"reprobot serve: listening on {', '.join(urls)}", flush=True)
