@@ -49,7 +49,7 @@ def test_leave_out_runs_one_project_and_all_but_the_others(tmp_path: Path) -> No
     assert names == ["beta-2", "gamma-deadbee"]
     assert [c.project for c in load_cases(bench)] == ["alpha", "alpha", "beta", "gamma"]
     # A misspelt project is an error naming the real ones, not a run of nothing (or of everything).
-    with pytest.raises(ValueError, match="'alpah'.*alpha, beta, gamma"):
+    with pytest.raises(ValueError, match=r"'alpah'.*alpha, beta, gamma"):
         load_cases(bench, projects=ProjectSelection(all_but="alpah"))
     with pytest.raises(ValueError, match="cannot be combined"):
         ProjectSelection(leave_out="alpha", all_but="beta")
