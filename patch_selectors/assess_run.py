@@ -169,13 +169,14 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
     if not workspaces:
         return failed
-    # The code's own documented examples of the touched functions, read from the base version.
+    # The code's own documented examples of the touched functions, read from the base version, and the
+    # report's working calls (the only examples a repo without tests may have).
     base_sources = _read_sources(env.base, sorted({t.file for t in union}))
     examples = [
         {"file": path, **example}
         for path, text in base_sources.items()
         for example in documented_examples(text, {t.qualname for t in union if t.file == path})
-    ]
+    ] + list(env.report_examples)
     original_ws = await env.fresh_copy("assess-original")
 
     async def run_original() -> TraceRun:

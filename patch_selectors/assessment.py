@@ -353,12 +353,13 @@ def new_crashes(original: TraceRun, patched: TraceRun) -> tuple[int, list[str]]:
 
 
 def example_checks(before: TraceRun, after: TraceRun) -> tuple[int, int, list[str]]:
-    """(documented examples run, passing ones that ran the changed lines, failures the patch answers for).
+    """(examples run, passing ones that ran the changed lines, failures the patch answers for).
 
     A documented example (`>>> f(3)` / `9` in the code's own documentation) is the author's statement of
-    what the function does. After the patch it must give the documented value when it runs the changed
-    lines or when it gave that value before; an example that failed before and never reaches the change is
-    not the patch's doing. Unresolved examples (they need earlier lines of a session) count for nothing.
+    what the function does; a report's working call (agents/reproduce/examples.py) is the reporter's. After
+    the patch it must give that value when it runs the changed lines or when it gave that value before; an
+    example that failed before and never reaches the change is not the patch's doing. Unresolved examples
+    (they need earlier lines of a session) count for nothing.
     """
     run = 0
     hits = 0
@@ -374,9 +375,8 @@ def example_checks(before: TraceRun, after: TraceRun) -> tuple[int, int, list[st
         was = before.examples.get(key, {}).get("outcome")
         if row.get("hit") == "1" or was == "pass":
             got = row.get("value", "") if outcome == "fail" else f"{outcome} {row.get('exc', '')}".strip()
-            failures.append(
-                f"{_clip(key, 80)} gives {_clip(got, 60)}, the documentation says {row.get('expected', '?')}"
-            )
+            says = "the report shows" if row.get("origin") == "report" else "the documentation says"
+            failures.append(f"{_clip(key, 80)} gives {_clip(got, 60)}, {says} {row.get('expected', '?')}")
     return run, hits, failures
 
 
@@ -526,8 +526,8 @@ def judge(
     examples_run, example_hits, example_failures = example_checks(before, after)
     if example_failures:
         reasons.append(
-            f"disagrees with {len(example_failures)} of the code's documented example(s): "
-            + "; ".join(example_failures[:_SHOWN])
+            f"disagrees with {len(example_failures)} of the code's documented example(s) or the report's working "
+            "calls: " + "; ".join(example_failures[:_SHOWN])
         )
     if deletion:
         reasons.append(
@@ -556,7 +556,7 @@ def judge(
         reasons.append(
             f"same behaviour on {tests} passing test(s) ({calls} call(s) of the changed functions) and "
             f"no new failure on {compared} near input(s)"
-            + (f"; {examples_run} documented example(s) hold" if examples_run else "")
+            + (f"; {examples_run} documented or reported example(s) hold" if examples_run else "")
             + f"; {ran} of these checks ran the changed lines"
         )
     return Assessment(

@@ -372,23 +372,43 @@ def _module_of(file: str, root: str) -> Any:
     return module
 
 
-def run_examples(examples: list[dict[str, str]], root: str, tracer: Tracer | None = None) -> list[dict[str, str]]:
-    """Evaluate each documented example in its module's namespace and compare with the documented value.
+def _example_namespace(example: dict[str, str], root: str) -> dict[str, Any] | None:
+    """Where an example runs: its module's namespace (a documented one) or its session's setup (a reported one).
 
-    Rows: key, outcome (pass | fail | raise | timeout | unresolved), value, expected, hit (changed lines ran).
-    An example whose names are missing (it needs earlier lines of a session) is unresolved, not a failure.
+    None when that cannot be had (the module does not load alone, the session's setup raises).
+    """
+    if "setup" not in example:
+        module = _module_of(example["file"], root)
+        return None if module is None else dict(vars(module))
+    namespace: dict[str, Any] = {"__name__": "__reprobot_report__"}
+    try:
+        with _alarm(CALL_SECONDS * 5), contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(example["setup"], "<report>", "exec"), namespace)
+    except (Exception, _Timeout):  # a session that cannot be replayed has no runnable example
+        return None
+    return namespace
+
+
+def run_examples(examples: list[dict[str, str]], root: str, tracer: Tracer | None = None) -> list[dict[str, str]]:
+    """Evaluate each example and compare its value with the one the documentation (or the report) gives.
+
+    A documented example runs in its module's namespace; a report's example (it has `setup`) after the
+    session's earlier lines. Rows: key, outcome (pass | fail | raise | timeout | unresolved), value, expected,
+    hit (changed lines ran), origin. An example whose names are missing (it needs earlier lines of a session)
+    is unresolved, not a failure.
     """
     rows: list[dict[str, str]] = []
     for example in examples:
-        key = f"{example['file']}: >>> {example['source']}"
-        row: dict[str, str] = {"key": key, "expected": example["expected"], "hit": "0"}
-        module = _module_of(example["file"], root)
+        origin = "report" if "setup" in example else "documentation"
+        key = f"{example.get('file') or 'the report'}: >>> {example['source']}"
+        row: dict[str, str] = {"key": key, "expected": example["expected"], "hit": "0", "origin": origin}
+        namespace = _example_namespace(example, root)
         try:
             expected = ast.literal_eval(example["expected"])
             code = compile(example["source"], "<example>", "eval")
         except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
-            module = None
-        if module is None:
+            namespace = None
+        if namespace is None:
             rows.append({**row, "outcome": "unresolved"})
             continue
         if tracer is not None:
@@ -398,7 +418,7 @@ def run_examples(examples: list[dict[str, str]], root: str, tracer: Tracer | Non
             sys.settrace(tracer.trace)
         try:
             with _alarm(CALL_SECONDS), contextlib.redirect_stdout(io.StringIO()):
-                value = eval(code, dict(vars(module)))
+                value = eval(code, namespace)
                 if inspect.isgenerator(value):
                     value = list(itertools.islice(value, MAX_YIELDS))
                 same = bool(value == expected)

@@ -52,6 +52,9 @@ class ReviewEnv:
     open_sandbox: Callable[[Path], AbstractAsyncContextManager[Sandbox]]
     denied_paths: tuple[str, ...] = DEFAULT_DENIED
     max_lines: int = 500
+    #: The report's working calls (`setup`, `source`, `expected`), which the correctness assessment runs
+    #: before and after each fix like the code's documented examples.
+    report_examples: tuple[dict[str, str], ...] = ()
 
     async def fresh_copy(self, label: str) -> Path:
         """A private copy of the base checkout for one review run."""

@@ -34,7 +34,15 @@ from sandboxes.pyenv import build_python_env, installed_distributions, refuse_di
 from sandboxes.results import parse_junit_xml
 from sandboxes.rust import RustSetupError, RustToolchain, find_rust_toolchain, vendor_crates
 from sandboxes.setup_agent import SetupAgent, SetupBudget, SetupFailed
-from sandboxes.testrun import ENV_MOUNT, Baseline, TestRun, TestSuite, diagnose_baseline, error_summary
+from sandboxes.testrun import (
+    ENV_MOUNT,
+    Baseline,
+    TestRun,
+    TestSuite,
+    collected_nothing,
+    diagnose_baseline,
+    error_summary,
+)
 
 __all__ = [
     "BASE_TEST_DEPS",
@@ -46,6 +54,7 @@ __all__ = [
     "TestRun",
     "TestSuite",
     "build_environment",
+    "collected_nothing",
     "describe_environment",
     "detect_python_spec",
     "detect_spec",

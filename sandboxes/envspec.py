@@ -26,6 +26,7 @@ from sandboxes.pytest_config import (
     read_pytest_config,
     sanitize_addopts,
     scan_suite,
+    untested_python_sources,
 )
 from sandboxes.rust import manifest_digest
 from sandboxes.setup_meta import marker_requirements, read_setup_metadata
@@ -683,6 +684,10 @@ def detect_spec(
             report_format="exit-code",
             sources=("ci",),
         )
+    if spec is None and untested_python_sources(repo):
+        plain = _python_spec(repo, interpreters, default_python)
+        note = "Python modules without a build file or tests: pytest runs the bug reproduction test, the only test"
+        spec = replace(plain, sources=("python files",), notes=(*plain.notes, note))
     if spec is None and not (setup or test):
         raise ValueError(f"no test setup found in {repo}: no policy, no known build file, no CI test step")
     spec = spec or EnvironmentSpec(language="shell", deps=(), report_format="exit-code")

@@ -242,6 +242,30 @@ def scan_suite(repo: Path, config: PytestConfig) -> SuiteSignals:
     )
 
 
+#: Module and folder names that hold tests whatever their file names.
+_TEST_NAMES = frozenset({"test", "tests", "testing"})
+
+
+def untested_python_sources(repo: Path) -> bool:
+    """True when the repo holds Python modules and no test module pytest would collect by its defaults.
+
+    Such a repo (a script or a small library, with no build file and no tests) is still a Python project: the
+    bot runs its BRT with pytest, the only suite the repo will have. A repo with tests but no build file is
+    left to the setup agent, which can find how those tests are run.
+    """
+    sources = False
+    for path in repo.rglob("*.py"):
+        rel = path.relative_to(repo).parts
+        if any(part in _SKIP_DIRS or part.startswith(".") for part in rel[:-1]):
+            continue
+        if path.name == "conftest.py" or _matches(path.name, PYTEST_DEFAULTS["python_files"]):
+            return False
+        if path.stem in _TEST_NAMES or any(part in _TEST_NAMES for part in rel[:-1]):
+            return False  # tests by another convention (unittest's tests.py, a test/ folder): not "no tests"
+        sources = True
+    return sources
+
+
 def _package_imports(repo: Path, tests: set[Path]) -> frozenset[str]:
     """Top-level imports of the project's non-test modules, outside try blocks (a try marks an optional import)."""
     found: set[str] = set()

@@ -265,6 +265,9 @@ class Baseline:
     collection_errors: dict[str, str] = field(default_factory=dict)
     #: file -> line -> coverage test contexts of the baseline run (None: not measured); see agents/impact.py.
     coverage: dict[str, dict[int, set[str]]] | None = field(default=None, compare=False, repr=False)
+    #: Why the repo has no test to keep passing ("pytest collected no tests ..."); "" when it has some. Such a
+    #: repo is validated on the BRT, the assessment's near inputs and the report's examples only.
+    no_tests: str = ""
 
     @property
     def passing(self) -> set[str]:
@@ -303,18 +306,30 @@ def diagnose_baseline(run: TestRun, spec: EnvironmentSpec) -> str | None:
     if run.collection_errors:
         first_id, first = next(iter(run.collection_errors.items()))
         return f"collecting the tests failed in {first_id}: {error_summary(first)}{where}"
-    output = run.result.output
-    if run.result.exit_code == 5 or "collected 0 items" in output or "no tests ran" in output:
+    if collected_nothing(run):
         return (
             "pytest collected no tests: no test file matches the project's test settings or pytest's defaults "
             f"(python_files, testpaths){where}"
         )
+    output = run.result.output
     if run.result.exit_code not in (2, 3, 4):
         # Killed (a flood of output, memory) or stopped some other way after collecting: not a setup fault.
         return None
     complaint = [ln.strip() for ln in output.splitlines() if re.match(r"^\s*(ERROR|error|E\s+\w+Error)\b", ln)]
     tail = complaint[0] if complaint else (output.strip().splitlines() or ["no output"])[-1]
     return f"pytest could not start the suite (exit code {run.result.exit_code}): {tail[:300]}{where}"
+
+
+def collected_nothing(run: TestRun) -> bool:
+    """True when pytest found no test at all and nothing failed to import: a repo without tests, not a setup fault.
+
+    Exit 5 is pytest's "no tests collected"; the summary lines cover a runner that hides the code (a wrapper).
+    A test module that does not import is a collection error, never "nothing collected".
+    """
+    if run.tests or run.collection_errors or run.result.timed_out:
+        return False
+    output = run.result.output
+    return run.result.exit_code == 5 or "collected 0 items" in output or "no tests ran" in output
 
 
 def error_summary(text: str) -> str:

@@ -184,6 +184,14 @@ def _add_eval_parser(sub: Any) -> None:
     ev.add_argument("--jobs", type=int_range(1, 64), default=1, help="cases run at once (1-64)")
     ev.add_argument("--cases", default="", help="comma-separated case names to run (default all)")
     ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
+    held = ev.add_mutually_exclusive_group()
+    held.add_argument(
+        "--leave-out",
+        metavar="PROJECT",
+        help="the held-out check: run only PROJECT's cases (a project is a case's `project`, or its folder's "
+        "<project>-<commit>, or its upstream repo)",
+    )
+    held.add_argument("--all-but", metavar="PROJECT", help="run every project's cases but PROJECT's")
 
 
 def _add_service_parsers(sub: Any) -> None:

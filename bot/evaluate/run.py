@@ -21,6 +21,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from rich.console import Console
 from rich.progress import Progress
 
+from bot.evaluate.projects import ProjectSelection, case_project, project_rows
 from bot.evaluate.scoring import OracleScorer
 from bot.evaluate.summary import write_plot, write_report
 from bot.jobs.queue import Queue
@@ -65,6 +66,11 @@ class BenchCase:
         """Held-out answers: fix.diff and test_brt.py. Never shown to an agent."""
         return self.root / "oracle"
 
+    @property
+    def project(self) -> str:
+        """The project the case belongs to (bot/evaluate/projects.py says how it is found)."""
+        return case_project(self.name, self.meta)
+
     def deps(self) -> tuple[str, ...]:
         """The case's `deps` (PEP 508 requirements its tests need); ValueError says what is wrong with them.
 
@@ -82,8 +88,11 @@ class BenchCase:
         return tuple(deps)
 
 
-def load_cases(bench: Path, only: set[str] | None = None) -> list[BenchCase]:
-    """Every case folder (with case.toml) under `bench`, sorted by name."""
+def load_cases(bench: Path, only: set[str] | None = None, projects: ProjectSelection | None = None) -> list[BenchCase]:
+    """Every case folder (with case.toml) under `bench`, sorted by name; `projects` keeps those of some projects.
+
+    ValueError when `projects` names a project that has no case under `bench`.
+    """
     cases = []
     for toml in sorted(bench.glob("**/case.toml")):
         name = toml.parent.name
@@ -93,7 +102,10 @@ def load_cases(bench: Path, only: set[str] | None = None) -> list[BenchCase]:
         if "start" in meta:
             continue  # a web case (an app to start): `run_web_eval` runs those
         cases.append(BenchCase(name, toml.parent, meta))
-    return cases
+    if projects is None:
+        return cases
+    projects.check(c.project for c in cases)
+    return [c for c in cases if projects.keeps(c.project)]
 
 
 def _git_repo_from(source: Path, dest: Path) -> Path:
@@ -116,6 +128,8 @@ class CaseResult:
 
     name: str
     status: str = "error"
+    #: The case's project (its row in the per-project table).
+    project: str = ""
     error: str = ""
     seconds: float = 0.0
     trajectories: list[dict[str, Any]] = field(default_factory=list)
@@ -142,6 +156,7 @@ class CaseResult:
         """Per case, per trajectory, per selector."""
         return {
             "name": self.name,
+            "project": self.project,
             "status": self.status,
             "error": self.error or None,
             "seconds": round(self.seconds, 2),
@@ -160,9 +175,13 @@ class CaseResult:
                 for name, sel in self.selections.items()
             },
             "picked": self.picked,
-            "picked_plausible_fix": _selected_flag(self, self.picked, "plausible_fix"),
+            "picked_plausible_fix": self.picked_plausible(),
             "reproduction_brt_plausible": self.reproduction_brt,
         }
+
+    def picked_plausible(self) -> bool:
+        """Whether the patch the job published (fixed) or suggested is a plausible fix by the oracle."""
+        return _selected_flag(self, self.picked, "plausible_fix")
 
 
 def _selected_flag(result: CaseResult, selected: str | None, attr: str) -> bool:
@@ -173,7 +192,7 @@ async def evaluate_case(
     case: BenchCase, settings: Settings, store: Store, *, trajectories: int, sandbox: str, workdir: Path
 ) -> CaseResult:
     """Run the pipeline on one case, then score each trajectory's patch and each selector's pick."""
-    result = CaseResult(case.name)
+    result = CaseResult(case.name, project=case.project)
     started = time.monotonic()
     try:
         deps = case.deps()
@@ -301,8 +320,13 @@ def assessment_summary(results: list[CaseResult]) -> dict[str, Any]:
     }
 
 
-def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any]:
-    """Seed-style tables: success@k, selector precision/recall, BRT signals; all from the per-case rows."""
+def summarize(
+    results: list[CaseResult], m: int, ks: list[int], selection: ProjectSelection | None = None
+) -> dict[str, Any]:
+    """Seed-style tables: success@k, selector precision/recall, BRT signals, per-project rows; all from the cases.
+
+    `selection` says which projects the run covered (a held-out check names its project in the report).
+    """
     # Cases that stopped before generating are scored as M failed samples, so every case counts.
     samples = [r.outcomes or [TrajectoryOutcome(False, False, False, False, finished=False)] * m for r in results]
     table = success_table(samples, ks, clamp_k=True)
@@ -330,6 +354,8 @@ def summarize(results: list[CaseResult], m: int, ks: list[int]) -> dict[str, Any
         "selectors": selectors,
         "selected_counts": chosen,
         "assessment": assessment_summary(results),
+        "selection": (selection or ProjectSelection()).to_json(),
+        "projects": project_rows(results),
         "statuses": {s: sum(1 for r in results if r.status == s) for s in {r.status for r in results}},
         # Cases whose output BRT (reproduction or published test) is plausible: the "plausible BRT" of issue 14.
         "reproduction_brt_plausible": sum(1 for r in results if r.reproduction_brt),
@@ -358,9 +384,10 @@ async def run_eval(
     only: set[str] | None = None,
     sandbox: str = "bwrap",
     console: Console | None = None,
+    projects: ProjectSelection | None = None,
 ) -> dict[str, Any]:
-    """Run and score every case; write results.json, report.md and success_at_k.png into `out`."""
-    cases = load_cases(bench, only)
+    """Run and score every case (of the `projects` selected); write results.json, report.md, success_at_k.png."""
+    cases = load_cases(bench, only, projects)
     if not cases:
         raise FileNotFoundError(f"no case.toml found under {bench}")
     out.mkdir(parents=True, exist_ok=True)
@@ -387,7 +414,7 @@ async def run_eval(
     finally:
         await asyncio.to_thread(store.close)
         shutil.rmtree(workdir, ignore_errors=True)
-    summary = summarize(results, trajectories, ks)
+    summary = summarize(results, trajectories, ks, projects)
     document = {"summary": summary, "cases": [r.to_json() for r in results]}
     (out / "results.json").write_text(json.dumps(document, indent=2) + "\n")
     write_report(out / "report.md", summary, [r.to_json() for r in results])
@@ -402,10 +429,12 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"reprobot eval: agent {args.agent!r} is not available in this build", flush=True)
         return 2
     only = {c.strip() for c in args.cases.split(",") if c.strip()} or None
+    projects = ProjectSelection(args.leave_out, args.all_but) if args.leave_out or args.all_but else None
     # Web cases (issue 16): an app to start, issue.md and the oracle kind; scored by the app reproduction agent.
+    # A held-out project run is about the pipeline's cases, so it leaves the web cases out.
     from agents.app import DriverError, load_web_cases, render_web_report, run_web_eval
 
-    if load_web_cases(args.bench, only):
+    if projects is None and load_web_cases(args.bench, only):
         try:
             web = await run_web_eval(args.bench, args.out / "web", only)
         except DriverError as exc:
@@ -416,6 +445,12 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         print(render_web_report(web))
         if not load_cases(args.bench, only):
             return 0
+    try:
+        # Checked before any case runs: a misspelt project must not cost a whole run.
+        load_cases(args.bench, only, projects)
+    except ValueError as exc:
+        print(f"reprobot eval: {exc}", flush=True)
+        return 2
     document = await run_eval(
         args.bench,
         settings,
@@ -425,6 +460,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         jobs=args.jobs,
         only=only,
         sandbox=args.sandbox or settings.sandbox,
+        projects=projects,
     )
     print((args.out / "report.md").read_text())
     return 0 if document["summary"]["cases"] else 1

@@ -9,8 +9,9 @@ from typing import Any
 def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
     """Markdown tables: success@k, selector precision/recall, per-case outcomes."""
     ks = sorted({int(k) for row in summary["success_at_k"].values() for k in row})
-    lines = [
-        f"# reprobot eval: {summary['cases']} cases, M = {summary['trajectories']}",
+    lines = [f"# reprobot eval: {summary['cases']} cases, M = {summary['trajectories']}"]
+    lines += render_projects_section(summary.get("selection"), summary.get("projects"))
+    lines += [
         "",
         "## success@k (unbiased estimator 1 − C(n−c,k)/C(n,k))",
         "",
@@ -78,6 +79,42 @@ def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
 def write_report(path: Path, summary: dict[str, Any], cases: list[dict[str, Any]]) -> None:
     """Write report.md."""
     path.write_text(render_report(summary, cases))
+
+
+def render_projects_section(selection: dict[str, Any] | None, projects: dict[str, Any] | None) -> list[str]:
+    """Which projects the run covered (a held-out check says so first), and one row per project with a total."""
+    lines: list[str] = []
+    selection = selection or {}
+    if selection.get("held_out") is not None:
+        lines += ["", f"**Held-out project: {selection['held_out']}.** This run covers {selection['runs']}."]
+    if not projects:
+        return lines
+    lines += [
+        "",
+        "## Per project (plausible: the oracle's verdict on what the job delivered; published wrong: status "
+        "fixed, yet not a plausible fix)",
+        "",
+        "| project | cases | plausible fix | plausible BRT | published | published wrong |",
+        "|---|---|---|---|---|---|",
+    ]
+    total = {"cases": 0, "plausible_fix": 0, "plausible_brt": 0, "published": 0, "published_wrong": []}
+    for name, row in projects.items():
+        lines.append(_project_line(name, row))
+        for key, value in row.items():
+            total[key] += value
+    if len(projects) > 1:
+        lines.append(_project_line("**all**", total))
+    return lines
+
+
+def _project_line(name: str, row: dict[str, Any]) -> str:
+    wrong = row["published_wrong"]
+    named = f" ({', '.join(wrong)})" if wrong else ""
+    n = row["cases"]
+    return (
+        f"| {name} | {n} | {row['plausible_fix']}/{n} | {row['plausible_brt']}/{n} | {row['published']} | "
+        f"{len(wrong)}{named} |"
+    )
 
 
 def render_assessment_section(assessment: dict[str, Any] | None) -> list[str]:

@@ -121,7 +121,8 @@ async def publish_outcome(
         rerun = forge.rerun_command(None, brt.path)
         body = render_suggestion(outcome.suggestion_context(issue_ref=ref, rerun=rerun))
     elif outcome.status == "reproduced" and brt is not None:
-        body = render_reproduction_comment(ReproductionContext(ref, brt, forge.rerun_command(None, brt.path)))
+        rerun = forge.rerun_command(None, brt.path)
+        body = render_reproduction_comment(ReproductionContext(ref, brt, rerun, no_tests=outcome.no_tests))
     elif outcome.status == "abstained" and outcome.abstention is not None:
         a = outcome.abstention
         body = render_abstention(ref, outcome.reasons, a.score, a.threshold)

@@ -21,7 +21,7 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
         rc = coverage_rc(sb) if measure else None
         baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout, coverage_rc=rc)
-        if rc is not None and not run.tests and not run.result.timed_out:
+        if rc is not None and not run.tests and not run.result.timed_out and not envlayer.collected_nothing(run):
             # Nothing ran under coverage (it may be missing from a custom environment): the plain run decides.
             baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout)
         elif measure and not run.result.timed_out:
@@ -34,9 +34,13 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
             "raise the timeout or fix the hanging test"
         )
     if env.spec.report_format == "junit-xml":
-        # A suite that runs no test says nothing about the bug: the environment is at fault, not the report.
         problem = envlayer.diagnose_baseline(run, env.spec)
+        if problem is not None and envlayer.collected_nothing(run):
+            # A small project often has no tests at all: the job goes on, validated on the BRT, the near
+            # inputs of the assessment and the report's examples; the PR says the repo has no tests.
+            return dataclasses.replace(baseline, tests={}, no_tests=problem)
         if problem is not None:
+            # A suite that cannot run says nothing about the bug: the environment is at fault, not the report.
             raise EnvironmentError_(problem)
     return baseline
 
@@ -49,6 +53,9 @@ async def run(state: JobState) -> None:
     except EnvironmentError_ as exc:
         raise EnvironmentFailed(str(exc)) from exc
     state.baseline = baseline
+    if baseline.no_tests:
+        # Shown with the outcome, and by the PR or comment: nothing but the bot's own checks validated the fix.
+        state.environment["no_tests"] = baseline.no_tests
     if baseline.collection_errors:
         # Part of the suite did not import (an undeclared optional dependency): worth a maintainer's look.
         state.environment["collection_errors"] = baseline.collection_errors

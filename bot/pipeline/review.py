@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from agents.reproduce import report_examples
 from agents.trajectory import Trajectory
 from bot.pipeline.state import JobState, Reviewed, need
 from bot.pipeline.types import TrajectoryStore, sandbox_spec
@@ -80,6 +81,7 @@ def _review_env(state: JobState) -> ReviewEnv:
         baseline=need(state.baseline, "baseline"),
         open_sandbox=open_sandbox,
         denied_paths=request.denied_paths,
+        report_examples=tuple(report_examples(state.facts)),
     )
 
 

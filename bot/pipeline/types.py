@@ -260,6 +260,11 @@ class JobOutcome:
             "trajectories": [{"id": t.id, "db_id": t.db_id, "agent": t.agent} for t in self.generated],
         }
 
+    @property
+    def no_tests(self) -> str:
+        """Why the repo has no test that passed before the fix ("" when it has some): the PR and comments say so."""
+        return str(self.environment.get("no_tests") or "")
+
     def pr_context(self, *, issue_ref: str, issue_title: str, rerun: str, closes_issue: bool) -> PrContext:
         """The PR body's inputs from a fixed job; every forge renders its PR from this one place."""
         assert self.brt is not None, "only a fixed job has a PR"
@@ -284,6 +289,7 @@ class JobOutcome:
             assessment=None
             if self.chosen is None or self.chosen.assessment is None
             else self.chosen.assessment.to_json(),
+            no_tests=self.no_tests,
         )
 
     def suggestion_context(self, *, issue_ref: str, rerun: str) -> SuggestionContext:
@@ -298,6 +304,7 @@ class JobOutcome:
             assessment=None
             if self.chosen is None or self.chosen.assessment is None
             else self.chosen.assessment.to_json(),
+            no_tests=self.no_tests,
         )
 
     def to_json(self) -> dict[str, Any]:

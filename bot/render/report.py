@@ -52,6 +52,8 @@ class PrContext:
     assessment: Mapping[str, Any] | None = None
     #: What the request builder clamped to the deployment's caps (render_notes).
     notes: Sequence[str] = ()
+    #: Why the repo has no test to keep passing ("" when it has tests): render_no_tests.
+    no_tests: str = ""
 
 
 def render_notes(notes: Sequence[str]) -> str:
@@ -124,6 +126,7 @@ def render_pr_body(ctx: PrContext) -> str:
         ctx.selection_explanation.strip() or "(no explanation recorded)",
         "",
     ]
+    lines += render_no_tests(ctx.no_tests, ctx.assessment)
     lines += render_assessment(ctx.assessment)
     if ctx.reviews:
         lines += ["### Reviews", "", "| reviewer | verdict | reason |", "|---|---|---|"]
@@ -170,6 +173,31 @@ def _cost_lines(ctx: PrContext) -> list[str]:
     return lines
 
 
+def render_no_tests(reason: str, assessment: Mapping[str, Any] | None = None, *, delivers: str = "pr") -> list[str]:
+    """The "no tests" section: the repo has no test suite, so say what the fix was validated on instead.
+
+    `delivers` is what carries the section: "pr", "suggestion" or "reproduction" (no fix to validate).
+    """
+    if not reason:
+        return []
+    lines = ["### This repository has no tests", f"reprobot found no test in this repository ({_cell(reason)}).", ""]
+    if delivers == "reproduction":
+        return [*lines, "The reproduction test above can be the project's first test.", ""]
+    probes = int((assessment or {}).get("probes_compared", 0))
+    examples = int((assessment or {}).get("examples_run", 0))
+    lines += [
+        "No existing test could show a regression, so the fix was validated only on:",
+        "",
+        "- the bug reproduction test, built from the report's example: it fails before the fix and passes after;",
+        f"- {probes} input(s) near the report's example, compared with the original code (correctness assessment);",
+        f"- {examples} working example(s) the report shows or the code documents, run before and after the fix.",
+        "",
+    ]
+    if delivers == "pr":
+        lines += ["The BRT this pull request adds is the project's first test.", ""]
+    return lines
+
+
 def render_assessment(assessment: Mapping[str, Any] | None) -> list[str]:
     """The "Correctness assessment" section: verdict, the checks' numbers, and every reason."""
     if not assessment:
@@ -201,6 +229,8 @@ class ReproductionContext:
     brt: BrtEvidence
     rerun_command: str
     steps: Sequence[str] = ()
+    #: Why the repo has no tests ("" when it has some): render_no_tests.
+    no_tests: str = ""
 
 
 def _brt_failing(brt: BrtEvidence) -> list[str]:
@@ -231,6 +261,7 @@ def render_reproduction_comment(ctx: ReproductionContext) -> str:
         "",
         _fence(ctx.rerun_command, "sh"),
         "",
+        *render_no_tests(ctx.no_tests, delivers="reproduction"),
     ]
     if ctx.steps:
         lines += ["<details><summary>What reprobot did</summary>", ""]
@@ -249,6 +280,8 @@ class SuggestionContext:
     reasons: Sequence[str]
     rerun_command: str
     assessment: Mapping[str, Any] | None = None
+    #: Why the repo has no tests ("" when it has some): render_no_tests.
+    no_tests: str = ""
 
 
 def render_suggestion(ctx: SuggestionContext) -> str:
@@ -274,6 +307,7 @@ def render_suggestion(ctx: SuggestionContext) -> str:
         _fence(ctx.patch.rstrip(), "diff"),
         "",
     ]
+    lines += render_no_tests(ctx.no_tests, ctx.assessment, delivers="suggestion")
     lines += render_assessment(ctx.assessment)
     lines += ["**Run the test yourself:**", "", _fence(ctx.rerun_command, "sh"), ""]
     return "\n".join(lines)
