@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from agents.localize import coverage_rc, read_coverage
 from bot.pipeline.state import JobState, need
@@ -12,6 +12,7 @@ from bot.pipeline.types import JobContext, JobRequest, sandbox_spec
 from sandboxes import environment as envlayer
 from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_
 from sandboxes.factory import make_sandbox
+from sandboxes.workspace import tracked_files
 
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
@@ -36,13 +37,25 @@ async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, 
     if env.spec.report_format == "junit-xml":
         problem = envlayer.diagnose_baseline(run, env.spec)
         if problem is not None and envlayer.collected_nothing(run):
-            # A small project often has no tests at all: the job goes on, validated on the BRT, the near
-            # inputs of the assessment and the report's examples; the PR says the repo has no tests.
-            return dataclasses.replace(baseline, tests={}, no_tests=problem)
+            hidden = test_files(workspace)
+            if not hidden:
+                # A small project often has no tests at all: the job goes on, validated on the BRT, the near
+                # inputs of the assessment and the report's examples; the PR says the repo has no tests.
+                return dataclasses.replace(baseline, tests={}, no_tests=problem)
+            # Test files that the settings hide are tests a fix could break unseen: precision first.
+            problem += f"; yet the repo has test files ({', '.join(hidden[:3])}) that these settings do not collect"
         if problem is not None:
             # A suite that cannot run says nothing about the bug: the environment is at fault, not the report.
             raise EnvironmentError_(problem)
     return baseline
+
+
+def test_files(workspace: Path) -> list[str]:
+    """Tracked Python files named the way pytest's defaults name tests (test_*.py, *_test.py)."""
+    names = (PurePosixPath(rel) for rel in tracked_files(workspace))
+    return sorted(
+        str(p) for p in names if p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test"))
+    )
 
 
 async def run(state: JobState) -> None:
