@@ -130,8 +130,12 @@ def parse_issue(text: str) -> IssueFacts:
     printed = _printed_output(blocks)
     exc_type, exc_msg, hang = claims.exception_type, claims.exception_message, claims.hang
     final = next((tb for tb in reversed(tracebacks) if tb.exc_type), None)
+    raised = next((r for s in reversed(sessions) for step in reversed(s.steps) if (r := step.raised)), None)
     if final is not None:
         exc_type, exc_msg = final.exc_type, final.exc_message
+    elif raised is not None:
+        # A session whose traceback the user cut down to "..." and the exception line still shows it.
+        exc_type, exc_msg = raised
     elif exc_type is None:
         exc_type, exc_msg = _console_exception(blocks)
     if exc_type and exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt":
@@ -247,11 +251,11 @@ def _console_exception(blocks: tuple[CodeBlock, ...]) -> tuple[str | None, str |
 
 
 def _repl_actual(sessions: list[ReplSession]) -> str | None:
-    """The last REPL output that is a value, not a traceback."""
+    """The last REPL output that is a value, not a traceback (whole or cut down to "...")."""
     for session in reversed(sessions):
         for step in reversed(session.steps):
-            if step.output.strip() and "Traceback (most recent call last)" not in step.output:
-                return step.output
+            if step.printed.strip() and step.raised is None:
+                return step.printed
     return None
 
 

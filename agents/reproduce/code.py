@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
-from agents.reproduce.types import Reproduction, ValueForm
+from agents.reproduce.types import Reproduction, Symptom, ValueForm
 
 _BUILTINS = frozenset(dir(builtins))
 _TEST_PART = re.compile(r"^(?:tests?|testing)$")
@@ -167,21 +167,20 @@ def _binds(stmts: list[ast.stmt], subject: str) -> bool:
 
 
 def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | None:
-    """A REPL reproduction: the step whose output is the reported one (or raised), earlier steps as setup."""
-    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
-    for step in steps:
-        result = parse_statements(step.source)
-        if result and result[0]:
-            parsed.append((step, *result))
+    """A REPL reproduction: the step whose output is the reported one (or raised), earlier steps as setup.
+
+    The step observed is usually an expression whose echo or exception the report is about. A statement
+    step (an assignment, a loop over continuation lines) that raised is the reproduction too: it runs as
+    the test's setup, and a name it assigns is the value observed.
+    """
+    parsed = _parsed_steps(steps)
     exprs = [i for i, (_, stmts, _) in enumerate(parsed) if len(stmts) == 1 and isinstance(stmts[0], ast.Expr)]
-    if not exprs:
+    raised = [i for i, (step, _, _) in enumerate(parsed) if _raised_as_reported(step, facts)]
+    if not exprs and not raised:
         return None
-    chosen = exprs[-1]
-    for i in reversed(exprs):
-        out = parsed[i][0].output
-        if (facts.actual is not None and _same_text(out, facts.actual)) or (
-            facts.exception_type and "Traceback" in out and facts.exception_type.split(".")[-1] in out
-        ):
+    chosen = exprs[-1] if exprs else raised[-1]
+    for i in reversed(sorted(set(exprs) | set(raised))):
+        if i in raised or (facts.actual is not None and _same_text(parsed[i][0].printed, facts.actual)):
             chosen = i
             break
     if facts.subject:
@@ -189,11 +188,42 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
         named = [i for i in exprs if _same_code(parsed[i][0].source, facts.subject)]
         chosen = named[-1] if named else chosen
     imports, setup = _repl_setup(parsed[:chosen])
-    _, (expr,), code = parsed[chosen]
-    assert isinstance(expr, ast.Expr)
-    arg = _single_print_arg(expr)
-    observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
-    return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form)  # type: ignore[arg-type]
+    step, stmts, code = parsed[chosen]
+    actual = step.printed if step.printed and step.raised is None else None
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.Expr):
+        step_imports, body = _split_imports(stmts, code)
+        program = (*setup, *(segment(s, code) for s in body))
+        observed = _assigned_to(body[-1]) if body else None
+        # A loop that prints shows str() of its values; an assignment's value was never shown.
+        prints = any(_single_print_arg(n) is not None for n in ast.walk(stmts[-1]) if isinstance(n, ast.stmt))
+        form: ValueForm = "str" if prints else "repr"
+        imports += step_imports
+        return Reproduction("REPL session", tuple(imports), program, observed, form, program, actual=actual)
+    arg = _single_print_arg(stmts[0])
+    expr = stmts[0].value
+    observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr, code), "repr")
+    # A traceback the call printed before returning is part of the story, but the call returned: the
+    # test compares its value.
+    symptom: Symptom | None = "wrong_value" if step.logged is not None else None
+    return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form, actual=actual, symptom=symptom)
+
+
+def _parsed_steps(steps: Sequence[ReplStep]) -> list[tuple[ReplStep, list[ast.stmt], str]]:
+    """Steps whose source parses, with their statements and the text they were parsed from."""
+    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
+    for step in steps:
+        result = parse_statements(step.source)
+        if result and result[0]:
+            parsed.append((step, *result))
+    return parsed
+
+
+def _raised_as_reported(step: ReplStep, facts: IssueFacts) -> bool:
+    """Did this step raise the exception the report is about?"""
+    raised = step.raised
+    if raised is None or not facts.exception_type:
+        return False
+    return raised[0].rsplit(".", 1)[-1] == facts.exception_type.rsplit(".", 1)[-1]
 
 
 def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> list[Reproduction]:
@@ -204,11 +234,7 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
     echoed result already is the expected one are working examples, not the bug, and are left out.
     Returns [] when the counts differ (the pairing would be a guess).
     """
-    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
-    for step in steps:
-        result = parse_statements(step.source)
-        if result and result[0]:
-            parsed.append((step, *result))
+    parsed = _parsed_steps(steps)
     calls = [
         i
         for i, (step, stmts, _) in enumerate(parsed)
@@ -225,7 +251,7 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
         assert isinstance(expr, ast.Expr)
         arg = _single_print_arg(expr)
         observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
-        raised = "Traceback (most recent call last)" in step.output
+        raised = step.raised is not None
         out.append(
             Reproduction(
                 "REPL session, call by call",
@@ -241,19 +267,27 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
 
 
 def _repl_setup(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> tuple[list[str], list[str]]:
-    """Imports and statements of earlier REPL steps that a later step needs (echoed values and raising
-    steps are left out: the first is noise, the second would stop the test before the observation)."""
+    """Imports and statements of earlier REPL steps that a later step needs (echoes of plain names and
+    literals and raising steps are left out: the first is noise, the second would stop the test before
+    the observation)."""
     imports: list[str] = []
     setup: list[str] = []
     for step, stmts, code in parsed:
         step_imports, body = _split_imports(stmts, code)
         imports += step_imports
-        if "Traceback (most recent call last)" in step.output:
+        if step.raised is not None:
             continue
-        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _has_call(body[0]):
+        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _runs_code(body[0]):
             continue
         setup += [segment(s, code) for s in body]
     return imports, setup
+
+
+def _runs_code(node: ast.AST) -> bool:
+    """Can evaluating node run the project's code? Calls can, and so can `obj.attr` and `obj[k]` (properties,
+    __getitem__): a session that reads a cached property, sets an attribute and reads it again needs the
+    first read too. A bare name or literal cannot."""
+    return any(isinstance(n, ast.Call | ast.Attribute | ast.Subscript) for n in ast.walk(node))
 
 
 def _has_call(node: ast.AST) -> bool:

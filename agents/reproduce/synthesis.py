@@ -64,7 +64,7 @@ def synthesize_brts(
     seen: set[str] = set()
     for repro in reproductions(facts):
         imports, missing = _imports_for(repro, facts, repo_files, repo_symbols)
-        for check in checks_for(repro, facts, symptom):
+        for check in checks_for(repro, facts, repro.symptom or symptom):
             cand = _render(facts, repro, check, imports, missing, path)
             if cand is None or cand.source in seen:
                 continue

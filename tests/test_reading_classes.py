@@ -1,0 +1,195 @@
+"""Reading as a class (issue 27): cut tracebacks, continuation lines, attributes set between calls, expected
+values in prose after a session, output printed after an exception, bulleted expected values, runs of the
+project's own command, and calls named in prose.
+
+Every report and every program here is made up for the rule it tests; none comes from a benchmark. The
+end-to-end tests write a small buggy program and its fix, and check that the synthesized test fails on the
+first with the reported symptom (the way the reproduce stage picks it) and passes on the second.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agents.reading.facts import IssueFacts, parse_issue
+from agents.reading.markdown import parse_repl
+from agents.reproduce.symptom import symptom_matches
+from agents.reproduce.synthesis import BrtCandidate, synthesize_brts
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _run(root: Path, cand: BrtCandidate) -> subprocess.CompletedProcess[str]:
+    _write(root, {cand.path: cand.source})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
+    env["PYTHONPATH"] = str(root)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", cand.path],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _reproduce(facts: IssueFacts, buggy: dict[str, str], fixed: dict[str, str], tmp: Path) -> BrtCandidate:
+    """The first candidate that fails on `buggy` the reported way (as the reproduce stage picks it); it must
+    pass on `fixed`."""
+    cands = synthesize_brts(facts, sorted(buggy))
+    assert cands, "no test synthesized"
+    reasons = []
+    for i, cand in enumerate(cands):
+        root = tmp / f"buggy{i}"
+        _write(root, buggy)
+        run = _run(root, cand)
+        ok, why = symptom_matches(cand, facts, run.stdout, False)
+        if ok and run.returncode == 1:
+            fixed_root = tmp / f"fixed{i}"
+            _write(fixed_root, fixed)
+            after = _run(fixed_root, cand)
+            assert after.returncode == 0, after.stdout
+            return cand
+        reasons.append(f"{cand.description}: {why}")
+    raise AssertionError("no candidate reproduced the report:\n" + "\n".join(reasons))
+
+
+# --- Cut tracebacks and statements over continuation lines -------------------------------------------------
+
+_SHAPES = "def area(side):\n    if side % 2:\n        raise ValueError('odd side')\n    return side * side\n"
+_SHAPES_FIXED = "def area(side):\n    return side * side\n"
+
+
+def test_statement_step_whose_traceback_is_cut_is_the_reproduction(tmp_path: Path) -> None:
+    # Pattern: `>>> name = call(...)` followed by a traceback the user cut to "...": the session has no
+    # expression step, yet the assignment is the reproduction and its name the observed value.
+    facts = parse_issue(
+        "# area() rejects odd sides\n\n```pycon\n>>> from shapes import area\n>>> result = area(3)\n"
+        "Traceback (most recent call last):\n  ...\nValueError: odd side\n```\n\nExpected: `9`\n"
+    )
+    assert facts.exception_type == "ValueError"
+    cand = _reproduce(facts, {"shapes.py": _SHAPES}, {"shapes.py": _SHAPES_FIXED}, tmp_path)
+    assert "result = area(3)" in cand.source and "assert result == 9" in cand.source
+
+
+def test_exception_line_after_a_cut_without_traceback_header_is_the_exception(tmp_path: Path) -> None:
+    # Pattern: the whole traceback replaced by "..." right under the prompt, only the exception line left.
+    facts = parse_issue(
+        "# area() rejects odd sides\n\n```\n>>> from shapes import area\n>>> area(5)\n...\nValueError: odd side\n```\n"
+    )
+    assert (facts.exception_type, facts.exception_message) == ("ValueError", "odd side")
+    step = facts.repl_sessions[0].steps[-1]
+    assert step.raised == ("ValueError", "odd side") and step.printed == ""
+    _reproduce(facts, {"shapes.py": _SHAPES}, {"shapes.py": _SHAPES_FIXED}, tmp_path)
+
+
+def test_loop_over_continuation_lines_that_raises_midway(tmp_path: Path) -> None:
+    # Pattern: a `for` statement typed over `...` lines prints a value, then raises on the next item.
+    facts = parse_issue(
+        "# area() rejects odd sides\n\n```python\n>>> from shapes import area\n>>> for side in (2, 3):\n"
+        '...     print(area(side))\n...\n4\nTraceback (most recent call last):\n  File "<stdin>", line 2, in '
+        "<module>\n  ...\nValueError: odd side\n```\n"
+    )
+    step = facts.repl_sessions[0].steps[-1]
+    assert step.source == "for side in (2, 3):\n    print(area(side))"
+    assert step.printed == "4" and step.raised == ("ValueError", "odd side")
+    cand = _reproduce(facts, {"shapes.py": _SHAPES}, {"shapes.py": _SHAPES_FIXED}, tmp_path)
+    assert "for side in (2, 3):" in cand.source
+
+
+def test_cut_forms_inside_a_traceback_are_skipped() -> None:
+    # "[...]", "(...)", "<snip>" and "... 12 frames ..." are all the user's cuts, not the exception line.
+    for cut in ("[...]", "(...)", "<snip>", "... 12 frames omitted ...", "…"):
+        facts = parse_issue(
+            f'# t\n\n```\nTraceback (most recent call last):\n  File "a.py", line 1, in <module>\n{cut}\n'
+            "KeyError: 'port'\n```\n"
+        )
+        assert facts.exception_type == "KeyError", cut
+
+
+# --- Sessions that set attributes between calls -----------------------------------------------------------
+
+_METER = (
+    "class Meter:\n"
+    "    def __init__(self):\n"
+    "        self.unit = 'm'\n"
+    "        self._factor = None\n"
+    "    @property\n"
+    "    def scale(self):\n"
+    "        if self._factor is None{fix}:\n"
+    "            self._factor = 1000 if self.unit == 'km' else 1\n"
+    "            self._unit_seen = self.unit\n"
+    "        return self._factor\n"
+)
+
+
+def test_property_read_before_an_attribute_is_set_stays_in_the_setup(tmp_path: Path) -> None:
+    # Pattern: `>>> obj.prop` (a property that caches), `>>> obj.attr = x`, `>>> obj.prop` again: the
+    # first read runs code the bug depends on, so it is part of the setup, not an echo to drop.
+    facts = parse_issue(
+        "# Meter.scale is stale after changing the unit\n\n```pycon\n>>> from meter import Meter\n"
+        ">>> m = Meter()\n>>> m.unit = 'km'\n>>> m.scale\n1000\n>>> m.unit = 'm'\n>>> m.scale\n1000\n```\n\n"
+        "Expected: `1` after switching back to metres.\n"
+    )
+    buggy = {"meter.py": _METER.format(fix="")}
+    fixed = {"meter.py": _METER.format(fix=" or self.unit != self._unit_seen")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert cand.source.index("m.scale\n") < cand.source.index("m.unit = 'm'")
+
+
+# --- Output Python printed after an exception --------------------------------------------------------------
+
+_LOADER = (
+    "import json, logging\n"
+    "def load_all(texts):\n"
+    "    out = []\n"
+    "    for text in texts:\n"
+    "        try:\n"
+    "            out.append(json.loads(text{fix}))\n"
+    "        except ValueError:\n"
+    "            logging.exception('skipping a record')\n"
+    "    return out\n"
+)
+
+
+def test_value_echoed_after_a_printed_traceback_means_the_call_returned(tmp_path: Path) -> None:
+    # Pattern: the code under test logs a traceback and goes on; the REPL then echoes the call's value.
+    # The step did not raise: the value is the symptom, and the test compares it.
+    facts = parse_issue(
+        "# load_all skips records with a BOM\n\n```pycon\n>>> from loader import load_all\n"
+        ">>> load_all(['{\"a\": 1}', '\\ufeff{\"b\": 2}'])\nERROR:root:skipping a record\n"
+        'Traceback (most recent call last):\n  File "loader.py", line 6, in load_all\n'
+        "json.decoder.JSONDecodeError: Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)\n"
+        "[{'a': 1}]\n```\n\nExpected: `[{'a': 1}, {'b': 2}]`\n"
+    )
+    step = facts.repl_sessions[0].steps[-1]
+    assert step.raised is None and step.logged is not None
+    assert step.printed.endswith("[{'a': 1}]")
+    buggy = {"loader.py": _LOADER.format(fix="")}
+    fixed = {"loader.py": _LOADER.format(fix=".lstrip('\\ufeff')")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert cand.symptom == "wrong_value"
+
+
+def test_printed_lines_around_a_traceback_are_the_output() -> None:
+    # Pattern: stdout flushed after the traceback (piped runs) or printed before it: both are output.
+    steps = parse_repl(
+        '>>> run()\nstarting\nTraceback (most recent call last):\n  File "<stdin>", line 1, in <module>\n'
+        "RuntimeError: stopped\n"
+    )[0].steps
+    assert steps[0].printed == "starting" and steps[0].raised == ("RuntimeError", "stopped")
+    facts = parse_issue(
+        '# t\n\n```\n$ python job.py\nTraceback (most recent call last):\n  File "job.py", line 3, in <module>\n'
+        "    main()\nKeyError: 'total'\n\nDuring handling of the above exception, another exception occurred:\n\n"
+        'Traceback (most recent call last):\n  File "job.py", line 5, in <module>\nRuntimeError: no total\n'
+        "rows read: 3\n```\n"
+    )
+    assert facts.exception_type == "RuntimeError"
+    assert facts.printed_output == "rows read: 3"
