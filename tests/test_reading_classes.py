@@ -18,6 +18,7 @@ from agents.reading.facts import IssueFacts, parse_issue
 from agents.reading.markdown import parse_repl
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.synthesis import BrtCandidate, synthesize_brts
+from agents.triage.abstention import score_issue
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -193,3 +194,116 @@ def test_printed_lines_around_a_traceback_are_the_output() -> None:
     )
     assert facts.exception_type == "RuntimeError"
     assert facts.printed_output == "rows read: 3"
+
+
+# --- Expected values in prose after the session ----------------------------------------------------------
+
+_WEEKDAY = (
+    "class Day:\n"
+    "    def __init__(self, n):\n"
+    "        self.n = n\n"
+    "    def __repr__(self):\n"
+    "        return f'<Day {self.n}>'\n"
+    "NAMES = {'Mon': 1, 'Tue': 2}\n"
+    "def day(name):\n"
+    "    return Day(NAMES[name{fix}])\n"
+)
+
+
+def test_result_verb_and_value_later_in_the_expected_paragraph(tmp_path: Path) -> None:
+    # Pattern: "Expected: <what should happen>, so both calls return `V`": the value comes after a result
+    # verb in the label's paragraph, not right after the label.
+    facts = parse_issue(
+        "# day() is case sensitive\n\n```pycon\n>>> from weekday import day\n>>> day('Mon')\n<Day 1>\n"
+        ">>> day('MON')\nTraceback (most recent call last):\n  ...\nKeyError: 'MON'\n```\n\n"
+        "Expected: the name is matched regardless of case, like month names are, so both calls return "
+        "`<Day 1>` (the same for `'mon'`).\n"
+    )
+    assert facts.expected == "<Day 1>"
+    buggy = {"weekday.py": _WEEKDAY.replace("{fix}", "")}
+    fixed = {"weekday.py": _WEEKDAY.replace("{fix}", ".title()")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "actual = day('MON')" in cand.source
+
+
+_QUEUE = (
+    "class Q:\n"
+    "    def __init__(self, items):\n"
+    "        self.items = list(items)\n"
+    "    def __getitem__(self, index):\n"
+    "        if isinstance(index, slice) and index.stop is not None{fix}:\n"
+    "            index = slice(index.start, index.stop - 1)\n"
+    "        return Q(self.items[index])\n"
+    "    def __repr__(self):\n"
+    "        return f'Q({self.items!r})'\n"
+)
+
+
+def test_call_value_pairs_in_the_expected_paragraph_each_check_their_call(tmp_path: Path) -> None:
+    # Pattern: "Expected: ..., i.e. `q[1:3]` is `Q([2, 3])` and `q[-1:]` is `Q([4])`": each call has its own
+    # expected value; a pair about today's working behaviour ("like ... today") is not an expectation, and
+    # none of these verbs is what happened.
+    facts = parse_issue(
+        "# Q slices lose the last item\n\n```pycon\n>>> from queues import Q\n>>> q = Q([1, 2, 3, 4])\n"
+        ">>> q[1:3]\nQ([2])\n>>> q[-1:]\nQ([4])\n```\n\n"
+        "Expected: slicing works like a list, i.e. `q[1:3]` is `Q([2, 3])` and `q[-1:]` is `Q([4])`, like "
+        "`q[0:4]` gives `Q([1, 2, 3])` today.\n"
+    )
+    assert facts.expected_pairs == (("q[1:3]", "Q([2, 3])"), ("q[-1:]", "Q([4])"))
+    assert (facts.expected, facts.subject) == ("Q([2, 3])", "q[1:3]")
+    assert facts.actual != "Q([2, 3])"
+    buggy = {"queues.py": _QUEUE.replace("{fix}", "")}
+    fixed = {"queues.py": _QUEUE.replace("{fix}", " and False")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "actual = q[1:3]" in cand.source and cand.reported_actual == "Q([2])"
+    # q[-1:] already echoed its expected value: a working example, compared by no candidate.
+    assert not any("actual = q[-1:]" in c.source for c in synthesize_brts(facts, ["queues.py"]))
+
+
+def test_value_from_a_callee_named_after_the_session(tmp_path: Path) -> None:
+    # Pattern: "`V` from `mod.f`": the value the session's call of that callee should give.
+    facts = parse_issue(
+        "# squeeze keeps a trailing newline\n\n```pycon\n>>> import textkit\n>>> textkit.squeeze('  a\\n')\n"
+        "'a\\n'\n```\n\nExpected: no whitespace is left at either end, i.e. `'a'` from `textkit.squeeze`.\n"
+    )
+    assert facts.expected_pairs == (("textkit.squeeze", "'a'"),)
+    buggy = {"textkit/__init__.py": "def squeeze(text):\n    return text.lstrip(' ')\n"}
+    fixed = {"textkit/__init__.py": "def squeeze(text):\n    return text.strip()\n"}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "actual = textkit.squeeze('  a\\n')" in cand.source
+
+
+# --- An `Expected:` given as a bulleted list --------------------------------------------------------------
+
+_CONV = "def to_int(text):\n    return int(text{fix})\n"
+
+
+def test_bulleted_expected_values_pair_with_the_sessions_calls(tmp_path: Path) -> None:
+    facts = parse_issue(
+        "# to_int ignores prefixes\n\n```pycon\n>>> from conv import to_int\n>>> to_int('0x10')\n0\n"
+        ">>> to_int('0o10')\n0\n```\n\nExpected:\n\n- `16`\n- `8`\n"
+    )
+    assert facts.expected_values == ("16", "8")
+    decision = score_issue(facts, ["conv.py"], {"to_int"})
+    assert decision.features["has_expected"] is True, decision.reasons
+    buggy = {"conv.py": "def to_int(text):\n    return int(text[2:] if text[1:2].isalpha() else text, 10) * 0\n"}
+    fixed = {"conv.py": "def to_int(text):\n    return int(text, 0)\n"}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "call by call" in cand.description
+
+
+def test_bulleted_call_value_pairs_under_a_heading_without_colon(tmp_path: Path) -> None:
+    # Pattern: "**Expected behaviour**" then items "`call` → `value`", "`call` returns `value`",
+    # "`call`: `value`"; a numbered item's number is never the value.
+    facts = parse_issue(
+        "# to_int ignores prefixes\n\n`to_int` gives 0 for prefixed numbers.\n\n**Expected behaviour**\n\n"
+        "- `to_int('0x10')` → `16`\n- `to_int('0o10')` returns `8`\n- `to_int('10')`: `10`\n"
+    )
+    assert facts.expected_pairs == (("to_int('0x10')", "16"), ("to_int('0o10')", "8"), ("to_int('10')", "10"))
+    assert facts.actual is None  # "→" and "returns" in the list are expectations, not what happened
+    assert score_issue(facts, ["conv.py"], {"to_int"}).features["has_expected"] is True
+    buggy = {"conv.py": "def to_int(text):\n    return 0 if text[:1] == '0' else int(text)\n"}
+    fixed = {"conv.py": "def to_int(text):\n    return int(text, 0)\n"}
+    _reproduce(facts, buggy, fixed, tmp_path)
+    numbered = parse_issue("# mean\n\n`mean([1, 2])` returns `1`.\n\nExpected:\n\n1. 1.5\n2. 2.5\n")
+    assert numbered.expected is None and numbered.expected_values == ("1.5", "2.5")

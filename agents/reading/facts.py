@@ -70,6 +70,7 @@ class IssueFacts:
     title_code: tuple[str, ...] = ()
     expected: str | None = None
     expected_values: tuple[str, ...] = ()
+    expected_pairs: tuple[tuple[str, str], ...] = ()
     expected_verb: str = ""
     expected_exception: str | None = None
     actual: str | None = None
@@ -158,6 +159,7 @@ def parse_issue(text: str) -> IssueFacts:
         title_code=tuple(title_spans),
         expected=claims.expected,
         expected_values=claims.expected_values,
+        expected_pairs=claims.expected_pairs,
         expected_verb=claims.expected_verb,
         expected_exception=claims.expected_exception,
         actual=actual,
@@ -206,6 +208,7 @@ def _merge(body: Claims, title: Claims) -> Claims:
     return Claims(
         expected=body.expected if body.expected is not None else title.expected,
         expected_values=body.expected_values or title.expected_values,
+        expected_pairs=body.expected_pairs or title.expected_pairs,
         expected_verb=body.expected_verb or title.expected_verb,
         expected_exception=body.expected_exception or title.expected_exception,
         actual=body.actual if body.actual is not None else title.actual,

@@ -199,9 +199,7 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
         form: ValueForm = "str" if prints else "repr"
         imports += step_imports
         return Reproduction("REPL session", tuple(imports), program, observed, form, program, actual=actual)
-    arg = _single_print_arg(stmts[0])
-    expr = stmts[0].value
-    observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr, code), "repr")
+    observed, form = _observation(stmts[0], code)
     # A traceback the call printed before returning is part of the story, but the call returned: the
     # test compares its value.
     symptom: Symptom | None = "wrong_value" if step.logged is not None else None
@@ -248,22 +246,87 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
         if _same_text(step.output, expected):
             continue
         imports, setup = _repl_setup(parsed[:i])
-        assert isinstance(expr, ast.Expr)
-        arg = _single_print_arg(expr)
-        observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
-        raised = step.raised is not None
-        out.append(
-            Reproduction(
-                "REPL session, call by call",
-                tuple(imports),
-                tuple(setup),
-                observed,
-                form,  # type: ignore[arg-type]
-                expected=expected,
-                actual=None if raised else step.output,
-            )
-        )
+        observed, form = _observation(expr, code)
+        actual = None if step.raised is not None else step.output
+        origin = "REPL session, call by call"
+        out.append(Reproduction(origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual))
     return out
+
+
+def paired_reproductions(steps: Sequence[ReplStep], pairs: Sequence[tuple[str, str]]) -> list[Reproduction]:
+    """One reproduction per (call, value) pair the report states as expected, the call from the session.
+
+    The pattern: after a session, the report pairs calls with their expected values ("`q[1:3]` is
+    `Q([2, 3])`", "`'a'` from `strip`", a bulleted "`f(1)` → `2`"). Each pair observes the session step
+    that makes that call (by its code, or by its callee when the pair names only the callee), with the
+    steps before it as setup. A pair about a call the session does not make runs after the whole session
+    when the session binds its names; without a session, the call is observed on its own. A step whose
+    echo already is the expected value is a working example, not the bug, and is left out.
+    """
+    parsed = _parsed_steps(steps)
+    out: list[Reproduction] = []
+    for code, expected in pairs:
+        matches = [
+            i
+            for i, (step, stmts, _) in enumerate(parsed)
+            if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and _makes_call(step.source, code)
+        ]
+        if matches:
+            step, stmts, text = parsed[matches[-1]]
+            if step.raised is None and _same_text(step.printed, expected):
+                continue
+            imports, setup = _repl_setup(parsed[: matches[-1]])
+            observed, form = _observation(stmts[0], text)
+            actual = step.printed if step.printed and step.raised is None else None
+            origin = "REPL session, as the report pairs calls and values"
+            out.append(
+                Reproduction(origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual)
+            )
+        elif _observes(code) and (not parsed or set(free_names([code])) <= _session_names(parsed)):
+            imports, setup = _repl_setup(parsed)
+            origin = "the report's expected pairs" + (", after the session" if parsed else "")
+            out.append(Reproduction(origin, tuple(imports), tuple(setup), code, "value", expected=expected))
+    return out
+
+
+def _observation(stmt: ast.stmt, code: str) -> tuple[str, ValueForm]:
+    """The expression an echo step observes and how it was shown: print(x) shows str, an echo repr."""
+    assert isinstance(stmt, ast.Expr)
+    arg = _single_print_arg(stmt)
+    return (segment(arg, code), "str") if arg is not None else (segment(stmt.value, code), "repr")
+
+
+def _makes_call(source: str, code: str) -> bool:
+    """Is the step `source` the expression `code`, or a call of the callee `code`?"""
+    if _same_code(source, code):
+        return True
+    try:
+        tree = quiet_parse(source.strip(), mode="eval").body
+        callee = quiet_parse(code.strip(), mode="eval").body
+    except _PARSE_ERRORS:
+        return False
+    return (
+        isinstance(callee, ast.Name | ast.Attribute)
+        and isinstance(tree, ast.Call)
+        and ast.unparse(tree.func) == ast.unparse(callee)
+    )
+
+
+def _observes(code: str) -> bool:
+    """A call or a subscript, which observes a value (a bare callee observes nothing)."""
+    try:
+        tree = quiet_parse(code.strip(), mode="eval").body
+    except _PARSE_ERRORS:
+        return False
+    return isinstance(tree, ast.Call | ast.Subscript)
+
+
+def _session_names(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> set[str]:
+    names: set[str] = set(_BUILTINS)
+    for _, stmts, _ in parsed:
+        for stmt in stmts:
+            names |= bound_names(stmt)
+    return names
 
 
 def _repl_setup(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> tuple[list[str], list[str]]:

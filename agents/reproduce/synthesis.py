@@ -21,6 +21,7 @@ from agents.reproduce.code import (
     from_prose,
     from_repl,
     is_test_file,
+    paired_reproductions,
     parse_statements,
     resolve_imports,
 )
@@ -119,6 +120,7 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
         repro = from_program(code, "script from the report", facts.subject)
         found += [repro] if repro else []
     steps = [step for session in facts.repl_sessions for step in session.steps]
+    found += paired_reproductions(steps, facts.expected_pairs)
     found += aligned_repl(steps, facts.expected_values) if steps else []
     repl = from_repl(steps, facts) if steps else None
     found += [repl] if repl else []

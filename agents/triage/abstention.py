@@ -138,7 +138,9 @@ def issue_features(
         "has_repl": bool(facts.repl_sessions),
         "has_traceback": bool(facts.tracebacks),
         "has_inline_call": _has_inline_call(facts),
-        "has_expected": facts.expected is not None or facts.expected_exception is not None,
+        "has_expected": facts.expected is not None
+        or facts.expected_exception is not None
+        or bool(facts.expected_values or facts.expected_pairs),
         "has_actual": facts.actual is not None,
         "has_exception": facts.exception_type is not None,
         "has_hang": facts.hang,
@@ -185,7 +187,9 @@ def _observed_reason(facts: IssueFacts) -> str:
 
 
 def _module_names(repo_files: Sequence[str]) -> set[str]:
-    return {PurePosixPath(f).stem for f in repo_files if f.endswith(".py")}
+    """Module stems and package names (folders with an __init__.py): `pkg.f(1)` names the package `pkg`."""
+    names = {PurePosixPath(f).stem for f in repo_files if f.endswith(".py")}
+    return names | {PurePosixPath(f).parent.name for f in repo_files if PurePosixPath(f).name == "__init__.py"}
 
 
 def _candidate_files(facts: IssueFacts) -> list[str]:
