@@ -307,3 +307,43 @@ def test_bulleted_call_value_pairs_under_a_heading_without_colon(tmp_path: Path)
     _reproduce(facts, buggy, fixed, tmp_path)
     numbered = parse_issue("# mean\n\n`mean([1, 2])` returns `1`.\n\nExpected:\n\n1. 1.5\n2. 2.5\n")
     assert numbered.expected is None and numbered.expected_values == ("1.5", "2.5")
+
+
+# --- Prose that names the call, the argument and the exception apart --------------------------------------
+
+_SIZES = (
+    "def parse_size(text):\n"
+    "    number, unit = text{fix}[:-2], text[-2:]\n"
+    "    if not number.isdigit() or unit != 'KB':\n"
+    "        raise ValueError(f'bad size: {text!r}')\n"
+    "    return int(number) * 1024\n"
+)
+
+
+def test_callee_and_argument_named_apart_make_the_call(tmp_path: Path) -> None:
+    # Pattern: "`mod.f` raises E when passed `x`": the test must call mod.f(x); observing the bare callee
+    # `mod.f` would pass on the buggy code.
+    facts = parse_issue(
+        "# parse_size chokes on a space\n\n`sizes.parse_size` raises `ValueError` when passed `'10 KB'` "
+        "(with a space between number and unit). It should return `10240`.\n"
+    )
+    assert facts.subject == "sizes.parse_size('10 KB')"
+    buggy = {"sizes.py": _SIZES.replace("{fix}", "")}
+    fixed = {"sizes.py": _SIZES.replace("{fix}", ".replace(' ', '')")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "sizes.parse_size('10 KB')" in cand.source
+
+
+def test_argument_passed_to_a_function_named_after_it(tmp_path: Path) -> None:
+    # Pattern: "passing `x` to `f()` raises E", with `f()` marking the function, not a call without arguments.
+    facts = parse_issue(
+        "# render crashes on None\n\nPassing `None` to `render()` raises `AttributeError: 'NoneType' object "
+        "has no attribute 'strip'`.\n"
+    )
+    assert facts.subject == "render(None)"
+    buggy = {"views.py": "def render(text):\n    return '<p>' + text.strip() + '</p>'\n"}
+    fixed = {"views.py": "def render(text):\n    return '<p>' + (text or '').strip() + '</p>'\n"}
+    _reproduce(facts, buggy, fixed, tmp_path)
+    # `f(...)` names the function too; an exception name is never the callee.
+    facts = parse_issue("# t\n\n`load(...)` raises `KeyError` with the argument `{}`.\n")
+    assert facts.subject == "load({})"

@@ -7,6 +7,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
+from agents.reading.calls import assembled_call, callee_of
 from agents.reading.markdown import (
     CodeBlock,
     ParsedTraceback,
@@ -148,6 +149,10 @@ def parse_issue(text: str) -> IssueFacts:
     if actual is None:
         actual = _repl_actual(sessions)
 
+    subject = claims.subject
+    if subject is None or callee_of(subject) is not None:
+        # "`f` raises E when passed `x`": observing the bare callee would never call it.
+        subject = assembled_call(prose, spans) or assembled_call(_tokenize(title), title_spans) or subject
     strong_bug = bool(tracebacks or exc_type or hang or (claims.expected and (actual or exc_type)))
     return IssueFacts(
         title=title,
@@ -167,7 +172,7 @@ def parse_issue(text: str) -> IssueFacts:
         exception_message=exc_msg,
         hang=hang,
         kind=issue_kind(title, prose, strong_bug=strong_bug),
-        subject=claims.subject,
+        subject=subject,
         setup_code=_setup_code(spans),
         printed_output=printed,
         mentioned_files=unique(m.group(0).replace("\\", "/") for m in _FILE.finditer(f"{title}\n{body}")),
