@@ -2,7 +2,7 @@
 
 from agents.reading.crash import Crash, crash_signature, find_crashes, parse_crash
 from agents.reading.facts import IssueFacts, parse_issue
-from agents.reading.markdown import ReplStep, console_output, quiet_literal, quiet_parse
+from agents.reading.markdown import ReplStep, console_output, console_runs, is_elision, quiet_literal, quiet_parse
 from agents.reading.phrases import is_expression
 
 __all__ = [
@@ -10,8 +10,10 @@ __all__ = [
     "IssueFacts",
     "ReplStep",
     "console_output",
+    "console_runs",
     "crash_signature",
     "find_crashes",
+    "is_elision",
     "is_expression",
     "parse_crash",
     "parse_issue",

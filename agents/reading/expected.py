@@ -14,13 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.reading import patterns as pat
+from agents.reading.calls import callee_of
 from agents.reading.values import is_expression, plain_value, repr_like, skip_filler, value_like
 
 #: A bulleted or numbered list item on its own line.
 _BULLET = re.compile(r"[ \t]*(?:[-*+•]|\d{1,2}[.)])[ \t]+(?P<item>[^\n]*)")
 #: "`value` from `f`": the value a call gives, the call named by its callee or written out.
 _FROM_CALL = re.compile(
-    r"\x02(?P<value>\d+)\x03[ \t]+(?:from|for|of)[ \t]+(?:the[ \t]+)?(?:call[ \t]+)?\x02(?P<code>\d+)\x03", re.I
+    r"\x02(?P<value>\d+)\x03[ \t]+(?P<prep>from|for|of|on)[ \t]+(?:the[ \t]+)?(?:(?:call|input)[ \t]+)?"
+    r"\x02(?P<code>\d+)\x03",
+    re.I,
 )
 #: Between a call and its value in a pair: a result verb ("returns", "should be", "==", "→"), or a colon.
 _PAIR_VERB = re.compile(r"(?:" + pat.SUBJECT_VERB_AFTER.pattern + r")|[ \t]*:(?=[ \t])", re.I)
@@ -33,7 +36,7 @@ _RESULT_VERB = re.compile(
 #: Words that make a clause about what happens today or a working contrast, not what should happen.
 _CONTRAST = re.compile(
     r"\b(?:today|currently|now|actually|instead|but|however|whereas|while|not|never|no\s+longer|like|unlike|"
-    r"already|still|works?)\b|n't\b",
+    r"already|still|works?|same\s+(?:way|as)|just\s+as)\b|n't\b",
     re.I,
 )
 _CLAUSE_START = re.compile(r"[.;,:!?\n\x03]")
@@ -42,10 +45,12 @@ _PARAGRAPH_END = re.compile(r"\n[ \t]*\n|\x00B")
 
 @dataclass(frozen=True)
 class Stated:
-    """Values stated as expected: plain values in order, and (call, value) pairs."""
+    """Values stated as expected: plain values in order, (call, value) pairs, and the callees the sentence
+    is about (which pick the call of a pair that names only its input)."""
 
     values: tuple[str, ...] = ()
     pairs: tuple[tuple[str, str], ...] = ()
+    callees: tuple[str, ...] = ()
 
 
 def stated_after_label(prose: str, pos: int, spans: Sequence[str]) -> Stated:
@@ -56,7 +61,7 @@ def stated_after_label(prose: str, pos: int, spans: Sequence[str]) -> Stated:
     end = paragraph_end(prose, pos)
     pairs = pairs_in(prose, pos, end, spans) + _from_call(prose, pos, end, spans)
     if pairs:
-        return Stated(pairs=tuple(pairs))
+        return Stated(pairs=tuple(pairs), callees=subject_callees(prose, pos, end, spans))
     value = _verb_value(prose, pos, end, spans)
     return Stated(values=(value,)) if value is not None else Stated()
 
@@ -166,13 +171,30 @@ def _value_after(prose: str, pos: int, end: int, spans: Sequence[str]) -> tuple[
 
 
 def _from_call(prose: str, start: int, end: int, spans: Sequence[str]) -> list[tuple[str, str]]:
-    """(callee or call, value) for each "`value` from `f`"."""
+    """(callee, call or input, value) for each "`value` from `f`" or "`value` for `input`".
+
+    "from" names the call (or its callee); "for"/"of"/"on" may instead name the input the call takes
+    ("`'z'` for `x.y.z`"): the reproduction pairs it with the session's call that takes that input.
+    """
     out: list[tuple[str, str]] = []
     for m in _FROM_CALL.finditer(prose, start, end):
         value, code = spans[int(m.group("value"))], spans[int(m.group("code"))]
-        if repr_like(value) and is_expression(code) and not repr_like(code):
+        named_call = is_expression(code) and not repr_like(code)
+        if not repr_like(value) or _contrasted(prose, start, m.start()):
+            continue
+        if named_call or m.group("prep").lower() != "from":
             out.append((code.strip(), value.strip()))
     return out
+
+
+def subject_callees(prose: str, start: int, end: int, spans: Sequence[str]) -> tuple[str, ...]:
+    """Callees of the calls the expected sentence is about ("Expected: `name()` should be ..."), in order."""
+    out: list[str] = []
+    for m in pat.TOKEN.finditer(prose, start, end):
+        code = spans[int(m.group("span"))] if m.group("span") is not None else ""
+        if "(" in code and (callee := callee_of(code)) is not None and callee not in out:
+            out.append(callee.rsplit(".", 1)[-1])
+    return tuple(out)
 
 
 def _verb_value(prose: str, start: int, end: int, spans: Sequence[str]) -> str | None:

@@ -23,6 +23,7 @@ from agents.reading.markdown import (
     split_fences,
     unique,
 )
+from agents.reading.named import named_files
 from agents.reading.patterns import BLOCK, SPAN
 from agents.reading.phrases import (
     Claims,
@@ -72,6 +73,7 @@ class IssueFacts:
     expected: str | None = None
     expected_values: tuple[str, ...] = ()
     expected_pairs: tuple[tuple[str, str], ...] = ()
+    expected_callees: tuple[str, ...] = ()
     expected_verb: str = ""
     expected_exception: str | None = None
     actual: str | None = None
@@ -86,6 +88,8 @@ class IssueFacts:
     script_files: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     plain_calls: tuple[str, ...] = ()
+    #: (file name, text) of files the report gives by name: a block under its name, `cat` output.
+    named_files: tuple[tuple[str, str], ...] = ()
 
     @property
     def traceback_text(self) -> str:
@@ -165,6 +169,7 @@ def parse_issue(text: str) -> IssueFacts:
         expected=claims.expected,
         expected_values=claims.expected_values,
         expected_pairs=claims.expected_pairs,
+        expected_callees=claims.expected_callees,
         expected_verb=claims.expected_verb,
         expected_exception=claims.expected_exception,
         actual=actual,
@@ -181,6 +186,7 @@ def parse_issue(text: str) -> IssueFacts:
             title, prose, spans + title_spans, blocks, sessions, tracebacks, {claims.expected, claims.actual}
         ),
         plain_calls=_plain_calls(f"{title}\n{prose}"),
+        named_files=named_files(prose_lines, blocks),
     )
 
 
@@ -214,6 +220,7 @@ def _merge(body: Claims, title: Claims) -> Claims:
         expected=body.expected if body.expected is not None else title.expected,
         expected_values=body.expected_values or title.expected_values,
         expected_pairs=body.expected_pairs or title.expected_pairs,
+        expected_callees=body.expected_callees or title.expected_callees,
         expected_verb=body.expected_verb or title.expected_verb,
         expected_exception=body.expected_exception or title.expected_exception,
         actual=body.actual if body.actual is not None else title.actual,

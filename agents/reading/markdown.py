@@ -382,6 +382,14 @@ def console_runs(code: str) -> list[tuple[str | None, list[str]]]:
 _PROMPT_PREFIX = re.compile(r"^\s*(?:\$|%|PS [^>]*>|[A-Za-z]:\\[^>]*>|\(\w[\w.-]*\)\s*\$)\s+")
 
 
+_CUT_LINE = re.compile(r"^\s*(?:\.{3,}|…|\[\s*(?:\.{3,}|…)\s*\]|\(\s*(?:\.{3,}|…)\s*\)|<\s*snip\w*\s*>)\s*$", re.I)
+
+
+def is_elision(line: str) -> bool:
+    """True for a line that is only the user's cut ("...", "…", "[...]", "<snip>") in pasted output."""
+    return bool(_CUT_LINE.match(line))
+
+
 def is_exception_name(name: str) -> bool:
     """True for a (dotted) class name that reads as an exception: a builtin one, or `...Error`-like."""
     last = name.rsplit(".", 1)[-1]

@@ -11,7 +11,7 @@ from typing import Literal
 from agents.reading import patterns as pat
 from agents.reading.expected import Stated, claimed_ranges, stated_after_label
 from agents.reading.markdown import quiet_parse
-from agents.reading.values import is_expression, plain_value, skip_filler, value_like
+from agents.reading.values import is_expression, plain_value, repr_like, skip_filler, value_like
 
 __all__ = ["Claims", "IssueKind", "exception_in", "find_claims", "is_expression", "issue_kind", "value_like"]
 
@@ -21,6 +21,8 @@ IssueKind = Literal["bug", "feature", "question"]
 _NOT_ACTUAL_BEFORE = re.compile(
     r"\b(?:expect\w*|correct|right|desired|proper|intended|instead\s+of|rather\s+than)\s*\Z", re.I
 )
+#: A clause that shows a working case for contrast ("the same way it is `b` for `a.b`"), not the bug.
+_WORKING = re.compile(r"\b(?:(?:the\s+)?same\s+(?:way|as)|just\s+as|as\s+(?:with|for|it\s+(?:does|did)))\b", re.I)
 _LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,2}[.)])[ \t]")
 _VERB_STEMS = ("print", "return", "output", "raise", "throw", "show", "display", "give", "yield", "produce")
 
@@ -38,8 +40,10 @@ class Claims:
     subject: str | None = None
     hang: bool = False
     expected_values: tuple[str, ...] = ()
-    #: (call, value) pairs stated as expected, each about its own call.
+    #: (call, value) pairs stated as expected, each about its own call (or the call that takes that input).
     expected_pairs: tuple[tuple[str, str], ...] = ()
+    #: Callees the expected sentence is about ("Expected: `name()` should be ...").
+    expected_callees: tuple[str, ...] = ()
 
 
 def exception_in(text: str) -> tuple[str, str] | None:
@@ -61,7 +65,8 @@ def _value_at(prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str])
         return None  # a list under the phrase: its items are the values (see expected.bullet_items)
     tok = pat.TOKEN.match(prose, pos)
     if tok and tok.group("span") is not None:
-        return spans[int(tok.group("span"))], "inline"
+        found = spans[int(tok.group("span"))], "inline"
+        return None if _subject_call(prose, pos, found) else found
     if tok and tok.group("block") is not None:
         return blocks[int(tok.group("block"))], "block"
     plain = plain_value(prose, pos)
@@ -97,6 +102,21 @@ def _label_value(
     if not rest or pat.TOKEN.search(rest) or pat.NOT_A_VALUE.search(rest) or len(rest.split()) > 12:
         return None
     return rest, "label", None
+
+
+def _subject_call(prose: str, pos: int, value: tuple[str, str]) -> bool:
+    """Is the quoted "value" after a label a call that the sentence goes on to talk about?
+
+    "Expected: `name()` (and `other()`) should be the last part": the call is the sentence's subject; a
+    value is never an expression that calls the code, unless it is a repr (`Point(1, 2)`).
+    """
+    code, origin = value
+    if origin != "inline" or repr_like(code) or not _is_call_like(code):
+        return False
+    tok = pat.TOKEN.match(prose, skip_filler(prose, pos))
+    end = prose.find("\n", pos)
+    rest = prose[tok.end() if tok else pos : len(prose) if end < 0 else end]
+    return bool(re.search(r"\w", pat.TOKEN.sub(" ", rest)))
 
 
 def _subject_then_value(
@@ -162,10 +182,11 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
     expected = _find_expected(prose, spans, blocks)
     exp_value, exp_verb, exp_subject = expected if expected else (None, "", None)
     stated = _stated_expected(prose, spans)
-    if exp_value is None and stated.pairs:
-        # "Expected: ... i.e. `q[1:3]` is `Q([2])`": the first pair is the expectation, about its own call.
-        code, exp_value = stated.pairs[0]
-        exp_subject = code if _is_call_like(code) else None
+    observing = [(code, value) for code, value in stated.pairs if _is_call_like(code)]
+    if exp_value is None and observing:
+        # "Expected: ... i.e. `q[1:3]` is `Q([2])`": the first pair about a call is the expectation, and
+        # that call its subject (a pair that names only a callee is checked on its own, see expected_pairs).
+        exp_subject, exp_value = observing[0]
     elif exp_value is None and len(stated.values) == 1:
         exp_value = stated.values[0]
     actual = _find_actual(prose, spans, blocks, exp_subject)
@@ -190,6 +211,7 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
     return Claims(
         expected_values=listed,
         expected_pairs=stated.pairs,
+        expected_callees=stated.callees,
         expected=exp_value,
         expected_verb=exp_verb,
         expected_exception=expected_exc,
@@ -217,6 +239,11 @@ def _is_call_like(code: str) -> bool:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return isinstance(tree, ast.Call | ast.Subscript)
+
+
+def _clause(before: str) -> str:
+    """The last clause of text (after its last comma, semicolon, full stop or line break)."""
+    return re.split(r"[.;,:!?\n]", before)[-1]
 
 
 def _norm_code(code: str) -> str:
@@ -313,7 +340,7 @@ def _find_actual(
     for trigger in pat.ACTUAL_TRIGGERS:
         for m in trigger.finditer(prose):
             before = prose[max(0, m.start() - 60) : m.start()]
-            if _hoped(prose, m.start()) or _NOT_ACTUAL_BEFORE.search(before):
+            if _hoped(prose, m.start()) or _NOT_ACTUAL_BEFORE.search(before) or _WORKING.search(_clause(before)):
                 continue
             if any(a <= m.start() < b for a, b in expected_lines):
                 # "Expected: `f(x)` returns `3`": a verb inside the expected statement is not what happened.

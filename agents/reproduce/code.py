@@ -253,15 +253,18 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
     return out
 
 
-def paired_reproductions(steps: Sequence[ReplStep], pairs: Sequence[tuple[str, str]]) -> list[Reproduction]:
+def paired_reproductions(
+    steps: Sequence[ReplStep], pairs: Sequence[tuple[str, str]], callees: Sequence[str] = ()
+) -> list[Reproduction]:
     """One reproduction per (call, value) pair the report states as expected, the call from the session.
 
     The pattern: after a session, the report pairs calls with their expected values ("`q[1:3]` is
-    `Q([2, 3])`", "`'a'` from `strip`", a bulleted "`f(1)` → `2`"). Each pair observes the session step
-    that makes that call (by its code, or by its callee when the pair names only the callee), with the
-    steps before it as setup. A pair about a call the session does not make runs after the whole session
-    when the session binds its names; without a session, the call is observed on its own. A step whose
-    echo already is the expected value is a working example, not the bug, and is left out.
+    `Q([2, 3])`", "`'a'` from `strip`", a bulleted "`f(1)` → `2`", "`'z'` for `x.y.z`"). Each pair observes
+    the session step that makes that call (by its code, by its callee when the pair names only the callee,
+    or as the call that takes the pair's input, picked by the callees the expected sentence is about), with
+    the steps before it as setup. A pair about a call the session does not make runs after the whole
+    session when the session binds its names; without a session, the call is observed on its own. A step
+    whose echo already is the expected value is a working example, not the bug, and is left out.
     """
     parsed = _parsed_steps(steps)
     out: list[Reproduction] = []
@@ -271,21 +274,62 @@ def paired_reproductions(steps: Sequence[ReplStep], pairs: Sequence[tuple[str, s
             for i, (step, stmts, _) in enumerate(parsed)
             if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and _makes_call(step.source, code)
         ]
-        if matches:
-            step, stmts, text = parsed[matches[-1]]
-            if step.raised is None and _same_text(step.printed, expected):
-                continue
-            imports, setup = _repl_setup(parsed[: matches[-1]])
-            observed, form = _observation(stmts[0], text)
-            actual = step.printed if step.printed and step.raised is None else None
-            origin = "REPL session, as the report pairs calls and values"
-            out.append(
-                Reproduction(origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual)
-            )
+        index = matches[-1] if matches else _step_taking(parsed, code, callees)
+        if index is not None:
+            repro = _paired_step(parsed, index, expected)
+            out += [repro] if repro is not None else []
         elif _observes(code) and (not parsed or set(free_names([code])) <= _session_names(parsed)):
             imports, setup = _repl_setup(parsed)
             origin = "the report's expected pairs" + (", after the session" if parsed else "")
             out.append(Reproduction(origin, tuple(imports), tuple(setup), code, "value", expected=expected))
+    return out
+
+
+def _paired_step(
+    parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]], index: int, expected: str
+) -> Reproduction | None:
+    """The session's step `index` compared with its own expected value (None: it already echoes it)."""
+    step, stmts, text = parsed[index]
+    if step.raised is None and _same_text(step.printed, expected):
+        return None
+    imports, setup = _repl_setup(parsed[:index])
+    observed, form = _observation(stmts[0], text)
+    actual = step.printed if step.printed and step.raised is None else None
+    origin = "REPL session, as the report pairs calls and values"
+    return Reproduction(origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual)
+
+
+def _step_taking(
+    parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]], given: str, callees: Sequence[str]
+) -> int | None:
+    """The echo step that takes `given` as its input: it contains the text, or uses a name that a step
+    containing it assigned. Several such steps are told apart by the callees the report is about; a
+    choice that stays ambiguous is None."""
+    needle = " ".join(given.split())
+    if not needle:
+        return None
+    tainted: set[str] = set()
+    taking: list[int] = []
+    for i, (step, stmts, _) in enumerate(parsed):
+        source = " ".join(step.source.split())
+        uses = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if needle in source or uses & tainted:
+            if len(stmts) == 1 and isinstance(stmts[0], ast.Expr):
+                taking.append(i)
+            tainted |= set().union(*(bound_names(s) for s in stmts)) - set(_BUILTINS)
+    for callee in callees:
+        calling = [i for i in taking if callee in _called(parsed[i][1][0])]
+        if calling:
+            return calling[0]
+    return taking[0] if len(taking) == 1 else None
+
+
+def _called(node: ast.AST) -> set[str]:
+    """Names of the functions and methods a statement calls."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            out.add(n.func.attr if isinstance(n.func, ast.Attribute) else ast.unparse(n.func))
     return out
 
 

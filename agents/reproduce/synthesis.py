@@ -52,11 +52,14 @@ def synthesize_brts(
     repo_files: Sequence[str],
     *,
     repo_symbols: Mapping[str, Collection[str]] | None = None,
+    scripts: Mapping[str, str] | None = None,
 ) -> list[BrtCandidate]:
     """Complete pytest files that should fail on the buggy code the way the report says, best first.
 
     repo_files are repo-relative paths; repo_symbols (optional) maps a module path to the names it
-    defines, which makes the imports the test adds exact instead of guessed from module names.
+    defines, which makes the imports the test adds exact instead of guessed from module names; scripts
+    (optional) maps the project's console script names to their entry points, so a report that runs the
+    project's command by that name is replayed.
     """
     symptom = report_symptom(facts)
     path = choose_test_path(repo_files)
@@ -74,7 +77,7 @@ def synthesize_brts(
     # Candidates whose names all resolve come first; the rest would most likely die with a NameError.
     # A run of the project's command line (weak: it only checks the error is gone) comes after the
     # Python reproductions, which can assert what the user expected.
-    commands = [c for c in console_brts(facts, repo_files, path) if c.source not in seen]
+    commands = [c for c in console_brts(facts, repo_files, path, scripts) if c.source not in seen]
     return (resolved + commands + unresolved)[:MAX_CANDIDATES]
 
 
@@ -120,7 +123,7 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
         repro = from_program(code, "script from the report", facts.subject)
         found += [repro] if repro else []
     steps = [step for session in facts.repl_sessions for step in session.steps]
-    found += paired_reproductions(steps, facts.expected_pairs)
+    found += paired_reproductions(steps, facts.expected_pairs, facts.expected_callees)
     found += aligned_repl(steps, facts.expected_values) if steps else []
     repl = from_repl(steps, facts) if steps else None
     found += [repl] if repl else []
