@@ -10,15 +10,18 @@ first with the reported symptom (the way the reproduce stage picks it) and passe
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from agents.reading.facts import IssueFacts, parse_issue
 from agents.reading.markdown import parse_repl
+from agents.reproduce.console import command_argv, entry_point_launcher, output_pattern
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.synthesis import BrtCandidate, synthesize_brts
 from agents.triage.abstention import score_issue
+from sandboxes.setup_meta import console_scripts
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -41,10 +44,12 @@ def _run(root: Path, cand: BrtCandidate) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _reproduce(facts: IssueFacts, buggy: dict[str, str], fixed: dict[str, str], tmp: Path) -> BrtCandidate:
+def _reproduce(
+    facts: IssueFacts, buggy: dict[str, str], fixed: dict[str, str], tmp: Path, scripts: dict[str, str] | None = None
+) -> BrtCandidate:
     """The first candidate that fails on `buggy` the reported way (as the reproduce stage picks it); it must
     pass on `fixed`."""
-    cands = synthesize_brts(facts, sorted(buggy))
+    cands = synthesize_brts(facts, sorted(buggy), scripts=scripts)
     assert cands, "no test synthesized"
     reasons = []
     for i, cand in enumerate(cands):
@@ -347,3 +352,80 @@ def test_argument_passed_to_a_function_named_after_it(tmp_path: Path) -> None:
     # `f(...)` names the function too; an exception name is never the callee.
     facts = parse_issue("# t\n\n`load(...)` raises `KeyError` with the argument `{}`.\n")
     assert facts.subject == "load({})"
+
+
+# --- A shell session of the project's own command ---------------------------------------------------------
+
+_WC_PYPROJECT = '[project]\nname = "wclite"\nversion = "0.1"\n\n[project.scripts]\nwc-lite = "wclite.cli:main"\n'
+_WC_CLI = (
+    "import sys\n"
+    "def count(text):\n"
+    "    return len(text.split({sep}))\n"
+    "def main(argv=None):\n"
+    "    argv = sys.argv[1:] if argv is None else argv\n"
+    "    with open(argv[0]) as f:\n"
+    "        print(f'{{count(f.read().strip())}} words')\n"
+    "    return 0\n"
+)
+_WC_REPORT = (
+    "# wc-lite undercounts words across lines\n\nCounting a two-line file:\n\n```console\n$ cat words.txt\n"
+    "alpha beta\ngamma\n$ wc-lite words.txt\n2 words\n```\n\nExpected: `3 words`.\n"
+)
+
+
+def test_run_of_the_projects_console_script_is_a_reproduction(tmp_path: Path) -> None:
+    # Pattern: `$ tool args` and its wrong output, where `tool` is a console script the project declares
+    # (here with no __main__.py, so `python -m` could not run it) and `$ cat file` showed its input.
+    facts = parse_issue(_WC_REPORT)
+    assert facts.named_files == (("words.txt", "alpha beta\ngamma\n"),)
+    scripts = console_scripts({"pyproject.toml": _WC_PYPROJECT})
+    assert scripts == {"wc-lite": "wclite.cli:main"}
+    files = ["pyproject.toml", "wclite/__init__.py", "wclite/cli.py"]
+    decision = score_issue(facts, files, {"count", "main"}, scripts=scripts)
+    assert decision.act and decision.features["has_command"] is True, decision.reasons
+    buggy = {"pyproject.toml": _WC_PYPROJECT, "wclite/__init__.py": "", "wclite/cli.py": _WC_CLI.format(sep="' '")}
+    fixed = {**buggy, "wclite/cli.py": _WC_CLI.format(sep="")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path, scripts)
+    assert "the reported command" in cand.description and "'words.txt': 'alpha beta\\ngamma\\n'" in cand.source
+
+
+_TOOL_SCRIPT = "import sys\nfrom inventory import parse_qty\n\nprint(parse_qty(sys.argv[1]))\n"
+
+
+def test_run_of_a_script_the_report_gives_by_name(tmp_path: Path) -> None:
+    # Pattern: "`tool.py`:" above the user's script, then `$ python tool.py ARG` and the error it printed.
+    facts = parse_issue(
+        "# parse_qty rejects a plus sign\n\n`tool.py`:\n\n```python\n" + _TOOL_SCRIPT + "```\n\n"
+        '```\n$ python tool.py +3\nTraceback (most recent call last):\n  File "tool.py", line 4, in <module>\n'
+        "    print(parse_qty(sys.argv[1]))\n  ...\nValueError: not a quantity: '+3'\n```\n"
+    )
+    assert facts.named_files == (("tool.py", _TOOL_SCRIPT),)
+    buggy = {
+        "inventory.py": "def parse_qty(text):\n    if not text.isdigit():\n"
+        "        raise ValueError(f'not a quantity: {text!r}')\n    return int(text)\n"
+    }
+    fixed = {"inventory.py": "def parse_qty(text):\n    return int(text)\n"}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "[sys.executable, *['tool.py', '+3']]" in cand.source
+
+
+def test_console_scripts_are_read_from_every_packaging_file() -> None:
+    setup_py = "setup(name='t', entry_points={'console_scripts': ['t-run = t.cli:app.main', \"t2=t.x:go\"]})\n"
+    setup_cfg = "[options.entry_points]\nconsole_scripts =\n    t-cfg = t.cfg:main\n"
+    assert console_scripts({"setup.py": setup_py, "setup.cfg": setup_cfg}) == {
+        "t-cfg": "t.cfg:main",
+        "t-run": "t.cli:app.main",
+        "t2": "t.x:go",
+    }
+    assert console_scripts({"pyproject.toml": "not [toml"}) == {}
+    launcher = entry_point_launcher("t-run", "t.cli:app.main")
+    assert launcher == "import sys; sys.argv[0] = 't-run'; from t.cli import app as _entry; sys.exit(_entry.main())"
+    # A name the project declares runs its entry point, even when another package has a __main__.py.
+    assert command_argv("t-run --x", ["other"], {"t-run": "t.cli:app.main"})[:1] == ["-c"]  # type: ignore[index]
+    assert command_argv("python -m tmod a", [], None, (), ["tmod"]) == ["-m", "tmod", "a"]
+
+
+def test_reported_output_with_a_cut_matches_any_lines() -> None:
+    pattern = output_pattern("HTTP/1.1 200 OK  \n...\ndone")
+    assert re.fullmatch(pattern, "HTTP/1.1 200 OK\nA: 1\nB: 2\ndone", re.S)
+    assert not re.fullmatch(pattern, "HTTP/1.1 500 ERR\ndone", re.S)

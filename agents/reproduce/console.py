@@ -73,6 +73,22 @@ def project_commands(
     return found
 
 
+def commands_with_args(facts: IssueFacts) -> set[str]:
+    """Scripts the report runs with arguments (`python tool.py sync --help`): the names of those scripts."""
+    found: set[str] = set()
+    for block in facts.code_blocks:
+        if block.kind != "console":
+            continue
+        for command, _ in console_runs(block.code):
+            try:
+                words = shlex.split(command or "")
+            except ValueError:
+                continue
+            if len(words) >= 3 and _PYTHON.match(PurePosixPath(words[0]).name) and words[1].endswith(".py"):
+                found.add(words[1].lstrip("./"))
+    return found
+
+
 def command_argv(
     command: str,
     packages: Sequence[str],

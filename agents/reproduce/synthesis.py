@@ -25,7 +25,7 @@ from agents.reproduce.code import (
     parse_statements,
     resolve_imports,
 )
-from agents.reproduce.console import console_brts
+from agents.reproduce.console import commands_with_args, console_brts
 from agents.reproduce.files import files_for_program, write_lines
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.types import BrtCandidate, Check, Reproduction, Symptom, ValueForm
@@ -116,7 +116,11 @@ def choose_test_path(repo_files: Sequence[str]) -> str:
 def reproductions(facts: IssueFacts) -> list[Reproduction]:
     """Every reproduction the report offers, most concrete first: script, REPL, traceback, prose, title."""
     found: list[Reproduction] = []
-    parsed = [(b, p[0]) for b in facts.python_blocks if (p := parse_statements(b))]
+    # A script the report runs as a command with arguments reads them (sys.argv, argparse, click): run
+    # in-process it would see pytest's arguments instead; the command's own test replays it.
+    argv_scripts = {text.rstrip() for name, text in facts.named_files if name in commands_with_args(facts)}
+    programs = [b for b in facts.python_blocks if b.rstrip() not in argv_scripts]
+    parsed = [(b, p[0]) for b in programs if (p := parse_statements(b))]
     calling = [b for b, stmts in parsed if any(isinstance(n, ast.Call) for s in stmts for n in ast.walk(s))]
     blocks = [b for b, _ in parsed]
     for code in ([calling[-1]] if calling else []) + (["\n\n".join(map(_dedent, blocks))] if len(blocks) > 1 else []):
