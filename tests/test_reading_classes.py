@@ -429,3 +429,33 @@ def test_reported_output_with_a_cut_matches_any_lines() -> None:
     pattern = output_pattern("HTTP/1.1 200 OK  \n...\ndone")
     assert re.fullmatch(pattern, "HTTP/1.1 200 OK\nA: 1\nB: 2\ndone", re.S)
     assert not re.fullmatch(pattern, "HTTP/1.1 500 ERR\ndone", re.S)
+
+
+def test_a_paired_call_that_echoed_a_value_shows_a_wrong_value_even_when_another_call_raised(
+    tmp_path: Path,
+) -> None:
+    # Pattern: the session's slices echo wrong values and a later call raises; the report's exception is
+    # the later call's, but each paired slice is compared on its own and fails with its own wrong value.
+    facts = parse_issue(
+        "# Q slices lose the last item\n\n```pycon\n>>> from queues import Q\n>>> q = Q([1, 2, 3, 4])\n"
+        ">>> q[1:3]\nQ([2])\n>>> q.pop(9)\nTraceback (most recent call last):\n  ...\nIndexError: pop index out of "
+        "range\n```\n\nExpected: like a list, i.e. `q[1:3]` is `Q([2, 3])`.\n"
+    )
+    assert facts.exception_type == "IndexError"
+    buggy = {"queues.py": _QUEUE.replace("{fix}", "")}
+    fixed = {"queues.py": _QUEUE.replace("{fix}", " and False")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert cand.symptom == "wrong_value" and "actual = q[1:3]" in cand.source
+
+
+def test_listed_values_skip_the_calls_that_already_echo_one_of_them() -> None:
+    # Pattern: four calls, two of them working examples that already echo a listed value, and "Expected:
+    # `a` and `b`": the two others pair with the two values, in order.
+    facts = parse_issue(
+        "# chunk adds an empty tail\n\n```pycon\n>>> from seqs import chunk\n>>> chunk([1, 2], 2)\n[[1, 2], []]\n"
+        ">>> chunk([1, 2], 3)\n[[1, 2]]\n>>> chunk([1], 1)\n[[1], []]\n>>> chunk([1, 2], 5)\n[[1, 2]]\n```\n\n"
+        "Expected: `[[1, 2]]` and `[[1]]`.\n"
+    )
+    cands = [c for c in synthesize_brts(facts, ["seqs.py"]) if "call by call" in c.description]
+    pairs = {(c.source.split("actual = ")[1].split("\n")[0], c.expected) for c in cands}
+    assert pairs == {("chunk([1, 2], 2)", "[[1, 2]]"), ("chunk([1], 1)", "[[1]]")}

@@ -6,6 +6,7 @@ import ast
 import builtins
 import re
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
@@ -229,8 +230,10 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
 
     The pattern: a session shows n calls with their echoed results, and the report lists n expected values
     in the same order. Call k is compared with value k, never with another call's value. Calls whose
-    echoed result already is the expected one are working examples, not the bug, and are left out.
-    Returns [] when the counts differ (the pairing would be a guess).
+    echoed result already is the expected one are working examples, not the bug, and are left out. When
+    the session has more calls than values, the calls that already echo one of the listed values are
+    those working examples (shown for contrast) and are set aside before pairing.
+    Returns [] when the counts still differ (the pairing would be a guess).
     """
     parsed = _parsed_steps(steps)
     calls = [
@@ -238,18 +241,16 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
         for i, (step, stmts, _) in enumerate(parsed)
         if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and step.output.strip() and _has_call(stmts[0])
     ]
+    if len(calls) > len(expected_values):
+        calls = [i for i in calls if not any(_same_text(parsed[i][0].printed, v) for v in expected_values)]
     if len(expected_values) < 2 or len(calls) != len(expected_values):
         return []
     out: list[Reproduction] = []
     for i, expected in zip(calls, expected_values, strict=True):
-        step, (expr,), code = parsed[i]
-        if _same_text(step.output, expected):
+        if _same_text(parsed[i][0].output, expected):
             continue
-        imports, setup = _repl_setup(parsed[:i])
-        observed, form = _observation(expr, code)
-        actual = None if step.raised is not None else step.output
-        origin = "REPL session, call by call"
-        out.append(Reproduction(origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual))
+        repro = _paired_step(parsed, i, expected)
+        out += [replace(repro, origin="REPL session, call by call")] if repro is not None else []
     return out
 
 
@@ -295,8 +296,13 @@ def _paired_step(
     imports, setup = _repl_setup(parsed[:index])
     observed, form = _observation(stmts[0], text)
     actual = step.printed if step.printed and step.raised is None else None
+    # A call compared on its own shows its own symptom: a value it echoed is a wrong value, even when
+    # another call of the session raised (the report's exception).
+    symptom: Symptom | None = "wrong_value" if actual is not None else None
     origin = "REPL session, as the report pairs calls and values"
-    return Reproduction(origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual)
+    return Reproduction(
+        origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual, symptom=symptom
+    )
 
 
 def _step_taking(
