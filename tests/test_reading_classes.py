@@ -459,3 +459,23 @@ def test_listed_values_skip_the_calls_that_already_echo_one_of_them() -> None:
     cands = [c for c in synthesize_brts(facts, ["seqs.py"]) if "call by call" in c.description]
     pairs = {(c.source.split("actual = ")[1].split("\n")[0], c.expected) for c in cands}
     assert pairs == {("chunk([1, 2], 2)", "[[1, 2]]"), ("chunk([1], 1)", "[[1]]")}
+
+
+def test_ipython_traceback_names_the_exception_and_its_frames() -> None:
+    # Pattern: IPython/Jupyter print "ValueError   Traceback (most recent call last)" with "File path:N, in f"
+    # frames and "---->" source lines; the exception line repeats the type.
+    facts = parse_issue(
+        "# area fails\n\n```\nIn [1]: from shapes import area\n\nIn [2]: area(3)\n" + "-" * 75 + "\n"
+        "ValueError                                Traceback (most recent call last)\nCell In[2], line 1\n"
+        "----> 1 area(3)\n\nFile ~/src/shapes.py:3, in area(side)\n      2 def area(side):\n"
+        "----> 3     raise ValueError('odd side')\n\nValueError: odd side\n```\n"
+    )
+    assert (facts.exception_type, facts.exception_message) == ("ValueError", "odd side")
+    frames = facts.tracebacks[0].frames
+    assert [(f.file, f.line, f.function) for f in frames] == [
+        ("<ipython-input>", 1, "<module>"),
+        ("~/src/shapes.py", 3, "area"),
+    ]
+    assert frames[1].source == "raise ValueError('odd side')"
+    step = facts.repl_sessions[0].steps[-1]
+    assert step.raised == ("ValueError", "odd side") and step.printed == ""

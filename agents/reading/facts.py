@@ -134,19 +134,7 @@ def parse_issue(text: str) -> IssueFacts:
     claims = _merge(find_claims(prose, spans, block_values), find_claims(_tokenize(title), title_spans, []))
 
     printed = _printed_output(blocks)
-    exc_type, exc_msg, hang = claims.exception_type, claims.exception_message, claims.hang
-    final = next((tb for tb in reversed(tracebacks) if tb.exc_type), None)
-    raised = next((r for s in reversed(sessions) for step in reversed(s.steps) if (r := step.raised)), None)
-    if final is not None:
-        exc_type, exc_msg = final.exc_type, final.exc_message
-    elif raised is not None:
-        # A session whose traceback the user cut down to "..." and the exception line still shows it.
-        exc_type, exc_msg = raised
-    elif exc_type is None:
-        exc_type, exc_msg = _console_exception(blocks)
-    if exc_type and exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt":
-        # The user pressed Ctrl-C: the call hung, the interrupt is not the bug.
-        exc_type, exc_msg, hang = None, None, True
+    exc_type, exc_msg, hang = _exception(claims, tracebacks, sessions, blocks)
     actual = claims.actual
     if actual is None and printed:
         actual = printed
@@ -188,6 +176,26 @@ def parse_issue(text: str) -> IssueFacts:
         plain_calls=_plain_calls(f"{title}\n{prose}"),
         named_files=named_files(prose_lines, blocks),
     )
+
+
+def _exception(
+    claims: Claims, tracebacks: list[ParsedTraceback], sessions: list[ReplSession], blocks: tuple[CodeBlock, ...]
+) -> tuple[str | None, str | None, bool]:
+    """(exception type, message, hang): a pasted traceback's final exception wins over the prose's."""
+    exc_type, exc_msg, hang = claims.exception_type, claims.exception_message, claims.hang
+    final = next((tb for tb in reversed(tracebacks) if tb.exc_type), None)
+    raised = next((r for s in reversed(sessions) for step in reversed(s.steps) if (r := step.raised)), None)
+    if final is not None:
+        exc_type, exc_msg = final.exc_type, final.exc_message
+    elif raised is not None:
+        # A session whose traceback the user cut down to "..." and the exception line still shows it.
+        exc_type, exc_msg = raised
+    elif exc_type is None:
+        exc_type, exc_msg = _console_exception(blocks)
+    if exc_type and exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt":
+        # The user pressed Ctrl-C: the call hung, the interrupt is not the bug.
+        exc_type, exc_msg, hang = None, None, True
+    return exc_type, exc_msg, hang
 
 
 def _split_title(text: str) -> tuple[str, str]:

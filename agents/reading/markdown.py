@@ -297,13 +297,50 @@ def parse_tracebacks(text: str) -> list[ParsedTraceback]:
     i = 0
     while i < len(lines):
         m = _TB_START.match(lines[i])
-        if not m:
+        ipython = _IPY_TB_START.match(lines[i]) if not m else None
+        if m:
+            parsed, i = _parse_one_traceback(lines, i, len(m.group("indent")))
+        elif ipython:
+            parsed, i = _parse_ipython_traceback(lines, i, ipython.group("type"))
+        else:
             i += 1
             continue
-        parsed, i = _parse_one_traceback(lines, i, len(m.group("indent")))
         if parsed is not None:
             found.append(parsed)
     return found
+
+
+#: IPython and Jupyter print the type first: "ValueError      Traceback (most recent call last)".
+_IPY_TB_START = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)\s*$")
+_IPY_FRAME = re.compile(
+    r"^(?:File\s+(?P<file>.+?):(?P<line>\d+)(?:,\s+in\s+(?P<func>[\w.<>]+)(?:\(.*\))?)?|Cell\s+In\s*\[\d*\],\s+line\s+"
+    r"(?P<cell>\d+)|(?P<old>\S+)\s+in\s+(?P<oldfunc>[\w<>]+)\(.*\))\s*$"
+)
+_IPY_ARROW = re.compile(r"^-*>\s*\d+\s?(?P<source>.*)$")
+
+
+def _parse_ipython_traceback(lines: Sequence[str], start: int, exc_type: str) -> tuple[ParsedTraceback | None, int]:
+    """An IPython traceback: its frames ("File path:N, in f", "Cell In[2], line 1" and the "---->" source
+    line under each) up to the exception line, which repeats the type the header named."""
+    frames: list[TracebackFrame] = []
+    i = start + 1
+    while i < len(lines):
+        line = lines[i].rstrip()
+        frame = _IPY_FRAME.match(line)
+        arrow = _IPY_ARROW.match(line.strip())
+        if frame:
+            file = frame.group("file") or frame.group("old") or "<ipython-input>"
+            func = frame.group("func") or frame.group("oldfunc") or "<module>"
+            frames.append(TracebackFrame(file, int(frame.group("line") or frame.group("cell") or 0), func, ""))
+        elif arrow and frames and not frames[-1].source:
+            last = frames[-1]
+            frames[-1] = TracebackFrame(last.file, last.line, last.function, arrow.group("source").strip())
+        elif re.match(rf"^{re.escape(exc_type)}(?::|$)", line):
+            exc = _TB_EXC.match(line)
+            message = (exc.group("msg") or "").strip() if exc else ""
+            return ParsedTraceback(tuple(frames), exc_type, message, "\n".join(lines[start : i + 1])), i + 1
+        i += 1
+    return ParsedTraceback(tuple(frames), exc_type, "", "\n".join(lines[start:i])), i
 
 
 def _parse_one_traceback(lines: Sequence[str], start: int, indent: int) -> tuple[ParsedTraceback | None, int]:
@@ -479,6 +516,12 @@ def _drop_tracebacks(lines: Sequence[str], *, headerless: bool = False) -> list[
         line = lines[i]
         if _TB_START.match(line):
             i = _traceback_end(lines, i + 1)
+            continue
+        ipython = _IPY_TB_START.match(line)
+        if ipython:
+            while out and re.fullmatch(r"-{10,}", out[-1].strip()):
+                out.pop()  # IPython's rule above the header
+            i = _parse_ipython_traceback(lines, i, ipython.group("type"))[1]
             continue
         if _TB_CHAIN.match(line):
             i += 1
