@@ -12,6 +12,7 @@ import ast
 import configparser
 import logging
 import re
+import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -263,3 +264,61 @@ def marker_requirements(extras: dict[str, tuple[str, ...]]) -> list[str]:
         marker = " ".join(key[1:].split())
         out.extend(f"{req}; {marker}" if marker and ";" not in req else req for req in reqs)
     return out
+
+
+#: `name = module:attr` as console_scripts entries write it (setup.py strings, setup.cfg lines).
+_ENTRY_POINT = re.compile(r"""^\s*['"]?\s*(?P<name>[\w.-]+)\s*=\s*(?P<target>[\w.]+\s*:\s*[\w.]+)\s*['"]?\s*,?\s*$""")
+
+
+def console_scripts(texts: dict[str, str]) -> dict[str, str]:
+    """Command name -> `module:attr` for the console scripts the packaging files declare.
+
+    `texts` maps a packaging file's name (pyproject.toml, setup.cfg, setup.py) to its text. Read statically:
+    pyproject's [project.scripts] with tomllib, setup.cfg's [options.entry_points] console_scripts with
+    configparser, and in setup.py the `'name = module:attr'` strings of its console_scripts list (the code is
+    never run). A command the report runs under one of these names runs the project's own code.
+    """
+    found: dict[str, str] = {}
+    if "pyproject.toml" in texts:
+        try:
+            project = tomllib.loads(texts["pyproject.toml"]).get("project", {})
+        except tomllib.TOMLDecodeError:
+            project = {}
+        scripts = project.get("scripts", {}) if isinstance(project, dict) else {}
+        found.update({k: v for k, v in scripts.items() if isinstance(v, str)} if isinstance(scripts, dict) else {})
+    if "setup.cfg" in texts:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(texts["setup.cfg"], source="setup.cfg")
+            value = parser.get("options.entry_points", "console_scripts", fallback="")
+        except configparser.Error:
+            value = ""
+        found.update(_entry_points(value.splitlines()))
+    if "setup.py" in texts:
+        section = re.search(r"console_scripts['\"]?\s*[:=]\s*\[(?P<body>[^\]]*)\]", texts["setup.py"])
+        found.update(_entry_points(section.group("body").replace(",", "\n").splitlines()) if section else {})
+    return {name: "".join(target.split()) for name, target in found.items()}
+
+
+def _entry_points(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        m = _ENTRY_POINT.match(line)
+        if m:
+            out[m.group("name")] = m.group("target")
+    return out
+
+
+PACKAGING_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+def read_console_scripts(repo: Path) -> dict[str, str]:
+    """console_scripts of the packaging files at the top of `repo` (none when it has none)."""
+    texts: dict[str, str] = {}
+    for name in PACKAGING_FILES:
+        path = repo / name
+        try:
+            texts[name] = path.read_text(errors="replace") if path.is_file() else ""
+        except OSError:
+            continue  # an unreadable file declares nothing we can use
+    return console_scripts({k: v for k, v in texts.items() if v})

@@ -7,6 +7,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
+from agents.reading.calls import assembled_call, callee_of
 from agents.reading.markdown import (
     CodeBlock,
     ParsedTraceback,
@@ -22,6 +23,7 @@ from agents.reading.markdown import (
     split_fences,
     unique,
 )
+from agents.reading.named import named_files
 from agents.reading.patterns import BLOCK, SPAN
 from agents.reading.phrases import (
     Claims,
@@ -70,6 +72,8 @@ class IssueFacts:
     title_code: tuple[str, ...] = ()
     expected: str | None = None
     expected_values: tuple[str, ...] = ()
+    expected_pairs: tuple[tuple[str, str], ...] = ()
+    expected_callees: tuple[str, ...] = ()
     expected_verb: str = ""
     expected_exception: str | None = None
     actual: str | None = None
@@ -84,6 +88,8 @@ class IssueFacts:
     script_files: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     plain_calls: tuple[str, ...] = ()
+    #: (file name, text) of files the report gives by name: a block under its name, `cat` output.
+    named_files: tuple[tuple[str, str], ...] = ()
 
     @property
     def traceback_text(self) -> str:
@@ -128,21 +134,17 @@ def parse_issue(text: str) -> IssueFacts:
     claims = _merge(find_claims(prose, spans, block_values), find_claims(_tokenize(title), title_spans, []))
 
     printed = _printed_output(blocks)
-    exc_type, exc_msg, hang = claims.exception_type, claims.exception_message, claims.hang
-    final = next((tb for tb in reversed(tracebacks) if tb.exc_type), None)
-    if final is not None:
-        exc_type, exc_msg = final.exc_type, final.exc_message
-    elif exc_type is None:
-        exc_type, exc_msg = _console_exception(blocks)
-    if exc_type and exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt":
-        # The user pressed Ctrl-C: the call hung, the interrupt is not the bug.
-        exc_type, exc_msg, hang = None, None, True
+    exc_type, exc_msg, hang = _exception(claims, tracebacks, sessions, blocks)
     actual = claims.actual
     if actual is None and printed:
         actual = printed
     if actual is None:
         actual = _repl_actual(sessions)
 
+    subject = claims.subject
+    if subject is None or callee_of(subject) is not None:
+        # "`f` raises E when passed `x`": observing the bare callee would never call it.
+        subject = assembled_call(prose, spans) or assembled_call(_tokenize(title), title_spans) or subject
     strong_bug = bool(tracebacks or exc_type or hang or (claims.expected and (actual or exc_type)))
     return IssueFacts(
         title=title,
@@ -154,6 +156,8 @@ def parse_issue(text: str) -> IssueFacts:
         title_code=tuple(title_spans),
         expected=claims.expected,
         expected_values=claims.expected_values,
+        expected_pairs=claims.expected_pairs,
+        expected_callees=claims.expected_callees,
         expected_verb=claims.expected_verb,
         expected_exception=claims.expected_exception,
         actual=actual,
@@ -161,7 +165,7 @@ def parse_issue(text: str) -> IssueFacts:
         exception_message=exc_msg,
         hang=hang,
         kind=issue_kind(title, prose, strong_bug=strong_bug),
-        subject=claims.subject,
+        subject=subject,
         setup_code=_setup_code(spans),
         printed_output=printed,
         mentioned_files=unique(m.group(0).replace("\\", "/") for m in _FILE.finditer(f"{title}\n{body}")),
@@ -170,7 +174,28 @@ def parse_issue(text: str) -> IssueFacts:
             title, prose, spans + title_spans, blocks, sessions, tracebacks, {claims.expected, claims.actual}
         ),
         plain_calls=_plain_calls(f"{title}\n{prose}"),
+        named_files=named_files(prose_lines, blocks),
     )
+
+
+def _exception(
+    claims: Claims, tracebacks: list[ParsedTraceback], sessions: list[ReplSession], blocks: tuple[CodeBlock, ...]
+) -> tuple[str | None, str | None, bool]:
+    """(exception type, message, hang): a pasted traceback's final exception wins over the prose's."""
+    exc_type, exc_msg, hang = claims.exception_type, claims.exception_message, claims.hang
+    final = next((tb for tb in reversed(tracebacks) if tb.exc_type), None)
+    raised = next((r for s in reversed(sessions) for step in reversed(s.steps) if (r := step.raised)), None)
+    if final is not None:
+        exc_type, exc_msg = final.exc_type, final.exc_message
+    elif raised is not None:
+        # A session whose traceback the user cut down to "..." and the exception line still shows it.
+        exc_type, exc_msg = raised
+    elif exc_type is None:
+        exc_type, exc_msg = _console_exception(blocks)
+    if exc_type and exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt":
+        # The user pressed Ctrl-C: the call hung, the interrupt is not the bug.
+        exc_type, exc_msg, hang = None, None, True
+    return exc_type, exc_msg, hang
 
 
 def _split_title(text: str) -> tuple[str, str]:
@@ -202,6 +227,8 @@ def _merge(body: Claims, title: Claims) -> Claims:
     return Claims(
         expected=body.expected if body.expected is not None else title.expected,
         expected_values=body.expected_values or title.expected_values,
+        expected_pairs=body.expected_pairs or title.expected_pairs,
+        expected_callees=body.expected_callees or title.expected_callees,
         expected_verb=body.expected_verb or title.expected_verb,
         expected_exception=body.expected_exception or title.expected_exception,
         actual=body.actual if body.actual is not None else title.actual,
@@ -247,11 +274,11 @@ def _console_exception(blocks: tuple[CodeBlock, ...]) -> tuple[str | None, str |
 
 
 def _repl_actual(sessions: list[ReplSession]) -> str | None:
-    """The last REPL output that is a value, not a traceback."""
+    """The last REPL output that is a value, not a traceback (whole or cut down to "...")."""
     for session in reversed(sessions):
         for step in reversed(session.steps):
-            if step.output.strip() and "Traceback (most recent call last)" not in step.output:
-                return step.output
+            if step.printed.strip() and step.raised is None:
+                return step.printed
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,15 @@ _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (
 _TB_REPEAT = re.compile(r"^\s*\[Previous line repeated (?P<n>\d+) more times?\]\s*$")
 _TB_MARKERS = re.compile(r"^\s*[\^~\s]+$")
 _TB_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+#: A line where the user cut part of a traceback: "...", "…", "[...]", "(...)", "<snip>", "... 12 frames ...".
+_ELISION = re.compile(r"^\s*(?:[\[(<]\s*)?(?:\.{3,}|…|snip(?:ped)?\b)", re.I)
+#: Lines Python prints between the tracebacks of a chained exception.
+_TB_CHAIN = re.compile(
+    r"^\s*(?:During handling of the above exception, another exception occurred|"
+    r"The above exception was the direct cause of the following exception):\s*$"
+)
+#: The last part of a name that reads as an exception class ("ValueError", "pkg.errors.ParseFailure" does not).
+_EXC_NAME = re.compile(r"^[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Fault|Iteration)$")
 _CONSOLE_PROMPT = re.compile(r"^\s*(?:\$|%|PS [^>]*>|[A-Za-z]:\\[^>]*>|\(\w[\w.-]*\)\s*\$)\s+\S")
 _PY_LANGS = frozenset({"python", "py", "python3", "py3", "ipython", "python2"})
 _REPL_LANGS = frozenset({"pycon", "pyrepl", "python-repl"})
@@ -44,6 +54,30 @@ class ReplStep:
 
     source: str
     output: str
+
+    @property
+    def raised(self) -> tuple[str, str] | None:
+        """(type, message) of the exception the step raised, also from a traceback cut to `...`.
+
+        A traceback followed by the step's echoed value did not stop the step: the code printed (logged)
+        it and returned that value, as in `>>> load(x)` + a logged traceback + `[]`.
+        """
+        if self.logged is not None:
+            return None
+        return raised_exception(self.output)
+
+    @property
+    def logged(self) -> tuple[str, str] | None:
+        """(type, message) of a traceback the step printed before echoing its value, else None."""
+        exc = raised_exception(self.output)
+        if exc is None or not _echo_after_traceback(self.source, self.output):
+            return None
+        return exc
+
+    @property
+    def printed(self) -> str:
+        """What the step printed or echoed, tracebacks (whole or cut down) left out."""
+        return without_tracebacks(self.output, headerless=True)
 
 
 @dataclass(frozen=True)
@@ -263,13 +297,50 @@ def parse_tracebacks(text: str) -> list[ParsedTraceback]:
     i = 0
     while i < len(lines):
         m = _TB_START.match(lines[i])
-        if not m:
+        ipython = _IPY_TB_START.match(lines[i]) if not m else None
+        if m:
+            parsed, i = _parse_one_traceback(lines, i, len(m.group("indent")))
+        elif ipython:
+            parsed, i = _parse_ipython_traceback(lines, i, ipython.group("type"))
+        else:
             i += 1
             continue
-        parsed, i = _parse_one_traceback(lines, i, len(m.group("indent")))
         if parsed is not None:
             found.append(parsed)
     return found
+
+
+#: IPython and Jupyter print the type first: "ValueError      Traceback (most recent call last)".
+_IPY_TB_START = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)\s*$")
+_IPY_FRAME = re.compile(
+    r"^(?:File\s+(?P<file>.+?):(?P<line>\d+)(?:,\s+in\s+(?P<func>[\w.<>]+)(?:\(.*\))?)?|Cell\s+In\s*\[\d*\],\s+line\s+"
+    r"(?P<cell>\d+)|(?P<old>\S+)\s+in\s+(?P<oldfunc>[\w<>]+)\(.*\))\s*$"
+)
+_IPY_ARROW = re.compile(r"^-*>\s*\d+\s?(?P<source>.*)$")
+
+
+def _parse_ipython_traceback(lines: Sequence[str], start: int, exc_type: str) -> tuple[ParsedTraceback | None, int]:
+    """An IPython traceback: its frames ("File path:N, in f", "Cell In[2], line 1" and the "---->" source
+    line under each) up to the exception line, which repeats the type the header named."""
+    frames: list[TracebackFrame] = []
+    i = start + 1
+    while i < len(lines):
+        line = lines[i].rstrip()
+        frame = _IPY_FRAME.match(line)
+        arrow = _IPY_ARROW.match(line.strip())
+        if frame:
+            file = frame.group("file") or frame.group("old") or "<ipython-input>"
+            func = frame.group("func") or frame.group("oldfunc") or "<module>"
+            frames.append(TracebackFrame(file, int(frame.group("line") or frame.group("cell") or 0), func, ""))
+        elif arrow and frames and not frames[-1].source:
+            last = frames[-1]
+            frames[-1] = TracebackFrame(last.file, last.line, last.function, arrow.group("source").strip())
+        elif re.match(rf"^{re.escape(exc_type)}(?::|$)", line):
+            exc = _TB_EXC.match(line)
+            message = (exc.group("msg") or "").strip() if exc else ""
+            return ParsedTraceback(tuple(frames), exc_type, message, "\n".join(lines[start : i + 1])), i + 1
+        i += 1
+    return ParsedTraceback(tuple(frames), exc_type, "", "\n".join(lines[start:i])), i
 
 
 def _parse_one_traceback(lines: Sequence[str], start: int, indent: int) -> tuple[ParsedTraceback | None, int]:
@@ -296,7 +367,8 @@ def _parse_one_traceback(lines: Sequence[str], start: int, indent: int) -> tuple
             frames[-1] = TracebackFrame(last.file, last.line, last.function, last.source, int(rep.group("n")))
             i += 1
             continue
-        if not line.strip() or line.strip() in ("...", "…") or _TB_MARKERS.match(line) or line.startswith(" "):
+        if not line.strip() or _ELISION.match(line) or _TB_MARKERS.match(line) or line.startswith(" "):
+            # Blank lines, the user's "..." cuts, ^^^ markers and indented source lines sit between frames.
             i += 1
             continue
         exc = _TB_EXC.match(line.strip())
@@ -319,28 +391,167 @@ def _is_source_line(nxt: str, frame_line: str) -> bool:
 
 def console_output(code: str) -> tuple[list[str], str]:
     """Commands (prompt lines) of a shell block and the output they printed, tracebacks removed."""
-    commands: list[str] = []
+    runs = console_runs(code)
     out: list[str] = []
-    in_tb = False
-    for line in code.split("\n"):
-        if _CONSOLE_PROMPT.match(line):
-            commands.append(re.sub(r"^\s*(?:\$|%|PS [^>]*>|[A-Za-z]:\\[^>]*>|\(\w[\w.-]*\)\s*\$)\s+", "", line))
-            in_tb = False
-            continue
-        if _TB_START.match(line):
-            in_tb = True
-            continue
-        if in_tb:
-            # The traceback ends at its exception line, the first line that is not indented.
-            if line and not line.startswith((" ", "\t")) and not _TB_REPEAT.match(line):
-                in_tb = False
-            continue
-        out.append(line)
+    for _, lines in runs:
+        out += lines
     while out and not out[-1].strip():
         out.pop()
     while out and not out[0].strip():
         out.pop(0)
-    return commands, "\n".join(out)
+    return [command for command, _ in runs if command is not None], "\n".join(out)
+
+
+def console_runs(code: str) -> list[tuple[str | None, list[str]]]:
+    """Each command of a shell block with the lines it printed, tracebacks removed (None: text before any).
+
+    Output is split at each prompt first, so a traceback cut short cannot swallow the next command's output.
+    """
+    runs: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in code.split("\n"):
+        if _CONSOLE_PROMPT.match(line):
+            runs.append((_PROMPT_PREFIX.sub("", line), []))
+        else:
+            runs[-1][1].append(line)
+    return [(command, _drop_tracebacks(lines)) for command, lines in runs if command is not None or lines]
+
+
+_PROMPT_PREFIX = re.compile(r"^\s*(?:\$|%|PS [^>]*>|[A-Za-z]:\\[^>]*>|\(\w[\w.-]*\)\s*\$)\s+")
+
+
+_CUT_LINE = re.compile(r"^\s*(?:\.{3,}|…|\[\s*(?:\.{3,}|…)\s*\]|\(\s*(?:\.{3,}|…)\s*\)|<\s*snip\w*\s*>)\s*$", re.I)
+
+
+def is_elision(line: str) -> bool:
+    """True for a line that is only the user's cut ("...", "…", "[...]", "<snip>") in pasted output."""
+    return bool(_CUT_LINE.match(line))
+
+
+def is_exception_name(name: str) -> bool:
+    """True for a (dotted) class name that reads as an exception: a builtin one, or `...Error`-like."""
+    last = name.rsplit(".", 1)[-1]
+    return last in _BUILTIN_EXCEPTIONS or bool(_EXC_NAME.match(last) and len(last) > 5)
+
+
+_BUILTIN_EXCEPTIONS = frozenset(
+    n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+)
+
+
+def raised_exception(output: str) -> tuple[str, str] | None:
+    """(type, message) of the exception that printed output shows, or None when it shows none.
+
+    A full traceback names it on its last line. Users also cut tracebacks down: the header and frames
+    replaced by "..." (or dropped), leaving only the exception line. That line still names the exception
+    when nothing but traceback debris (cuts, frames, indented source, ^^^ markers) comes before it and it
+    carries a message or follows such debris; a bare name right after a statement is printed text.
+    """
+    final = [tb for tb in parse_tracebacks(output) if tb.exc_type]
+    if final:
+        return final[-1].exc_type, final[-1].exc_message
+    debris = False
+    for line in output.split("\n"):
+        if not line.strip():
+            continue
+        if _is_debris(line):
+            debris = True
+            continue
+        m = _TB_EXC.match(line.rstrip())
+        if m and is_exception_name(m.group("type")) and (debris or m.group("msg") is not None):
+            return m.group("type"), (m.group("msg") or "").strip()
+        return None
+    return None
+
+
+def _echo_after_traceback(source: str, output: str) -> bool:
+    """Does a value echo (a repr) follow the last traceback in an expression step's output?"""
+    try:
+        tree = quiet_parse(source.strip())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return False  # only an expression echoes its value
+    lines = output.split("\n")
+    starts = [i for i, line in enumerate(lines) if _TB_START.match(line)]
+    if not starts:
+        return False
+    after = [line for line in lines[_traceback_end(lines, starts[-1] + 1) :] if line.strip()]
+    if not after or after[-1][:1].isspace():
+        return False
+    last = after[-1].strip()
+    return is_literal_text(last) or (last.startswith("<") and last.endswith(">"))
+
+
+def _is_debris(line: str) -> bool:
+    """A line that belongs to a (cut) traceback rather than to printed output."""
+    return bool(
+        _ELISION.match(line)
+        or _TB_FRAME.match(line)
+        or _TB_REPEAT.match(line)
+        or _TB_CHAIN.match(line)
+        or (line[:1].isspace() and line.strip())
+    )
+
+
+def without_tracebacks(text: str, *, headerless: bool = False) -> str:
+    """Printed text with every traceback taken out, keeping what was printed before and after it.
+
+    A traceback runs from its header to its exception line (the first line that is not indented, not a
+    frame and not a "..." cut); the lines between the tracebacks of a chained exception go too. With
+    `headerless`, a traceback cut down to "..." lines or frames and its exception line (as users paste
+    them in a REPL session) is taken out as well.
+    """
+    out = _drop_tracebacks(text.split("\n"), headerless=headerless)
+    while out and not out[-1].strip():
+        out.pop()
+    while out and not out[0].strip():
+        out.pop(0)
+    return "\n".join(out)
+
+
+def _drop_tracebacks(lines: Sequence[str], *, headerless: bool = False) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _TB_START.match(line):
+            i = _traceback_end(lines, i + 1)
+            continue
+        ipython = _IPY_TB_START.match(line)
+        if ipython:
+            while out and re.fullmatch(r"-{10,}", out[-1].strip()):
+                out.pop()  # IPython's rule above the header
+            i = _parse_ipython_traceback(lines, i, ipython.group("type"))[1]
+            continue
+        if _TB_CHAIN.match(line):
+            i += 1
+            continue
+        if headerless and (_ELISION.match(line) or _TB_FRAME.match(line)):
+            end = _traceback_end(lines, i)
+            exc = _TB_EXC.match(lines[end - 1].rstrip()) if end > i else None
+            if exc and is_exception_name(exc.group("type")):
+                i = end
+                continue
+        exc = _TB_EXC.match(line.rstrip())
+        first = not any(o.strip() for o in out)
+        if headerless and first and exc and exc.group("msg") is not None and is_exception_name(exc.group("type")):
+            # Everything but the exception line was cut (see raised_exception).
+            i += 1
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
+def _traceback_end(lines: Sequence[str], i: int) -> int:
+    """Index after the exception line of a traceback whose frames start at i."""
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip() or _is_debris(line) or _TB_MARKERS.match(line):
+            i += 1
+            continue
+        return i + 1  # the exception line
+    return i
 
 
 def unique(items: Iterable[str]) -> tuple[str, ...]:

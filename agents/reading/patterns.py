@@ -54,10 +54,16 @@ SUBJECT_VERB_AFTER = re.compile(
 LIST_SEPARATOR = re.compile(r"[ \t]*(?:,|;)?[ \t]*(?:\b(?:and|then|or)\b)?[ \t]*(?=\x02)", re.I)
 #: A heading with no colon ("**Actual output**") still labels the fenced block on the next line.
 BLOCK_NEXT = r"(?=[ \t]*\n[ \t]*\x00B)"
+#: ... and the bulleted list that starts on the next line (or after one blank line).
+BULLET_NEXT = r"(?=[ \t]*\n(?:[ \t]*\n)?[ \t]*(?:[-*+•]|\d{1,2}[.)])[ \t])"
 #: "Expected:" / "**Actual output:**" at the start of a line: whatever follows on the line is the value.
 EXPECTED_LABEL = re.compile(
     r"(?:^|\n)[ \t*_#>-]*(?:expected|desired|correct|wanted)(?:[ \t]+(?:output|result|value|answer|"
-    r"behaviou?r|return(?:[ \t]+value)?|outcome))?[ \t]*[*_]*[ \t]*(?::|=|->|" + BLOCK_NEXT + r")[ \t]*[*_]*",
+    r"behaviou?r|return(?:[ \t]+value)?|outcome|values|results|outputs))?[ \t]*[*_]*[ \t]*(?::|=|->|"
+    + BLOCK_NEXT
+    + "|"
+    + BULLET_NEXT
+    + r")[ \t]*[*_]*",
     re.I,
 )
 ACTUAL_LABEL = re.compile(

@@ -9,7 +9,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agents.reading import patterns as pat
+from agents.reading.expected import Stated, claimed_ranges, stated_after_label
 from agents.reading.markdown import quiet_parse
+from agents.reading.values import is_expression, plain_value, repr_like, skip_filler, value_like
+
+__all__ = ["Claims", "IssueKind", "exception_in", "find_claims", "is_expression", "issue_kind", "value_like"]
 
 IssueKind = Literal["bug", "feature", "question"]
 
@@ -17,6 +21,9 @@ IssueKind = Literal["bug", "feature", "question"]
 _NOT_ACTUAL_BEFORE = re.compile(
     r"\b(?:expect\w*|correct|right|desired|proper|intended|instead\s+of|rather\s+than)\s*\Z", re.I
 )
+#: A clause that shows a working case for contrast ("the same way it is `b` for `a.b`"), not the bug.
+_WORKING = re.compile(r"\b(?:(?:the\s+)?same\s+(?:way|as)|just\s+as|as\s+(?:with|for|it\s+(?:does|did)))\b", re.I)
+_LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,2}[.)])[ \t]")
 _VERB_STEMS = ("print", "return", "output", "raise", "throw", "show", "display", "give", "yield", "produce")
 
 
@@ -33,6 +40,10 @@ class Claims:
     subject: str | None = None
     hang: bool = False
     expected_values: tuple[str, ...] = ()
+    #: (call, value) pairs stated as expected, each about its own call (or the call that takes that input).
+    expected_pairs: tuple[tuple[str, str], ...] = ()
+    #: Callees the expected sentence is about ("Expected: `name()` should be ...").
+    expected_callees: tuple[str, ...] = ()
 
 
 def exception_in(text: str) -> tuple[str, str] | None:
@@ -47,61 +58,18 @@ def exception_in(text: str) -> tuple[str, str] | None:
     return None
 
 
-def value_like(text: str) -> bool:
-    """True when unquoted prose text reads as a Python value (number, literal, container, inf/nan)."""
-    text = text.strip()
-    if not text or len(text) > 400 or text.lower() in pat.STOP_VALUES:
-        return False
-    try:
-        tree = quiet_parse(text, mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id not in ("inf", "nan", "True", "False", "None", "float"):
-            return False
-        float_call = isinstance(node, ast.Call) and ast.unparse(node.func) == "float"
-        if isinstance(node, ast.Call | ast.Attribute | ast.Lambda | ast.NamedExpr) and not float_call:
-            return False
-    return True
-
-
-def _plain_value(prose: str, pos: int) -> str:
-    """Prose text from pos up to the end of the clause, keeping brackets and quotes balanced."""
-    depth, quote, i = 0, "", pos
-    while i < len(prose):
-        ch = prose[i]
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            if depth == 0:
-                break
-            depth -= 1
-        elif ch in "\x00\x02\n" or (depth == 0 and _clause_end(prose, i)):
-            break
-        i += 1
-    return prose[pos:i].strip().rstrip(".,;:!")
-
-
-def _clause_end(prose: str, i: int) -> bool:
-    rest = prose[i : i + 12]
-    if prose[i] in ";!?" or (prose[i] in ".," and (i + 1 == len(prose) or prose[i + 1] in " \n")):
-        return True
-    return bool(re.match(r"\s+(?:but|instead|rather|and|while|whereas|which|so|because|though|although|here)\b", rest))
-
-
 def _value_at(prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str]) -> tuple[str, str] | None:
     """(value text, where it came from) for the value that follows a phrase ending at pos."""
-    pos = _skip_filler(prose, pos)
+    pos = skip_filler(prose, pos)
+    if _LIST_ITEM.match(prose, pos) and prose[:pos].rstrip(" \t").endswith("\n"):
+        return None  # a list under the phrase: its items are the values (see expected.bullet_items)
     tok = pat.TOKEN.match(prose, pos)
     if tok and tok.group("span") is not None:
-        return spans[int(tok.group("span"))], "inline"
+        found = spans[int(tok.group("span"))], "inline"
+        return None if _subject_call(prose, pos, found) else found
     if tok and tok.group("block") is not None:
         return blocks[int(tok.group("block"))], "block"
-    plain = _plain_value(prose, pos)
+    plain = plain_value(prose, pos)
     if value_like(plain):
         return plain, "plain"
     # "returns 6 on the main branch": the value is the part before a trailing prepositional phrase.
@@ -109,12 +77,6 @@ def _value_at(prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str])
     if cut and value_like(plain[: cut.start()]):
         return plain[: cut.start()].strip(), "plain"
     return None
-
-
-def _skip_filler(prose: str, pos: int) -> int:
-    """Position after words that sit between a phrase and its value ("is", "the output", ":")."""
-    m = pat.FILLER.match(prose, pos)
-    return m.end() if m else pos
 
 
 def _label_value(
@@ -142,6 +104,21 @@ def _label_value(
     return rest, "label", None
 
 
+def _subject_call(prose: str, pos: int, value: tuple[str, str]) -> bool:
+    """Is the quoted "value" after a label a call that the sentence goes on to talk about?
+
+    "Expected: `name()` (and `other()`) should be the last part": the call is the sentence's subject; a
+    value is never an expression that calls the code, unless it is a repr (`Point(1, 2)`).
+    """
+    code, origin = value
+    if origin != "inline" or repr_like(code) or not _is_call_like(code):
+        return False
+    tok = pat.TOKEN.match(prose, skip_filler(prose, pos))
+    end = prose.find("\n", pos)
+    rest = prose[tok.end() if tok else pos : len(prose) if end < 0 else end]
+    return bool(re.search(r"\w", pat.TOKEN.sub(" ", rest)))
+
+
 def _subject_then_value(
     prose: str, pos: int, spans: Sequence[str], blocks: Sequence[str]
 ) -> tuple[str, str, str | None] | None:
@@ -150,7 +127,7 @@ def _subject_then_value(
     The general pattern is a label followed by a whole sentence about one call; taking the call itself as
     the expected value would assert that the result equals its own source text.
     """
-    start = _skip_filler(prose, pos)
+    start = skip_filler(prose, pos)
     tok = pat.TOKEN.match(prose, start)
     if tok is None or tok.group("span") is None:
         return None
@@ -195,17 +172,6 @@ def _subject_before(prose: str, start: int, spans: Sequence[str]) -> str | None:
     return code if is_expression(code) else None
 
 
-def is_expression(code: str) -> bool:
-    """True for a span that is an observable expression (a call, name, attribute or subscript), not a file."""
-    if re.search(r"\.py\b", code):
-        return False
-    try:
-        tree = quiet_parse(code.strip(), mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return isinstance(tree.body, ast.Call | ast.Name | ast.Attribute | ast.Subscript | ast.BinOp | ast.Compare)
-
-
 def _hoped(prose: str, start: int) -> bool:
     """The phrase at start is what should happen ("should return", "to raise"), not what did."""
     return bool(pat.NEGATED_OR_HOPED.search(prose[max(0, start - 40) : start]))
@@ -215,6 +181,14 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
     """Expected and actual values, exceptions, the observed expression and hangs from tokenized prose."""
     expected = _find_expected(prose, spans, blocks)
     exp_value, exp_verb, exp_subject = expected if expected else (None, "", None)
+    stated = _stated_expected(prose, spans)
+    observing = [(code, value) for code, value in stated.pairs if _is_call_like(code)]
+    if exp_value is None and observing:
+        # "Expected: ... i.e. `q[1:3]` is `Q([2])`": the first pair about a call is the expectation, and
+        # that call its subject (a pair that names only a callee is checked on its own, see expected_pairs).
+        exp_subject, exp_value = observing[0]
+    elif exp_value is None and len(stated.values) == 1:
+        exp_value = stated.values[0]
     actual = _find_actual(prose, spans, blocks, exp_subject)
     exc, exc_subject, expected_exc = _find_exception(prose, spans)
     bare_exception = exp_value is not None and exception_in(exp_value) and not value_like(exp_value)
@@ -233,8 +207,11 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
         # "`f(2)` raises TypeError ... `f(None)` returns `None`": the call that raises is the reported one;
         # a value stated of another call is a working contrast, not the symptom.
         act_value, act_subject = None, None
+    listed = _listed_expected(prose, spans) or (stated.values if len(stated.values) > 1 else ())
     return Claims(
-        expected_values=_listed_expected(prose, spans),
+        expected_values=listed,
+        expected_pairs=stated.pairs,
+        expected_callees=stated.callees,
         expected=exp_value,
         expected_verb=exp_verb,
         expected_exception=expected_exc,
@@ -244,6 +221,29 @@ def find_claims(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> Clai
         subject=act_subject or exc_subject or exp_subject,
         hang=bool(pat.HANG.search(pat.TOKEN.sub(" ", prose))),
     )
+
+
+def _stated_expected(prose: str, spans: Sequence[str]) -> Stated:
+    """Values and (call, value) pairs the first "Expected" label with any states in its list or paragraph."""
+    for m in pat.EXPECTED_LABEL.finditer(prose):
+        stated = stated_after_label(prose, m.end(), spans)
+        if stated.values or stated.pairs:
+            return stated
+    return Stated()
+
+
+def _is_call_like(code: str) -> bool:
+    """A call or a subscript: an expression that observes a value, not a bare callee."""
+    try:
+        tree = quiet_parse(code.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return isinstance(tree, ast.Call | ast.Subscript)
+
+
+def _clause(before: str) -> str:
+    """The last clause of text (after its last comma, semicolon, full stop or line break)."""
+    return re.split(r"[.;,:!?\n]", before)[-1]
 
 
 def _norm_code(code: str) -> str:
@@ -267,7 +267,7 @@ def _find_expected(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> t
             pos, verb, subject = m.end(), (m.groupdict().get("verb") or "").lower(), None
             if re.match(r"\s*(?:not|n't)\b", prose[pos:]):
                 continue
-            sub = pat.SUBJECT_TO_VERB.match(prose, _skip_filler(prose, pos))
+            sub = pat.SUBJECT_TO_VERB.match(prose, skip_filler(prose, pos))
             if sub:
                 pos, verb = sub.end(), sub.group("verb").lower()
                 subject = spans[int(sub.group("n"))] if sub.group("n") else None
@@ -292,7 +292,7 @@ def _listed_expected(prose: str, spans: Sequence[str]) -> tuple[str, ...]:
     calls in order (see brt_code.aligned_repl), so each call is compared with its own expected value.
     """
     for m in pat.EXPECTED_LABEL.finditer(prose):
-        pos = _skip_filler(prose, m.end())
+        pos = skip_filler(prose, m.end())
         values: list[str] = []
         while (tok := pat.TOKEN.match(prose, pos)) is not None and tok.group("span") is not None:
             values.append(spans[int(tok.group("span"))])
@@ -309,7 +309,7 @@ def _expected_label_lines(prose: str, spans: Sequence[str]) -> list[tuple[int, i
     """(start, end) of "Expected: `call` returns" up to its verb: that verb is not what happened."""
     out: list[tuple[int, int]] = []
     for m in pat.EXPECTED_LABEL.finditer(prose):
-        tok = pat.TOKEN.match(prose, _skip_filler(prose, m.end()))
+        tok = pat.TOKEN.match(prose, skip_filler(prose, m.end()))
         if tok is None or tok.group("span") is None or not is_expression(spans[int(tok.group("span"))]):
             continue
         verb = pat.SUBJECT_VERB_AFTER.match(prose, tok.end())
@@ -332,7 +332,7 @@ def _find_actual(
 ) -> tuple[str, str | None] | None:
     """The reported value, preferring one stated of the call `about` (the expected claim's subject)."""
     found: list[tuple[int, int, str, str | None]] = []
-    expected_lines = _expected_label_lines(prose, spans)
+    expected_lines = _expected_label_lines(prose, spans) + claimed_ranges(prose, spans)
     for m in pat.ACTUAL_LABEL.finditer(prose):
         labelled = _label_value(prose, m.end(), spans, blocks)
         if labelled is not None:
@@ -340,7 +340,7 @@ def _find_actual(
     for trigger in pat.ACTUAL_TRIGGERS:
         for m in trigger.finditer(prose):
             before = prose[max(0, m.start() - 60) : m.start()]
-            if _hoped(prose, m.start()) or _NOT_ACTUAL_BEFORE.search(before):
+            if _hoped(prose, m.start()) or _NOT_ACTUAL_BEFORE.search(before) or _WORKING.search(_clause(before)):
                 continue
             if any(a <= m.start() < b for a, b in expected_lines):
                 # "Expected: `f(x)` returns `3`": a verb inside the expected statement is not what happened.

@@ -15,6 +15,7 @@ from agents.reproduce.synthesis import BrtCandidate, symptom_matches, synthesize
 from agents.trajectory import BrtEvidence, Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import TestRun, TestSuite
+from sandboxes.setup_meta import read_console_scripts
 
 
 class NotReproduced(Exception):
@@ -42,7 +43,8 @@ async def reproduce(
     brt_timeout: float = 60.0,
 ) -> Reproduction:
     """Find a synthesized BRT that fails on the buggy code with the reported symptom, then rank suspects."""
-    candidates = synthesize_brts(facts, repo_files)
+    scripts = read_console_scripts(sandbox.spec.workspace)
+    candidates = synthesize_brts(facts, repo_files, scripts=scripts)
     await trajectory.step("synthesize_brt", candidates=[c.description for c in candidates])
     if not candidates:
         raise NotReproduced("the report has no code, REPL session or call that a test can be built from")

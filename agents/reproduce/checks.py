@@ -79,15 +79,20 @@ def checks_for(repro: Reproduction, facts: IssueFacts, symptom: Symptom) -> list
     expected = own.strip("\n").rstrip() if own is not None else None
     if expected is not None and repro.observed is not None:
         return _value_checks(repro, expected, facts, symptom)
+    stdout = _stdout_check(repro, expected, symptom) if expected is not None else None
+    if stdout is not None:
+        # A statement that prints (a loop over continuation lines) has no value; its output is compared.
+        return [stdout]
     if symptom == "exception" and facts.exception_type:
         return [_no_exception_check(repro, facts.exception_type)]
     if symptom == "hang":
         lines = ("VALUE",) if repro.observed else ()
         return [Check(lines, "hang", "runs the reproduction; it must finish within the timeout", weak=True)]
-    actual = value_source(facts.actual) if facts.actual is not None else None
+    reported = repro.actual if repro.actual is not None else facts.actual
+    actual = value_source(reported) if reported is not None else None
     if actual is not None and repro.observed is not None:
         line = f'assert {VAR} != {actual}, f"still {{{VAR}!r}}, as in the report"'
-        return [Check(("VALUE", line), symptom, f"asserts the result is no longer {facts.actual}", weak=True)]
+        return [Check(("VALUE", line), symptom, f"asserts the result is no longer {reported}", weak=True)]
     return []
 
 

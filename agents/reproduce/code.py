@@ -6,10 +6,11 @@ import ast
 import builtins
 import re
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
-from agents.reproduce.types import Reproduction, ValueForm
+from agents.reproduce.types import Reproduction, Symptom, ValueForm
 
 _BUILTINS = frozenset(dir(builtins))
 _TEST_PART = re.compile(r"^(?:tests?|testing)$")
@@ -167,21 +168,20 @@ def _binds(stmts: list[ast.stmt], subject: str) -> bool:
 
 
 def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | None:
-    """A REPL reproduction: the step whose output is the reported one (or raised), earlier steps as setup."""
-    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
-    for step in steps:
-        result = parse_statements(step.source)
-        if result and result[0]:
-            parsed.append((step, *result))
+    """A REPL reproduction: the step whose output is the reported one (or raised), earlier steps as setup.
+
+    The step observed is usually an expression whose echo or exception the report is about. A statement
+    step (an assignment, a loop over continuation lines) that raised is the reproduction too: it runs as
+    the test's setup, and a name it assigns is the value observed.
+    """
+    parsed = _parsed_steps(steps)
     exprs = [i for i, (_, stmts, _) in enumerate(parsed) if len(stmts) == 1 and isinstance(stmts[0], ast.Expr)]
-    if not exprs:
+    raised = [i for i, (step, _, _) in enumerate(parsed) if _raised_as_reported(step, facts)]
+    if not exprs and not raised:
         return None
-    chosen = exprs[-1]
-    for i in reversed(exprs):
-        out = parsed[i][0].output
-        if (facts.actual is not None and _same_text(out, facts.actual)) or (
-            facts.exception_type and "Traceback" in out and facts.exception_type.split(".")[-1] in out
-        ):
+    chosen = exprs[-1] if exprs else raised[-1]
+    for i in reversed(sorted(set(exprs) | set(raised))):
+        if i in raised or (facts.actual is not None and _same_text(parsed[i][0].printed, facts.actual)):
             chosen = i
             break
     if facts.subject:
@@ -189,11 +189,40 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
         named = [i for i in exprs if _same_code(parsed[i][0].source, facts.subject)]
         chosen = named[-1] if named else chosen
     imports, setup = _repl_setup(parsed[:chosen])
-    _, (expr,), code = parsed[chosen]
-    assert isinstance(expr, ast.Expr)
-    arg = _single_print_arg(expr)
-    observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
-    return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form)  # type: ignore[arg-type]
+    step, stmts, code = parsed[chosen]
+    actual = step.printed if step.printed and step.raised is None else None
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.Expr):
+        step_imports, body = _split_imports(stmts, code)
+        program = (*setup, *(segment(s, code) for s in body))
+        observed = _assigned_to(body[-1]) if body else None
+        # A loop that prints shows str() of its values; an assignment's value was never shown.
+        prints = any(_single_print_arg(n) is not None for n in ast.walk(stmts[-1]) if isinstance(n, ast.stmt))
+        form: ValueForm = "str" if prints else "repr"
+        imports += step_imports
+        return Reproduction("REPL session", tuple(imports), program, observed, form, program, actual=actual)
+    observed, form = _observation(stmts[0], code)
+    # A traceback the call printed before returning is part of the story, but the call returned: the
+    # test compares its value.
+    symptom: Symptom | None = "wrong_value" if step.logged is not None else None
+    return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form, actual=actual, symptom=symptom)
+
+
+def _parsed_steps(steps: Sequence[ReplStep]) -> list[tuple[ReplStep, list[ast.stmt], str]]:
+    """Steps whose source parses, with their statements and the text they were parsed from."""
+    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
+    for step in steps:
+        result = parse_statements(step.source)
+        if result and result[0]:
+            parsed.append((step, *result))
+    return parsed
+
+
+def _raised_as_reported(step: ReplStep, facts: IssueFacts) -> bool:
+    """Did this step raise the exception the report is about?"""
+    raised = step.raised
+    if raised is None or not facts.exception_type:
+        return False
+    return raised[0].rsplit(".", 1)[-1] == facts.exception_type.rsplit(".", 1)[-1]
 
 
 def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> list[Reproduction]:
@@ -201,59 +230,177 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
 
     The pattern: a session shows n calls with their echoed results, and the report lists n expected values
     in the same order. Call k is compared with value k, never with another call's value. Calls whose
-    echoed result already is the expected one are working examples, not the bug, and are left out.
-    Returns [] when the counts differ (the pairing would be a guess).
+    echoed result already is the expected one are working examples, not the bug, and are left out. When
+    the session has more calls than values, the calls that already echo one of the listed values are
+    those working examples (shown for contrast) and are set aside before pairing.
+    Returns [] when the counts still differ (the pairing would be a guess).
     """
-    parsed: list[tuple[ReplStep, list[ast.stmt], str]] = []
-    for step in steps:
-        result = parse_statements(step.source)
-        if result and result[0]:
-            parsed.append((step, *result))
+    parsed = _parsed_steps(steps)
     calls = [
         i
         for i, (step, stmts, _) in enumerate(parsed)
         if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and step.output.strip() and _has_call(stmts[0])
     ]
+    if len(calls) > len(expected_values):
+        calls = [i for i in calls if not any(_same_text(parsed[i][0].printed, v) for v in expected_values)]
     if len(expected_values) < 2 or len(calls) != len(expected_values):
         return []
     out: list[Reproduction] = []
     for i, expected in zip(calls, expected_values, strict=True):
-        step, (expr,), code = parsed[i]
-        if _same_text(step.output, expected):
+        if _same_text(parsed[i][0].output, expected):
             continue
-        imports, setup = _repl_setup(parsed[:i])
-        assert isinstance(expr, ast.Expr)
-        arg = _single_print_arg(expr)
-        observed, form = (segment(arg, code), "str") if arg is not None else (segment(expr.value, code), "repr")
-        raised = "Traceback (most recent call last)" in step.output
-        out.append(
-            Reproduction(
-                "REPL session, call by call",
-                tuple(imports),
-                tuple(setup),
-                observed,
-                form,  # type: ignore[arg-type]
-                expected=expected,
-                actual=None if raised else step.output,
-            )
-        )
+        repro = _paired_step(parsed, i, expected)
+        out += [replace(repro, origin="REPL session, call by call")] if repro is not None else []
     return out
 
 
+def paired_reproductions(
+    steps: Sequence[ReplStep], pairs: Sequence[tuple[str, str]], callees: Sequence[str] = ()
+) -> list[Reproduction]:
+    """One reproduction per (call, value) pair the report states as expected, the call from the session.
+
+    The pattern: after a session, the report pairs calls with their expected values ("`q[1:3]` is
+    `Q([2, 3])`", "`'a'` from `strip`", a bulleted "`f(1)` → `2`", "`'z'` for `x.y.z`"). Each pair observes
+    the session step that makes that call (by its code, by its callee when the pair names only the callee,
+    or as the call that takes the pair's input, picked by the callees the expected sentence is about), with
+    the steps before it as setup. A pair about a call the session does not make runs after the whole
+    session when the session binds its names; without a session, the call is observed on its own. A step
+    whose echo already is the expected value is a working example, not the bug, and is left out.
+    """
+    parsed = _parsed_steps(steps)
+    out: list[Reproduction] = []
+    for code, expected in pairs:
+        matches = [
+            i
+            for i, (step, stmts, _) in enumerate(parsed)
+            if len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and _makes_call(step.source, code)
+        ]
+        index = matches[-1] if matches else _step_taking(parsed, code, callees)
+        if index is not None:
+            repro = _paired_step(parsed, index, expected)
+            out += [repro] if repro is not None else []
+        elif _observes(code) and (not parsed or set(free_names([code])) <= _session_names(parsed)):
+            imports, setup = _repl_setup(parsed)
+            origin = "the report's expected pairs" + (", after the session" if parsed else "")
+            out.append(Reproduction(origin, tuple(imports), tuple(setup), code, "value", expected=expected))
+    return out
+
+
+def _paired_step(
+    parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]], index: int, expected: str
+) -> Reproduction | None:
+    """The session's step `index` compared with its own expected value (None: it already echoes it)."""
+    step, stmts, text = parsed[index]
+    if step.raised is None and _same_text(step.printed, expected):
+        return None
+    imports, setup = _repl_setup(parsed[:index])
+    observed, form = _observation(stmts[0], text)
+    actual = step.printed if step.printed and step.raised is None else None
+    # A call compared on its own shows its own symptom: a value it echoed is a wrong value, even when
+    # another call of the session raised (the report's exception).
+    symptom: Symptom | None = "wrong_value" if actual is not None else None
+    origin = "REPL session, as the report pairs calls and values"
+    return Reproduction(
+        origin, tuple(imports), tuple(setup), observed, form, expected=expected, actual=actual, symptom=symptom
+    )
+
+
+def _step_taking(
+    parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]], given: str, callees: Sequence[str]
+) -> int | None:
+    """The echo step that takes `given` as its input: it contains the text, or uses a name that a step
+    containing it assigned. Several such steps are told apart by the callees the report is about; a
+    choice that stays ambiguous is None."""
+    needle = " ".join(given.split())
+    if not needle:
+        return None
+    tainted: set[str] = set()
+    taking: list[int] = []
+    for i, (step, stmts, _) in enumerate(parsed):
+        source = " ".join(step.source.split())
+        uses = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if needle in source or uses & tainted:
+            if len(stmts) == 1 and isinstance(stmts[0], ast.Expr):
+                taking.append(i)
+            tainted |= set().union(*(bound_names(s) for s in stmts)) - set(_BUILTINS)
+    for callee in callees:
+        calling = [i for i in taking if callee in _called(parsed[i][1][0])]
+        if calling:
+            return calling[0]
+    return taking[0] if len(taking) == 1 else None
+
+
+def _called(node: ast.AST) -> set[str]:
+    """Names of the functions and methods a statement calls."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            out.add(n.func.attr if isinstance(n.func, ast.Attribute) else ast.unparse(n.func))
+    return out
+
+
+def _observation(stmt: ast.stmt, code: str) -> tuple[str, ValueForm]:
+    """The expression an echo step observes and how it was shown: print(x) shows str, an echo repr."""
+    assert isinstance(stmt, ast.Expr)
+    arg = _single_print_arg(stmt)
+    return (segment(arg, code), "str") if arg is not None else (segment(stmt.value, code), "repr")
+
+
+def _makes_call(source: str, code: str) -> bool:
+    """Is the step `source` the expression `code`, or a call of the callee `code`?"""
+    if _same_code(source, code):
+        return True
+    try:
+        tree = quiet_parse(source.strip(), mode="eval").body
+        callee = quiet_parse(code.strip(), mode="eval").body
+    except _PARSE_ERRORS:
+        return False
+    return (
+        isinstance(callee, ast.Name | ast.Attribute)
+        and isinstance(tree, ast.Call)
+        and ast.unparse(tree.func) == ast.unparse(callee)
+    )
+
+
+def _observes(code: str) -> bool:
+    """A call or a subscript, which observes a value (a bare callee observes nothing)."""
+    try:
+        tree = quiet_parse(code.strip(), mode="eval").body
+    except _PARSE_ERRORS:
+        return False
+    return isinstance(tree, ast.Call | ast.Subscript)
+
+
+def _session_names(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> set[str]:
+    names: set[str] = set(_BUILTINS)
+    for _, stmts, _ in parsed:
+        for stmt in stmts:
+            names |= bound_names(stmt)
+    return names
+
+
 def _repl_setup(parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]]) -> tuple[list[str], list[str]]:
-    """Imports and statements of earlier REPL steps that a later step needs (echoed values and raising
-    steps are left out: the first is noise, the second would stop the test before the observation)."""
+    """Imports and statements of earlier REPL steps that a later step needs (echoes of plain names and
+    literals and raising steps are left out: the first is noise, the second would stop the test before
+    the observation)."""
     imports: list[str] = []
     setup: list[str] = []
     for step, stmts, code in parsed:
         step_imports, body = _split_imports(stmts, code)
         imports += step_imports
-        if "Traceback (most recent call last)" in step.output:
+        if step.raised is not None:
             continue
-        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _has_call(body[0]):
+        if len(body) == 1 and isinstance(body[0], ast.Expr) and not _runs_code(body[0]):
             continue
         setup += [segment(s, code) for s in body]
     return imports, setup
+
+
+def _runs_code(node: ast.AST) -> bool:
+    """Can evaluating node run the project's code? Calls can, and so can `obj.attr` and `obj[k]` (properties,
+    __getitem__): a session that reads a cached property, sets an attribute and reads it again needs the
+    first read too. A bare name or literal cannot."""
+    return any(isinstance(n, ast.Call | ast.Attribute | ast.Subscript) for n in ast.walk(node))
 
 
 def _has_call(node: ast.AST) -> bool:

@@ -21,10 +21,11 @@ from agents.reproduce.code import (
     from_prose,
     from_repl,
     is_test_file,
+    paired_reproductions,
     parse_statements,
     resolve_imports,
 )
-from agents.reproduce.console import console_brts
+from agents.reproduce.console import commands_with_args, console_brts
 from agents.reproduce.files import files_for_program, write_lines
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.types import BrtCandidate, Check, Reproduction, Symptom, ValueForm
@@ -51,11 +52,14 @@ def synthesize_brts(
     repo_files: Sequence[str],
     *,
     repo_symbols: Mapping[str, Collection[str]] | None = None,
+    scripts: Mapping[str, str] | None = None,
 ) -> list[BrtCandidate]:
     """Complete pytest files that should fail on the buggy code the way the report says, best first.
 
     repo_files are repo-relative paths; repo_symbols (optional) maps a module path to the names it
-    defines, which makes the imports the test adds exact instead of guessed from module names.
+    defines, which makes the imports the test adds exact instead of guessed from module names; scripts
+    (optional) maps the project's console script names to their entry points, so a report that runs the
+    project's command by that name is replayed.
     """
     symptom = report_symptom(facts)
     path = choose_test_path(repo_files)
@@ -64,7 +68,7 @@ def synthesize_brts(
     seen: set[str] = set()
     for repro in reproductions(facts):
         imports, missing = _imports_for(repro, facts, repo_files, repo_symbols)
-        for check in checks_for(repro, facts, symptom):
+        for check in checks_for(repro, facts, repro.symptom or symptom):
             cand = _render(facts, repro, check, imports, missing, path)
             if cand is None or cand.source in seen:
                 continue
@@ -73,7 +77,7 @@ def synthesize_brts(
     # Candidates whose names all resolve come first; the rest would most likely die with a NameError.
     # A run of the project's command line (weak: it only checks the error is gone) comes after the
     # Python reproductions, which can assert what the user expected.
-    commands = [c for c in console_brts(facts, repo_files, path) if c.source not in seen]
+    commands = [c for c in console_brts(facts, repo_files, path, scripts) if c.source not in seen]
     return (resolved + commands + unresolved)[:MAX_CANDIDATES]
 
 
@@ -112,13 +116,18 @@ def choose_test_path(repo_files: Sequence[str]) -> str:
 def reproductions(facts: IssueFacts) -> list[Reproduction]:
     """Every reproduction the report offers, most concrete first: script, REPL, traceback, prose, title."""
     found: list[Reproduction] = []
-    parsed = [(b, p[0]) for b in facts.python_blocks if (p := parse_statements(b))]
+    # A script the report runs as a command with arguments reads them (sys.argv, argparse, click): run
+    # in-process it would see pytest's arguments instead; the command's own test replays it.
+    argv_scripts = {text.rstrip() for name, text in facts.named_files if name in commands_with_args(facts)}
+    programs = [b for b in facts.python_blocks if b.rstrip() not in argv_scripts]
+    parsed = [(b, p[0]) for b in programs if (p := parse_statements(b))]
     calling = [b for b, stmts in parsed if any(isinstance(n, ast.Call) for s in stmts for n in ast.walk(s))]
     blocks = [b for b, _ in parsed]
     for code in ([calling[-1]] if calling else []) + (["\n\n".join(map(_dedent, blocks))] if len(blocks) > 1 else []):
         repro = from_program(code, "script from the report", facts.subject)
         found += [repro] if repro else []
     steps = [step for session in facts.repl_sessions for step in session.steps]
+    found += paired_reproductions(steps, facts.expected_pairs, facts.expected_callees)
     found += aligned_repl(steps, facts.expected_values) if steps else []
     repl = from_repl(steps, facts) if steps else None
     found += [repl] if repl else []

@@ -51,6 +51,9 @@ class Reproduction:
     actual: str | None = None
     #: Files the report lists that the reproduction reads; the test creates them first.
     files: tuple[ListedFile, ...] = ()
+    #: The symptom of this reproduction when it differs from the report's (a step that printed a
+    #: traceback and went on to return a value shows a wrong value, not an exception).
+    symptom: Symptom | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 
 from agents.chat import ChatModel, LLMError, tool_schema, verdict_from_reply
 from agents.reading import IssueFacts, is_expression, quiet_parse
+from agents.reproduce import project_commands
 from agents.trajectory import FormatError, LimitsExceeded
 
 DEFAULT_THRESHOLD = 0.5
@@ -66,9 +67,14 @@ def score_issue(
     repo_symbols: Collection[str] = (),
     *,
     threshold: float = DEFAULT_THRESHOLD,
+    scripts: Mapping[str, str] | None = None,
 ) -> AbstentionDecision:
-    """Score how actionable a report is for this repo; below threshold the bot abstains, with reasons."""
-    features = issue_features(facts, repo_files, repo_symbols)
+    """Score how actionable a report is for this repo; below threshold the bot abstains, with reasons.
+
+    scripts maps the project's console script names to their entry points: a report that runs one of
+    them (or the project's package with `python -m`) reproduces the bug with the project's own command.
+    """
+    features = issue_features(facts, repo_files, repo_symbols, scripts)
     reasons: list[str] = []
     score = 0.0
 
@@ -81,7 +87,7 @@ def score_issue(
             reasons.append(no)
 
     has_repro = bool(features["has_code"] or features["has_repl"] or features["has_traceback"])
-    has_repro = has_repro or bool(features["has_inline_call"])
+    has_repro = has_repro or bool(features["has_inline_call"] or features["has_command"])
     add(
         "reproduction",
         has_repro,
@@ -92,7 +98,8 @@ def score_issue(
     observed = bool(features["has_actual"] or features["has_exception"] or features["has_hang"])
     add("observed", observed, _observed_reason(facts), "no observed symptom (wrong value, exception or hang)")
     add("traceback", bool(features["has_traceback"]), "includes a traceback", None)
-    anchored = bool(features["mentions_repo_file"] or features["mentions_repo_symbol"])
+    # A run of the project's own command names its code as surely as a file or a function does.
+    anchored = bool(features["mentions_repo_file"] or features["mentions_repo_symbol"] or features["has_command"])
     add(
         "anchor",
         anchored,
@@ -123,7 +130,10 @@ def score_issue(
 
 
 def issue_features(
-    facts: IssueFacts, repo_files: Sequence[str], repo_symbols: Collection[str] = ()
+    facts: IssueFacts,
+    repo_files: Sequence[str],
+    repo_symbols: Collection[str] = (),
+    scripts: Mapping[str, str] | None = None,
 ) -> dict[str, bool | float]:
     """The observable features of a report the score is built from."""
     body_words = float(len(facts.body.split()))
@@ -138,7 +148,10 @@ def issue_features(
         "has_repl": bool(facts.repl_sessions),
         "has_traceback": bool(facts.tracebacks),
         "has_inline_call": _has_inline_call(facts),
-        "has_expected": facts.expected is not None or facts.expected_exception is not None,
+        "has_command": bool(project_commands(facts, repo_files, scripts)),
+        "has_expected": facts.expected is not None
+        or facts.expected_exception is not None
+        or bool(facts.expected_values or facts.expected_pairs),
         "has_actual": facts.actual is not None,
         "has_exception": facts.exception_type is not None,
         "has_hang": facts.hang,
@@ -170,6 +183,7 @@ def _repro_reason(features: Mapping[str, bool | float]) -> str:
             ("has_repl", "a REPL session"),
             ("has_traceback", "a traceback"),
             ("has_inline_call", "an inline call"),
+            ("has_command", "a run of the project's command"),
         )
         if features[key]
     ]
@@ -185,7 +199,9 @@ def _observed_reason(facts: IssueFacts) -> str:
 
 
 def _module_names(repo_files: Sequence[str]) -> set[str]:
-    return {PurePosixPath(f).stem for f in repo_files if f.endswith(".py")}
+    """Module stems and package names (folders with an __init__.py): `pkg.f(1)` names the package `pkg`."""
+    names = {PurePosixPath(f).stem for f in repo_files if f.endswith(".py")}
+    return names | {PurePosixPath(f).parent.name for f in repo_files if PurePosixPath(f).name == "__init__.py"}
 
 
 def _candidate_files(facts: IssueFacts) -> list[str]:

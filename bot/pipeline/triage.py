@@ -8,6 +8,7 @@ from agents.reading import IssueFacts
 from agents.triage import AbstentionDecision, combine_with_model, python_symbols, score_issue
 from bot.pipeline.state import JobState
 from bot.pipeline.stops import Abstained
+from sandboxes.setup_meta import read_console_scripts
 from sandboxes.workspace import tracked_files
 
 
@@ -21,7 +22,8 @@ def decide(facts: IssueFacts, workspace: Path, threshold: float) -> AbstentionDe
                 sources[rel] = (workspace / rel).read_text(errors="replace")
             except OSError:
                 continue
-    return score_issue(facts, files, python_symbols(sources), threshold=threshold)
+    scripts = read_console_scripts(workspace)
+    return score_issue(facts, files, python_symbols(sources), threshold=threshold, scripts=scripts)
 
 
 async def run(state: JobState) -> None:
