@@ -58,8 +58,14 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 @contextlib.contextmanager
 def serve(data_dir: Path, log: Path, **settings: str) -> Iterator[str]:
     """`reprobot serve` on a free port with the fast runner settings; yields its URL."""
-    port = free_port()
     env = _env(FAST | {"REPROBOT_DATA_DIR": str(data_dir)} | settings)
+    with serve_with(env, free_port(), log, timeout=30) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve_with(env: dict[str, str], port: int, log: Path, timeout: float = 60) -> Iterator[str]:
+    """`reprobot serve` on `port` with exactly `env`, until it answers /healthz; yields its URL, then stops it."""
     with log.open("wb") as out:
         proc = subprocess.Popen([*REPROBOT, "serve", "--port", str(port)], env=env, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}"
@@ -72,7 +78,7 @@ def serve(data_dir: Path, log: Path, **settings: str) -> Iterator[str]:
             except httpx.TransportError:
                 return False
 
-        wait_until(up, "reprobot serve to answer", timeout=30)
+        wait_until(up, "reprobot serve to answer", timeout=timeout)
         yield url
     finally:
         proc.terminate()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
-import httpx
 import pytest
 from aiohttp import web
 
@@ -27,7 +25,7 @@ from bot.store import Store
 from bot.store.runners import runner_owner
 from tests.conftest import FIXTURES, require_shared
 from tests.fakes.github import GitHubDouble
-from tests.runner_procs import REPROBOT, free_port, wait_until
+from tests.runner_procs import free_port, serve_with
 
 TOKEN = "dashboard-token-for-security-tests"
 CHROMIUM = "/usr/bin/chromium"
@@ -71,28 +69,8 @@ def seed(store: Store) -> None:
 def reprobot_serve(data_dir: Path, port: int, log: Path, settings: dict[str, str]) -> Iterator[str]:
     """`reprobot serve` on `port` with `settings` in its environment; yields its URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPROBOT_")}
-    env |= {"REPROBOT_DATA_DIR": str(data_dir)} | settings
-    with log.open("wb") as out:
-        proc = subprocess.Popen([*REPROBOT, "serve", "--port", str(port)], env=env, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}"
-    try:
-
-        def up() -> bool:
-            assert proc.poll() is None, log.read_text()
-            try:
-                return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_until(up, "reprobot serve to answer", timeout=60)
+    with serve_with(env | {"REPROBOT_DATA_DIR": str(data_dir)} | settings, port, log) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture
