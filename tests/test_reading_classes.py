@@ -479,3 +479,14 @@ def test_ipython_traceback_names_the_exception_and_its_frames() -> None:
     assert frames[1].source == "raise ValueError('odd side')"
     step = facts.repl_sessions[0].steps[-1]
     assert step.raised == ("ValueError", "odd side") and step.printed == ""
+
+
+def test_triage_does_not_guess_that_an_unknown_command_is_the_project() -> None:
+    # Synthesis may try an unknown command name as the repo's only runnable package (users install tools
+    # under other names), but triage gives credit only for commands known to be the project's.
+    facts = parse_issue("# build fails\n\nIt breaks for me:\n\n```\n$ make docs\nmake: *** [docs] Error 2\n```\n")
+    files = ["greet/__init__.py", "greet/__main__.py"]
+    decision = score_issue(facts, files, {"main"})
+    assert decision.features["has_command"] is False and not decision.act
+    facts = parse_issue("# greet crashes\n\n```\n$ python -m greet --loud\ngreet: error: KeyError: '--name'\n```\n")
+    assert score_issue(facts, files, {"main"}).features["runs_project_command"] is True
