@@ -479,3 +479,69 @@ def test_ipython_traceback_names_the_exception_and_its_frames() -> None:
     assert frames[1].source == "raise ValueError('odd side')"
     step = facts.repl_sessions[0].steps[-1]
     assert step.raised == ("ValueError", "odd side") and step.printed == ""
+
+
+def test_triage_does_not_guess_that_an_unknown_command_is_the_project() -> None:
+    # Synthesis may try an unknown command name as the repo's only runnable package (users install tools
+    # under other names), but triage gives credit only for commands known to be the project's.
+    facts = parse_issue("# build fails\n\nIt breaks for me:\n\n```\n$ make docs\nmake: *** [docs] Error 2\n```\n")
+    files = ["greet/__init__.py", "greet/__main__.py"]
+    decision = score_issue(facts, files, {"main"})
+    assert decision.features["has_command"] is False and not decision.act
+    facts = parse_issue("# greet crashes\n\n```\n$ python -m greet --loud\ngreet: error: KeyError: '--name'\n```\n")
+    assert score_issue(facts, files, {"main"}).features["runs_project_command"] is True
+
+
+_PATHS = (
+    "class Name:\n"
+    "    def __init__(self, text):\n"
+    "        self.parts = text.split('.')\n"
+    "    def last(self):\n"
+    "        return self.parts[{index}]\n"
+    "    def first(self):\n"
+    "        return self.parts[0]\n"
+)
+
+
+def test_value_for_an_input_pairs_with_the_call_that_takes_it(tmp_path: Path) -> None:
+    # Pattern: "Expected: `name()` should be the last part, `'d'` for `a.b.c.d`, the same way it is `'b'` for
+    # `a.b`": the call the sentence is about (its first span, the subject, not the value) picks, among the
+    # session's calls on that input, the one to compare; the working example is not what happened.
+    facts = parse_issue(
+        "# last() picks the wrong part\n\n```pycon\n>>> from dotted import Name\n>>> n = Name('a.b.c.d')\n"
+        ">>> n.first()\n'a'\n>>> n.last()\n'b'\n>>> Name('a.b').last()\n'b'\n```\n\n"
+        "Expected: `last()` (for any number of parts) should be the last part, `'d'` for `a.b.c.d`, the same "
+        "way it is `'b'` for `a.b`.\n"
+    )
+    assert facts.expected is None  # `last()` is what the sentence is about, not the expected value
+    assert facts.expected_pairs == (("a.b.c.d", "'d'"),) and facts.expected_callees == ("last",)
+    buggy = {"dotted.py": _PATHS.replace("{index}", "1")}
+    fixed = {"dotted.py": _PATHS.replace("{index}", "-1")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "actual = n.last()" in cand.source and "assert actual == 'd'" in cand.source
+
+
+def test_files_named_by_a_first_line_comment_or_a_heredoc() -> None:
+    facts = parse_issue(
+        "# t\n\n```python\n# job.py\nfrom jobs import run\nrun()\n```\n\n```console\n$ cat > jobs.toml <<'EOF'\n"
+        "> [job]\n> name = 'x'\n> EOF\n$ python job.py --dry\n```\n"
+    )
+    assert dict(facts.named_files) == {
+        "job.py": "# job.py\nfrom jobs import run\nrun()\n",
+        "jobs.toml": "[job]\nname = 'x'\n",
+    }
+
+
+def test_a_call_through_a_package_name_anchors_the_report() -> None:
+    # `pkg.f(...)` names the package `pkg`, a folder with an __init__.py, even when no module is named so.
+    facts = parse_issue("# t\n\n`textkit.squeeze('  a')` returns `' a'`, but I expected `'a'`.\n")
+    decision = score_issue(facts, ["textkit/__init__.py", "textkit/core.py"], set())
+    assert decision.features["mentions_repo_symbol"] is True
+
+
+def test_a_clause_showing_a_working_case_is_not_the_actual_value() -> None:
+    # "the same way it returns `2` on Linux" shows a working case for contrast; it is not what went wrong.
+    facts = parse_issue(
+        "# t\n\n`count('a b')` is wrong on Windows. I expected `2` there, the same way it returns `2` on Linux.\n"
+    )
+    assert facts.actual is None and facts.expected == "2"

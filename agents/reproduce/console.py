@@ -55,10 +55,11 @@ def console_brts(
 
 
 def project_commands(
-    facts: IssueFacts, repo_files: Sequence[str], scripts: Mapping[str, str] | None = None
+    facts: IssueFacts, repo_files: Sequence[str], scripts: Mapping[str, str] | None = None, *, guess: bool = True
 ) -> list[tuple[str, list[str], str]]:
     """(command as typed, argv after `python`, what it printed) for each command of the report's shell
-    sessions that runs the project's code (see command_argv), in order."""
+    sessions that runs the project's code (see command_argv), in order. Without `guess`, an unknown command
+    name is never taken for the repo's only runnable package."""
     packages = _runnable_packages(repo_files)
     modules = _top_modules(repo_files)
     reported = {name for name, _ in facts.named_files if name.endswith(".py")}
@@ -67,7 +68,7 @@ def project_commands(
         if block.kind != "console":
             continue
         for command, lines in console_runs(block.code):
-            argv = command_argv(command, packages, scripts, reported, modules) if command else None
+            argv = command_argv(command, packages, scripts, reported, modules, guess=guess) if command else None
             if command and argv is not None:
                 found.append((command.strip(), argv, "\n".join(lines)))
     return found
@@ -95,13 +96,15 @@ def command_argv(
     scripts: Mapping[str, str] | None = None,
     reported_scripts: Sequence[str] | set[str] = (),
     modules: Sequence[str] = (),
+    *,
+    guess: bool = True,
 ) -> list[str] | None:
     """The argv after `python` that runs a reported command in-tree, or None when it cannot be run as is.
 
     `python -m pkg ...` runs as written when pkg is a package or module of the repo; `python script.py ...`
     when the report gives script.py; `tool ...` through its console script entry point when the project
     declares one named `tool`, else as `python -m tool` when the repo has a package `tool` with a
-    __main__.py, else as the repo's only such package.
+    __main__.py, else (with `guess`) as the repo's only such package.
     """
     if _SHELL_SYNTAX.search(command):
         return None
@@ -125,7 +128,7 @@ def command_argv(
     module = head.replace("-", "_")
     if module in packages:
         return ["-m", module, *args]
-    if len(packages) == 1 and not scripts:
+    if guess and len(packages) == 1 and not scripts:
         return ["-m", packages[0], *args]
     return None
 

@@ -99,7 +99,8 @@ def score_issue(
     add("observed", observed, _observed_reason(facts), "no observed symptom (wrong value, exception or hang)")
     add("traceback", bool(features["has_traceback"]), "includes a traceback", None)
     # A run of the project's own command names its code as surely as a file or a function does.
-    anchored = bool(features["mentions_repo_file"] or features["mentions_repo_symbol"] or features["has_command"])
+    anchored = features["mentions_repo_file"] or features["mentions_repo_symbol"] or features["runs_project_command"]
+    anchored = bool(anchored)
     add(
         "anchor",
         anchored,
@@ -137,6 +138,8 @@ def issue_features(
 ) -> dict[str, bool | float]:
     """The observable features of a report the score is built from."""
     body_words = float(len(facts.body.split()))
+    # Only commands known to be the project's: triage does not guess that an unknown name is its package.
+    commands = project_commands(facts, repo_files, scripts, guess=False)
     symbols = set(repo_symbols) | _module_names(repo_files)
     return {
         "is_bug": facts.kind == "bug",
@@ -148,7 +151,9 @@ def issue_features(
         "has_repl": bool(facts.repl_sessions),
         "has_traceback": bool(facts.tracebacks),
         "has_inline_call": _has_inline_call(facts),
-        "has_command": bool(project_commands(facts, repo_files, scripts)),
+        "has_command": bool(commands),
+        # The project's own command (a console script, `python -m pkg`), not the user's script using it.
+        "runs_project_command": any(argv[0] in ("-m", "-c") for _, argv, _ in commands),
         "has_expected": facts.expected is not None
         or facts.expected_exception is not None
         or bool(facts.expected_values or facts.expected_pairs),
