@@ -43,11 +43,13 @@ class Registered:
     make: Callable[[RepairTask], Agent]
     #: The agent writes its own BRT: a job whose report no synthesized test reproduced still runs it.
     writes_brt: bool = False
+    #: The agent calls the model: a job asking for it needs one configured.
+    uses_model: bool = False
 
 
 AGENTS: Mapping[str, Registered] = {
     "classic": Registered(ClassicAgent),
-    "llm": Registered(LlmAgent, writes_brt=True),
+    "llm": Registered(LlmAgent, writes_brt=True, uses_model=True),
 }
 
 
@@ -74,6 +76,12 @@ def trajectory_kinds(agent: str, count: int, llm_configured: bool) -> list[str]:
         names = [*AGENTS, *POLICIES]
         raise ValueError(f"unknown agent kind {agent!r}; expected {', '.join(names[:-1])} or {names[-1]}")
     return [agent] * count
+
+
+def may_use_model(agent: str) -> bool:
+    """True when asking for `agent` may run the model: a registered agent that calls it, or a policy (which may pick
+    one)."""
+    return agent in POLICIES or (agent in AGENTS and AGENTS[agent].uses_model)
 
 
 def writes_brt(kinds: Sequence[str]) -> bool:

@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.repair.registry import may_use_model
 from bot.pipeline.types import JobRequest, Mode
 from bot.settings.config import Settings
 from bot.settings.policy_model import Policy
 from sandboxes.pathpolicy import DEFAULT_DENIED
-
-#: Agent kinds that call the model for their trajectories.
-_MODEL_AGENTS = ("llm", "mixed", "auto")
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def _agent(notes: _Notes, asked: str, settings: Settings) -> str:
     agent = notes.allowed("agent", asked, settings.agents, "classic", "AGENTS")
     if agent == "auto" and not settings.llm_configured:
         return "classic"  # auto means "the model when there is one": no note, it is the documented meaning
-    if agent in _MODEL_AGENTS and not settings.llm_configured:
+    if may_use_model(agent) and not settings.llm_configured:
         notes.lines.append(f"agent {agent} → classic: the deployment has no model configured (REPROBOT_LLM_MODEL)")
         return "classic"
     return agent
@@ -164,11 +162,11 @@ def build_request(
     llm_reviewers = notes.needs_model("LLM reviewers", options.llm_reviewers or bool(pol and pol.review.llm), model)
     abstention_llm = options.llm_abstention or bool(pol and pol.abstention.llm)
     llm_abstention = notes.needs_model("LLM abstention", abstention_llm, model)
-    uses_model = agent in _MODEL_AGENTS or llm_reviewers or llm_abstention
+    uses_model = may_use_model(agent) or llm_reviewers or llm_abstention
     threshold = _threshold(notes, settings, pol)
     job_minutes, max_steps, max_cost = _budget(notes, settings, pol, uses_model)
 
-    if mode == "reproduce" and agent in _MODEL_AGENTS:
+    if mode == "reproduce" and may_use_model(agent):
         # A reproduction is a test, not a fix: one model trajectory that only writes the BRT.
         agent, strategy, trajectories = "llm", "brt-only", 1
 
