@@ -35,6 +35,8 @@ import pytest
 
 MAX_EVENTS_PER_TEST = 400
 MAX_REPR = 300
+#: Seeds per kind: calls of the patched functions themselves, and other calls the reproduction test makes into
+#: the repo (constructors, setup helpers). Separate budgets, so setup calls cannot crowd out the call of interest.
 MAX_SEEDS = 6
 MAX_VARIANTS_PER_SEED = 24
 CALL_SECONDS = 1.0
@@ -52,6 +54,42 @@ def norm_repr(value: object) -> str:
         text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
     text = _ADDRESS.sub("", text)
     return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "…"
+
+
+def state_repr(value: object, depth: int = 1) -> str:
+    """A repr that shows the state of plain objects: their public attributes, `depth` levels down.
+
+    An object without its own `__repr__` prints as `<mod.Cls object>` once addresses are removed, so two
+    results that hold different objects (other nodes, in another order) would compare equal. Containers are
+    walked so their elements get the same treatment; anything with its own repr keeps it.
+    """
+    try:
+        return _clip_repr(_state(value, depth, 0), 8 * MAX_REPR)
+    except Exception as exc:  # a property or repr of the repo's may raise: the state is then unknown
+        return f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
+
+
+def _clip_repr(text: str, size: int) -> str:
+    return text if len(text) <= size else text[:size] + "…"
+
+
+def _state(value: object, depth: int, level: int) -> str:
+    if level > 6:
+        return "…"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_state(v, depth, level + 1) for v in list(value)[:64])
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{norm_repr(k)}: {_state(v, depth, level + 1)}" for k, v in list(value.items())[:64]) + "}"
+        )
+    if type(value).__repr__ is object.__repr__ and hasattr(value, "__dict__"):
+        name = type(value).__qualname__
+        if depth <= 0:
+            return f"<{name}>"
+        fields = (f"{k}={_state(v, depth - 1, level + 1)}" for k, v in vars(value).items() if not k.startswith("_"))
+        return f"{name}(" + ", ".join(fields) + ")"
+    return norm_repr(value)
 
 
 def _int_variants(x: int) -> list[int]:
@@ -167,7 +205,10 @@ class Tracer:
     def _entry(self, frame: Any) -> bool:
         """A call made directly by the reproduction test into the repo's code: the report's example."""
         caller = frame.f_back
-        if caller is None or not self._test.startswith(self.seed_prefix) or len(self.seeds) >= MAX_SEEDS:
+        if caller is None or not self._test.startswith(self.seed_prefix):
+            return False
+        is_target = self._match(frame.f_code) is not None
+        if sum(1 for s in self.seeds if s["target"] == is_target) >= MAX_SEEDS:
             return False
         callee = frame.f_code.co_filename
         return (
@@ -261,6 +302,8 @@ class Tracer:
                 "qualname": qual,
                 "names": names,
                 "values": copied,
+                # A call of a patched function is probed first: it is the behaviour the fixes change.
+                "target": self._match(code) is not None,
                 "varargs": bool(code.co_flags & 0x04),
                 "varkw": bool(code.co_flags & 0x08),
                 "posonly": code.co_posonlyargcount,
@@ -310,8 +353,8 @@ def _call(seed: dict[str, Any], values: list[Any]) -> dict[str, str]:
         return {"outcome": "raise", "exc": type(exc).__name__}
     return {
         "outcome": "ok",
-        "value": norm_repr(result),
-        "after": "(" + ", ".join(norm_repr(v) for v in values) + ")",
+        "value": state_repr(result),
+        "after": "(" + ", ".join(state_repr(v) for v in values) + ")",
         "stdout": out.getvalue()[-MAX_REPR:],
     }
 
@@ -323,16 +366,21 @@ def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dic
     """
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
-    for seed in seeds:
+    # Calls of the patched functions first (a stable sort keeps the test's order within each kind).
+    for seed in sorted(seeds, key=lambda s: not s.get("target", False)):
         base = seed["values"]
         variants: list[tuple[str, list[Any]]] = [("seed", base)]
         for i, value in enumerate(base):
-            for v in _variants(value):
-                variants.append((f"arg{i}", [*base[:i], v, *base[i + 1 :]]))
+            for n, v in enumerate(_variants(value)):
+                variants.append((f"arg{i}:{n}", [*base[:i], v, *base[i + 1 :]]))
         for i, j, v in _sibling_values(base):
             variants.append((f"arg{i}-from-arg{j}", [*base[:i], v, *base[i + 1 :]]))
         for label, values in variants[: MAX_VARIANTS_PER_SEED + 1]:
             key = seed["module"] + "." + seed["qualname"] + "(" + ", ".join(norm_repr(v) for v in values) + ")"
+            if key in seen and label != "seed":
+                # Two variants can print alike (a list of objects without a repr, one element shorter at
+                # either end) yet be different inputs: the label keeps them apart, the same in every run.
+                key = f"{key} #{label}"
             if key in seen:
                 continue
             seen.add(key)
