@@ -99,3 +99,49 @@ async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_fu
 
 def test_baseline_without_coverage_selects_nothing() -> None:
     assert Baseline(tests={"t::a": "passed"}).coverage is None
+
+
+def test_the_compact_export_reads_the_same_as_coverage_json_and_is_smaller(tmp_path: Path) -> None:
+    """Many tests over the same lines: the compact form names each set of tests once."""
+    import json
+    import subprocess
+    import sys
+
+    from coverage import CoverageData
+
+    from agents.localize.ranking import coverage_from_json
+
+    (tmp_path / "pkg.py").write_text("".join(f"x{n} = {n}\n" for n in range(1, 7)))
+    data = CoverageData(basename=str(tmp_path / ".coverage"))
+    for n in range(300):
+        data.set_context(f"tests.test_big.test_case_{n}")
+        data.add_lines({str(tmp_path / "pkg.py"): [1, 2, 3] + ([4, 5] if n % 2 else [6])})
+    data.write()
+    (tmp_path / "export.py").write_text(impact._EXPORT)
+    compact_path, full_path = tmp_path / "compact.json", tmp_path / "full.json"
+    subprocess.run([sys.executable, "export.py", ".coverage", str(compact_path)], cwd=tmp_path, check=True)
+    rc = tmp_path / "rc"
+    rc.write_text(f"[run]\ndata_file = {tmp_path / '.coverage'}\n[json]\nshow_contexts = True\n")
+    subprocess.run(
+        [sys.executable, "-m", "coverage", "json", f"--rcfile={rc}", "-o", str(full_path)], cwd=tmp_path, check=True
+    )
+    compact = coverage_from_json(json.loads(compact_path.read_text()), str(tmp_path))
+    full = coverage_from_json(json.loads(full_path.read_text()), str(tmp_path))
+    assert compact == full and len(compact["pkg.py"][4]) == 150
+    assert compact_path.stat().st_size * 5 < full_path.stat().st_size
+
+
+async def test_coverage_too_large_to_read_falls_back_to_the_full_suite() -> None:
+    from sandboxes.base import SandboxError
+
+    class Oversized:
+        def write_file(self, relpath: str, content: str) -> None:
+            pass
+
+        async def run(self, argv: list[str], timeout: float) -> SimpleNamespace:
+            return SimpleNamespace(exit_code=0, output="")
+
+        def read_file(self, relpath: str) -> str:
+            raise SandboxError(f"{relpath!r} is larger than 33554432 bytes")
+
+    assert await impact.read_coverage(Oversized(), "python3") is None  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from agents.localize.ranking import coverage_from_json, split_outcomes
-from sandboxes.base import WORKSPACE_MOUNT, Sandbox
+from sandboxes.base import WORKSPACE_MOUNT, Sandbox, SandboxError
 from sandboxes.workspace import SCRATCH_DIR
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,32 @@ show_contexts = True
 """
 _RC_REL = f"{SCRATCH_DIR}/coveragerc-baseline"
 _JSON_REL = f"{SCRATCH_DIR}/coverage-baseline.json"
+_EXPORT_REL = f"{SCRATCH_DIR}/coverage_export.py"
+
+#: Runs inside the sandbox with the repo's own coverage.py: the per-line contexts in a compact form. `coverage
+#: json --show-contexts` repeats every test name on every line it ran, which passes the 32 MB read cap on a
+#: suite of ~2,000 tests; lines of one block share one set of tests, so sets are stored once and named by index.
+_EXPORT = """\
+import json, sys
+from coverage import CoverageData
+
+data = CoverageData(basename=sys.argv[1])
+data.read()
+name_ids, set_ids, files = {}, {}, {}
+for path in data.measured_files():
+    lines = {}
+    for line, contexts in (data.contexts_by_lineno(path) or {}).items():
+        ids = tuple(sorted(name_ids.setdefault(c, len(name_ids)) for c in contexts if c))
+        if ids:
+            lines[str(line)] = set_ids.setdefault(ids, len(set_ids))
+    if lines:
+        files[path] = lines
+names = sorted(name_ids, key=name_ids.get)
+sets = [list(s) for s in sorted(set_ids, key=set_ids.get)]
+document = {"format": "compact-contexts", "contexts": names, "sets": sets, "files": files}
+with open(sys.argv[2], "w") as fh:
+    json.dump(document, fh, separators=(",", ":"))
+"""
 
 
 @dataclass(frozen=True)
@@ -138,24 +164,17 @@ def coverage_rc(sandbox: Sandbox) -> str:
 
 async def read_coverage(sandbox: Sandbox, python: str) -> dict[str, dict[int, set[str]]] | None:
     """The per-line test contexts of the run made with coverage_rc(), or None when coverage gave none."""
-    conv = await sandbox.run(
-        [
-            python,
-            "-m",
-            "coverage",
-            "json",
-            f"--rcfile={WORKSPACE_MOUNT}/{_RC_REL}",
-            "-o",
-            f"{WORKSPACE_MOUNT}/{_JSON_REL}",
-        ],
-        timeout=120,
-    )
+    sandbox.write_file(_EXPORT_REL, _EXPORT)
+    data_file = f"{WORKSPACE_MOUNT}/{SCRATCH_DIR}/.coverage-baseline"
+    argv = [python, f"{WORKSPACE_MOUNT}/{_EXPORT_REL}", data_file, f"{WORKSPACE_MOUNT}/{_JSON_REL}"]
+    conv = await sandbox.run(argv, timeout=120)
     if conv.exit_code != 0:
         log.info("baseline coverage unavailable: %s", conv.output[-300:])
         return None
     try:
         data = json.loads(sandbox.read_file(_JSON_REL))
-    except (OSError, ValueError) as exc:
-        log.warning("baseline coverage unreadable: %s", exc)
+    except (OSError, ValueError, SandboxError) as exc:
+        # Too large or unreadable: impact selection is a speed-up, so every candidate runs the full suite.
+        log.warning("baseline coverage unreadable, candidates run the full suite: %s", exc)
         return None
     return coverage_from_json(data, WORKSPACE_MOUNT) or None

@@ -151,6 +151,8 @@ def coverage_from_json(data: Mapping[str, object], root: str) -> dict[str, dict[
     files = data.get("files")
     if not isinstance(files, Mapping):
         return result
+    if data.get("format") == "compact-contexts":
+        return _compact_coverage(data, files, root)
     for name, info in files.items():
         rel = normalize_path(str(name), root)
         if rel.startswith("/") or not isinstance(info, Mapping):
@@ -163,6 +165,29 @@ def coverage_from_json(data: Mapping[str, object], root: str) -> dict[str, dict[
             tests = {context_test_name(str(c)) for c in ctxs or ()} - {""}
             if tests:
                 lines.setdefault(int(lineno), set()).update(tests)
+    return result
+
+
+def _compact_coverage(
+    data: Mapping[str, object], files: Mapping[str, object], root: str
+) -> dict[str, dict[int, set[str]]]:
+    """The compact export (agents/localize/impact.py): context names and sets of them stored once, by index."""
+    names, sets = data.get("contexts"), data.get("sets")
+    if not isinstance(names, list) or not isinstance(sets, list):
+        return {}
+    tests = [context_test_name(str(n)) for n in names]
+    resolved: list[set[str]] = []
+    for ids in sets:
+        members = ids if isinstance(ids, list) else []
+        resolved.append({tests[i] for i in members if isinstance(i, int) and 0 <= i < len(tests)} - {""})
+    result: dict[str, dict[int, set[str]]] = {}
+    for name, lines in files.items():
+        rel = normalize_path(str(name), root)
+        if rel.startswith("/") or not isinstance(lines, Mapping):
+            continue
+        for lineno, index in lines.items():
+            if isinstance(index, int) and 0 <= index < len(resolved) and resolved[index]:
+                result.setdefault(rel, {}).setdefault(int(lineno), set()).update(resolved[index])
     return result
 
 
