@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import yaml
+from packaging.markers import InvalidMarker, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -423,8 +424,12 @@ def _fit_to_suite(declared: _Declared, signals: SuiteSignals, config: PytestConf
 def _pin_pytest(
     deps: list[str], signals: SuiteSignals, config: PytestConfig, version: tuple[int, int], notes: list[str]
 ) -> list[str]:
-    """deps with one pytest requirement first, fitting the project's own pins, its suite and the Python."""
-    pins = [d for d in deps if _dist_name(d) == "pytest"]
+    """deps with one pytest requirement first, fitting the project's own pins, its suite and the Python.
+
+    A pin whose environment marker excludes this interpreter (`pytest==4.6.*; python_version == "2.7"`) is
+    not a pin for it: projects pin one pytest per Python line, and combining them all asks for the impossible.
+    """
+    pins = [d for d in deps if _dist_name(d) == "pytest" and marker_applies(d, version)]
     specifiers = [str(d)[len(m.group(0)) :].split(";")[0].strip() for d in pins if (m := _NAME.match(d))]
     requirement, pytest_notes = pytest_requirement([x for x in specifiers if x], signals, config, version)
     notes.extend(pytest_notes)
@@ -441,6 +446,30 @@ def _pytest_overrides(config: PytestConfig, signals: SuiteSignals) -> dict[str, 
         project = dict(config.values)
         overrides.update({k: v for k, v in NOSE_STYLE.items() if k not in project})
     return overrides
+
+
+def marker_applies(requirement: str, version: tuple[int, int]) -> bool:
+    """Whether a requirement's environment marker holds on CPython `version` on Linux (True without one)."""
+    try:
+        marker = Requirement(requirement).marker
+    except InvalidRequirement:
+        return True  # unreadable here: let pip judge it, as before
+    if marker is None:
+        return True
+    env = {
+        "python_version": f"{version[0]}.{version[1]}",
+        "python_full_version": f"{version[0]}.{version[1]}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "extra": "",
+    }
+    try:
+        return bool(marker.evaluate(env))
+    except (UndefinedEnvironmentName, InvalidMarker, ValueError):
+        return True
 
 
 def _dist_name(requirement: str) -> str:

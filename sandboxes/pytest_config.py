@@ -373,8 +373,9 @@ def _satisfiable(spec: SpecifierSet) -> bool:
     if any(spec.contains(v) for v in known):
         return True
     # A pin to a release between our samples (pytest==7.2.1): trust an exact or upper-bounded pin that the floor allows.
-    exact = [s for s in spec if s.operator in ("==", "===")]
-    return bool(exact) and all(spec.contains(Version(s.version)) for s in exact if "*" not in s.version)
+    # A wildcard pin (==6.0.*) is not one release: the samples above decide it, or two of them would pass vacuously.
+    exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+    return bool(exact) and all(spec.contains(Version(s.version)) for s in exact)
 
 
 def _canonical(spec: SpecifierSet) -> str:

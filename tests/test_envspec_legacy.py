@@ -319,3 +319,18 @@ def test_an_old_pytest_section_is_handed_over_whole(tmp_path: Path) -> None:
     spec = detect_spec(tmp_path)
     assert dict(spec.pytest_ini) == {"xfail_strict": "true", "testpaths": "t", "addopts": "--tb=short"}
     assert spec.pytest_overrides == (), "everything goes into the ini reprobot passes with -c"
+
+
+def test_pytest_pins_for_other_pythons_do_not_combine_with_this_ones(tmp_path: Path) -> None:
+    """One pin per Python line, as projects spanning 2.7 and 3.x write them: only this interpreter's applies."""
+    pins = 'pytest==4.6.*; python_version == "2.7"\npytest==7.4.*; python_version >= "3.5"\n'
+    write(tmp_path, {"requirements.txt": pins, "tests/test_a.py": "def test_a():\n    pass\n"})
+    spec = detect_spec(tmp_path, interpreters=PY311, default_python=Path("/usr/bin/python3.11"))
+    pytest_reqs = [d for d in spec.deps if d.startswith("pytest") and not d.startswith("pytest-")]
+    assert pytest_reqs == ["pytest==7.4.*,>=7.1"]
+    assert not any("pins pytest" in note for note in spec.notes), spec.notes
+
+
+def test_two_wildcard_pins_that_cannot_both_hold_are_not_honoured() -> None:
+    req, notes = pytest_requirement(["==4.6.*", "==6.0.*"], SuiteSignals(), PytestConfig(), (3, 11))
+    assert req == "pytest>=7.1" and "pins pytest" in notes[0]
