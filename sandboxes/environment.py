@@ -13,7 +13,7 @@ import shlex
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -155,27 +155,39 @@ async def build_environment(
     # Only a Python project is linked into its env (and uninstalled from it): any other spec shares by its key.
     if spec.project is None or spec.language != "python":
         path, hit = await build(shared_key, remove=None)
-        return BuiltEnvironment(spec, path, hit, loop.time() - started, extra)
+        return BuiltEnvironment(_with_build_notes(spec, path), path, hit, loop.time() - started, extra)
     project = spec.project[0]
     own_key = spec.cache_key(str(python), own=True)
     if _ready(envs / own_key) or any(c.kind == "path" for c in classified):
         # Built before because a dependency pulled the project in (the shared env would not do either), or a
         # path requirement points into this workspace, whose content the requirement text does not capture.
         path, hit = await build(own_key, remove=project)
-        return BuiltEnvironment(spec, path, hit, loop.time() - started, extra)
+        return BuiltEnvironment(_with_build_notes(spec, path), path, hit, loop.time() - started, extra)
     path, hit = await build(shared_key, remove=None)
     installed = await asyncio.to_thread(_read_dists, path)
     if installed is not None and canonicalize_name(project) not in installed:
-        return BuiltEnvironment(spec, path, hit, loop.time() - started, extra)
+        return BuiltEnvironment(_with_build_notes(spec, path), path, hit, loop.time() - started, extra)
     # A dependency installed the project itself (attrs via hypothesis), or the record is unreadable: the
     # tests must see the workspace's copy only, so the project gets an env of its own, that copy uninstalled.
     log.info("%s is installed by its own dependencies: building an environment of its own", project)
     path, own_hit = await build(own_key, remove=project)
-    return BuiltEnvironment(spec, path, hit and own_hit, loop.time() - started, extra)
+    return BuiltEnvironment(_with_build_notes(spec, path), path, hit and own_hit, loop.time() - started, extra)
 
 
 #: The file, in a built environment, listing the canonical names of the distributions installed in it.
 DISTS_FILE = "reprobot-dists.json"
+#: The file, in a built environment, with notes on the declared pins loosened to build it.
+RELAXED_FILE = "reprobot-relaxed.json"
+
+
+def _with_build_notes(spec: EnvironmentSpec, path: Path) -> EnvironmentSpec:
+    """`spec` with the env's notes on loosened pins, so reports say what the tests ran against."""
+    try:
+        notes = json.loads((path / RELAXED_FILE).read_text())
+    except (OSError, ValueError):
+        return spec
+    extra = tuple(str(n) for n in notes if isinstance(n, str)) if isinstance(notes, list) else ()
+    return replace(spec, notes=(*spec.notes, *extra)) if extra else spec
 
 
 def _ready(target: Path) -> bool:
@@ -299,9 +311,12 @@ async def _build_venv(
     rootfs: Path | None,
     pip_cache: Path,
 ) -> None:
-    """The virtualenv at `staging`, built in the sandbox; EnvironmentError_ says which step failed and why."""
+    """The virtualenv at `staging`, built in the sandbox; EnvironmentError_ says which step failed and why.
+
+    Notes on pins loosened to install at all are kept in the env (RELAXED_FILE), for every job that uses it.
+    """
     try:
-        await build_python_env(
+        notes = await build_python_env(
             staging,
             classified,
             python=str(python),
@@ -319,6 +334,8 @@ async def _build_venv(
         raise EnvironmentError_(str(exc)) from exc
     except SandboxError as exc:
         raise EnvironmentError_(f"the {sandbox} sandbox that builds the environment failed: {exc}") from exc
+    if notes:
+        _write_new(staging / RELAXED_FILE, json.dumps(notes, indent=0))
 
 
 #: Maven files that load code into Maven itself (build extensions, JVM options, extra CLI flags).

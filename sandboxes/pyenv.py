@@ -129,6 +129,36 @@ class PythonBuild:
             archive = await self.fetcher.sdist(missing, self.python_version)
             await self.build(archive)
 
+    async def download_relaxing(self, requirements: list[str]) -> tuple[list[str], list[str]]:
+        """download(), loosening the pins by RELAX_LEVELS when they cannot be met together today.
+
+        Returns the requirements that were downloaded and notes on what was loosened (empty when nothing
+        was). A timeout is not a conflict: it is raised as it is.
+        """
+        try:
+            await self.download(requirements)
+            return requirements, []
+        except DependencyError as exc:
+            if "timed out" in str(exc):
+                raise
+            first = exc
+        for level in RELAX_LEVELS:
+            relaxed, notes = _relaxed(requirements, level)
+            if not notes:
+                continue
+            self.rounds = 0
+            self.from_source.clear()
+            log.info("the declared pins cannot be installed together: retrying with %s", level)
+            try:
+                await self.download(relaxed)
+            except DependencyError as exc:
+                if "timed out" in str(exc):
+                    raise
+                continue
+            why = _tail(str(first), 200).splitlines()[-1] if str(first).strip() else "they could not be installed"
+            return relaxed, [f"the declared pins could not be installed together ({why}); {level}: " + "; ".join(notes)]
+        raise first
+
     async def build(self, archive: Path, name: str | None = None) -> Path:
         """Build a source archive (already in the wheelhouse's sdists/) into a wheel inside the sandbox."""
         await self.download(await asyncio.to_thread(archive_build_requires, archive))
@@ -229,6 +259,36 @@ def _tail(text: str, limit: int = 800) -> str:
     return text.strip()[-limit:]
 
 
+#: How a developer loosens pins that cannot be met today, in order: keep only each pin's lower bound (the
+#: release the project was written against, or newer), then no version at all. pytest is left alone: its
+#: requirement was already fitted to the interpreter and the suite (sandboxes/pytest_config.py).
+RELAX_LEVELS = ("lower bounds", "unpinned")
+
+
+def relax_requirement(requirement: str, level: str) -> str:
+    """`requirement` loosened to `level` (see RELAX_LEVELS); unchanged when it has no version to loosen."""
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        return requirement
+    if req.url or not str(req.specifier) or canonicalize_name(req.name) == "pytest":
+        return requirement
+    floor = ""
+    if level == "lower bounds":
+        lows = [s.version.removesuffix(".*") for s in req.specifier if s.operator in (">=", ">", "==", "~=", "===")]
+        floor = f">={lows[0]}" if len(lows) == 1 else ""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    marker = f"; {req.marker}" if req.marker else ""
+    return f"{req.name}{extras}{floor}{marker}"
+
+
+def _relaxed(requirements: list[str], level: str) -> tuple[list[str], list[str]]:
+    """The requirements at `level`, and a note per requirement that changed."""
+    out = [relax_requirement(r, level) for r in requirements]
+    notes = [f"{old!r} relaxed to {new!r}" for old, new in zip(requirements, out, strict=True) if old != new]
+    return out, notes
+
+
 async def build_python_env(
     staging: Path,
     classified: list[Classified],
@@ -243,8 +303,10 @@ async def build_python_env(
     link_workspace: bool,
     timeout: float,
     pip_cache: Path | None = None,
-) -> None:
+) -> list[str]:
     """Create and fill the virtualenv at `staging` inside a `backend` sandbox (see the module docstring).
+
+    Returns notes on the declared pins that had to be loosened to install at all (empty when none were).
 
     With `link_workspace` the workspace's `python_path` folders and the metadata folder are put on sys.path
     and the distribution `remove` (the project, when a dependency pulled it in) is uninstalled.
@@ -293,7 +355,12 @@ async def build_python_env(
             extras = f"[{','.join(req.extras)}]" if req.extras else ""
             host_reqs.append(f"{name}{extras} @ {wheel.as_uri()}")
             box_reqs.append(f"{name}{extras} @ file://{WHEELS_MOUNT}/{wheel.name}")
-        await build.download(host_reqs)
+        relaxed_reqs, notes = await build.download_relaxing(host_reqs)
+        if notes:
+            # The same loosening inside the sandbox: direct references (host paths) were never relaxed.
+            box_reqs = [
+                box if host == new else new for box, host, new in zip(box_reqs, host_reqs, relaxed_reqs, strict=True)
+            ]
         await build.install(box_reqs)
         entries = [f"{WORKSPACE_MOUNT}/{p}".rstrip("/.") or WORKSPACE_MOUNT for p in python_path]
         # Listed whether or not this project has metadata, so the env does not depend on the project: site
@@ -301,6 +368,7 @@ async def build_python_env(
         entries.append(f"{WORKSPACE_MOUNT}/{META_DIR}")
         if link_workspace:
             await build.link_workspace(remove, entries)
+    return notes
 
 
 #: How much of a METADATA / PKG-INFO file is read for its Name header (the headers come first).

@@ -182,3 +182,38 @@ def test_installed_distributions_are_read_as_files_without_following_links(tmp_p
     (tmp_path / "other" / "lib").mkdir(parents=True)
     (tmp_path / "other" / "lib" / "python3.11").symlink_to(site.parent)
     assert pyenv.installed_distributions(tmp_path / "other") == []
+
+
+def test_pins_are_loosened_to_their_lower_bound_then_dropped() -> None:
+    relax = pyenv.relax_requirement
+    assert relax("dateparser==0.7.*", "lower bounds") == "dateparser>=0.7"
+    assert relax("simplejson==3.17.2", "lower bounds") == "simplejson>=3.17.2"
+    assert relax("sphinx>=1.8,<2", "lower bounds") == "sphinx>=1.8"
+    assert relax('pytz==2019.*; python_version >= "3.5"', "lower bounds") == 'pytz>=2019; python_version >= "3.5"'
+    assert relax("Foo[bar]~=1.2", "unpinned") == "Foo[bar]"
+    assert relax("pytest==6.0.*", "unpinned") == "pytest==6.0.*"  # fitted to the interpreter elsewhere
+    assert relax("six", "unpinned") == "six"
+
+
+async def test_a_pin_that_cannot_be_met_is_loosened_and_said_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project pins a release its index no longer has: the build goes on with a newer one, and notes it."""
+    problem = available_backends()["bwrap"]
+    if problem is not None:
+        pytest.skip(f"bwrap backend unavailable: {problem}")
+    if not any(WHEELHOUSE.glob("setuptools-*.whl")):
+        pytest.skip(f"no setuptools wheel in {WHEELHOUSE} (run `make wheelhouse`)")
+    links = tmp_path / "links"
+    sdist(links, "moved-on", [], "def value():\n    return 1\n")  # only 1.0 exists
+    monkeypatch.setenv("PIP_FIND_LINKS", f"{WHEELHOUSE} {links}")
+    spec = EnvironmentSpec(deps=(*BASE_TEST_DEPS, "moved-on==0.9"), python_path=(".",))
+    env = await build_environment(spec, tmp_path / "cache", python=Path("/usr/bin/python3"))
+    ws = make_git_repo(
+        tmp_path / "ws", {"test_it.py": "import moved_on\n\ndef test_it():\n    assert moved_on.value()\n"}
+    )
+    assert await run_in(env, ws) == {"test_it.py::test_it": "passed"}
+    assert any("'moved-on==0.9' relaxed to 'moved-on>=0.9'" in n for n in env.spec.notes), env.spec.notes
+    # The next job on the same environment hears of it too.
+    again = await build_environment(spec, tmp_path / "cache", python=Path("/usr/bin/python3"))
+    assert again.cache_hit and again.spec.notes == env.spec.notes
