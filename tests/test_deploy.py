@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -107,16 +108,49 @@ def test_compose_data_dir_is_the_same_path_everywhere_and_owned_by_the_app_user(
         assert services[name]["depends_on"]["data-dir"]["condition"] == "service_completed_successfully"
 
 
-def kustomize(path: Path) -> list[dict[str, Any]]:
-    run = subprocess.run(
-        [tool("kubectl", "kubernetes-client"), "kustomize", str(path)], capture_output=True, text=True, timeout=60
-    )
+def render(overlay: str, *, secrets: bool = True) -> subprocess.CompletedProcess[str]:
+    """`kubectl kustomize` of a copy of deploy/k8s, with the overlay's secrets.env made from its template, as a
+    user makes it (the checkout's own secrets.env, git-ignored, is neither read nor written)."""
+    kubectl = tool("kubectl", "kubernetes-client")
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "k8s"
+        shutil.copytree(DEPLOY / "k8s", tree, ignore=shutil.ignore_patterns("secrets.env"))
+        folder = tree / "overlays" / overlay
+        if secrets:
+            shutil.copy2(folder / "secrets.env.example", folder / "secrets.env")
+        return subprocess.run([kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=60)
+
+
+def kustomize(overlay: str = "example") -> list[dict[str, Any]]:
+    run = render(overlay)
     assert run.returncode == 0, run.stderr
     return [doc for doc in yaml.safe_load_all(run.stdout) if doc]
 
 
+def test_the_overlay_reads_the_secrets_file_the_user_creates() -> None:
+    missing = render("example", secrets=False)
+    assert missing.returncode != 0 and "secrets.env" in missing.stderr
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "deploy/k8s/overlays/example/secrets.env"], cwd=ROOT, timeout=60
+    )
+    assert ignored.returncode == 0, "secrets.env must be git-ignored"
+    by = {(d["kind"], d["metadata"]["name"]): d for d in kustomize()}
+    secret = by[("Secret", next(n for k, n in by if k == "Secret"))]
+    assert "REPROBOT_GITHUB_WEBHOOK_SECRET" in secret["data"]
+
+
+def test_pods_get_no_service_account_token() -> None:
+    by = {(d["kind"], d["metadata"]["name"]): d for d in kustomize()}
+    assert by[("ServiceAccount", "reprobot")]["automountServiceAccountToken"] is False
+    for name in ("reprobot-web", "reprobot-worker"):
+        spec = by[("Deployment", name)]["spec"]["template"]["spec"]
+        assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"] == "reprobot"
+    worker = by[("Deployment", "reprobot-worker")]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+
+
 def test_kustomize_overlay_renders_a_complete_deployment() -> None:
-    docs = kustomize(DEPLOY / "k8s" / "overlays" / "example")
+    docs = kustomize()
     by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     for key in [
         ("Deployment", "reprobot-web"),
@@ -168,7 +202,7 @@ def _routes(path: str, rule: dict[str, Any]) -> bool:
 
 def test_ingress_and_service_do_not_expose_metrics() -> None:
     """/metrics is on REPROBOT_METRICS_PORT, which the Service does not carry, and no Ingress path routes it."""
-    docs = kustomize(DEPLOY / "k8s" / "overlays" / "example")
+    docs = kustomize()
     by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     rules = [r for rule in by[("Ingress", "reprobot-web")]["spec"]["rules"] for r in rule["http"]["paths"]]
     assert not [r["path"] for r in rules if _routes("/metrics", r)]
