@@ -30,7 +30,8 @@ class _StatusText:
 
     def __rich__(self) -> Text:
         p = self.progress
-        return Text.from_markup(f"[bold]{escape(p.current)}[/bold] {escape(p.detail)} [{p.elapsed():6.1f}s]")
+        detail = f" {escape(p.detail)}" if p.detail else ""
+        return Text.from_markup(f"[bold]{escape(p.current)}[/bold]{detail} [{p.elapsed():6.1f}s]")
 
 
 class StageProgress:
