@@ -3,8 +3,9 @@
 Each is measured as a ratio to `python -c pass` (the interpreter's own start), in the same rounds on the same
 machine: every round runs the baseline, the `before` tree and the `after` tree, in an order that rotates, and
 the medians are compared. `before` is the code of a commit (BASE, default 0bc5a54, before the CLI's imports
-were made lazy), exported with `git archive` into a temporary folder; `after` is this checkout. Both run with
-this interpreter and its installed dependencies, the tree on PYTHONPATH, from a folder outside the checkout.
+were made lazy), exported with `git archive` into a temporary folder; `after` is this checkout, copied beside
+it. Both run with this interpreter and its installed dependencies, the tree on PYTHONPATH, from a folder outside
+the checkout.
 
     python bench/startup.py [--base COMMIT] [--rounds N]
 """
@@ -46,6 +47,15 @@ def env_for(tree: Path | None, data_dir: Path) -> dict[str, str]:
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     return env
+
+
+def copy_checkout(into: Path) -> Path:
+    """This checkout's packages as they are now, copied beside `before` (the same file system for both)."""
+    import shutil
+
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, into / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return into
 
 
 def compile_tree(tree: Path) -> None:
@@ -113,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="reprobot-bench-startup-") as tmp:
         scratch = Path(tmp)
-        before, after = export(args.base, scratch / "before"), ROOT
+        before, after = export(args.base, scratch / "before"), copy_checkout(scratch / "after")
         for tree in (before, after):
             compile_tree(tree)
         env_b, env_a, env_0 = (env_for(t, scratch / "data") for t in (before, after, None))
