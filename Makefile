@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint docs bench bench-data soak venv wheelhouse clean system-packages image-wheels image
+.PHONY: demo test lint docs bench bench-data soak venv wheelhouse clean system-packages image-wheels image base-image up down
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,6 +46,23 @@ image: image-wheels
 	rm -f deploy/wheels/*.whl && cp $(IMAGE_WHEELS)/*.whl deploy/wheels/
 	docker build -f deploy/Dockerfile -t reprobot/app:latest \
 		--build-arg BASE_IMAGE="$$($(BIN)/python -c 'from sandboxes.baseimage import image_tag; print(image_tag())')" .
+
+# The sandboxes' base image (debootstrap, then docker import; needs root), which the app image is built on.
+base-image: $(STAMP)
+	$(BIN)/reprobot sandbox build-base
+
+# One Docker host (docs/operations.md#docker-compose): base image, app image, then web, workers and PostgreSQL
+# from deploy/docker-compose.yml with the secrets of deploy/.env. The compose file's one-shot data-dir service
+# gives the data dir to the containers' user; the workers join the docker socket's group.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+up: base-image image
+	@test -f deploy/.env || { echo "make up: create deploy/.env first (cp deploy/reprobot.env.example deploy/.env)" >&2; exit 2; }
+	cd deploy && DOCKER_GID="$$(stat -c %g /var/run/docker.sock)" \
+		BASE_IMAGE="$$($(CURDIR)/$(BIN)/python -c 'from sandboxes.baseimage import image_tag; print(image_tag())')" \
+		$(COMPOSE) -f docker-compose.yml up -d
+
+down:
+	cd deploy && $(COMPOSE) -f docker-compose.yml down
 
 # A fresh machine first gets the system packages the bot needs (installed when root, else the one command to
 # run is printed), before the virtualenv, which needs python3-venv.

@@ -226,7 +226,7 @@ async def run_worker(settings: Settings, concurrency: int | None = None) -> None
     if settings.metrics_port:
         # Per-process endpoint for workers on other hosts (pods): see bot/metrics.py.
         metrics.serve_worker_metrics(settings.metrics_port)
-        log.info("worker metrics on :%d/metrics", settings.metrics_port)
+        log.info("worker /metrics and /healthz on :%d", settings.metrics_port)
     try:
         await Worker(settings, store, concurrency=concurrency).run(stop)
     finally:

@@ -1,11 +1,13 @@
-"""deploy/: the compose file passes `docker-compose config`, the kustomize overlay renders with `kubectl kustomize`
-and holds what a deployment needs, and the image builds here from the locally built base and runs non-root."""
+"""deploy/: the compose file passes `docker compose config` (or docker-compose's), the kustomize overlay renders
+with `kubectl kustomize` and holds what a deployment needs, and the image builds here from the locally built base
+and runs non-root."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +31,20 @@ def tool(name: str, package: str) -> str:
     return found
 
 
+def compose_command() -> list[str]:
+    """`docker compose` (the plugin) when the docker CLI has it, else docker-compose; skips when neither is here."""
+    docker = shutil.which("docker")
+    if docker is not None:
+        plugin = subprocess.run([docker, "compose", "version"], capture_output=True, text=True, timeout=60)
+        if plugin.returncode == 0:
+            return [docker, "compose"]
+    return [tool("docker-compose", "docker-compose")]
+
+
 def compose_config(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROBOT_", "POSTGRES_"))} | extra_env
     return subprocess.run(
-        [tool("docker-compose", "docker-compose"), "-f", str(DEPLOY / "docker-compose.yml"), "config"],
+        [*compose_command(), "-f", str(DEPLOY / "docker-compose.yml"), "config"],
         cwd=DEPLOY,
         env=env,
         capture_output=True,
@@ -46,7 +58,9 @@ def test_compose_config() -> None:
     assert run.returncode == 0, run.stderr
     config = yaml.safe_load(run.stdout)
     services = config["services"]
-    assert set(services) == {"web", "worker", "postgres"}
+    assert set(services) == {"web", "worker", "postgres", "data-dir"}
+    # The Compose Specification: no `version:` key (docker compose warns that it is obsolete).
+    assert "version" not in yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
     assert services["worker"]["scale"] >= 2
     assert services["web"]["build"]["dockerfile"] == "deploy/Dockerfile"
     assert services["web"]["build"]["args"]["BASE_IMAGE"] == "python:3.11-slim-bookworm"
@@ -57,21 +71,86 @@ def test_compose_config() -> None:
         assert env["REPROBOT_DATABASE_URL"] == "postgresql://reprobot:pw@postgres:5432/reprobot"
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert services["worker"]["environment"]["REPROBOT_METRICS_PORT"] == "9100"
+    for name, port in (("web", 8000), ("worker", 9100)):  # liveness: /healthz (worker: on its metrics port)
+        assert f"http://127.0.0.1:{port}/healthz" in " ".join(services[name]["healthcheck"]["test"])
     # A missing secret is refused by name rather than deployed empty.
     missing = compose_config({k: v for k, v in COMPOSE_ENV.items() if k != "REPROBOT_GITHUB_WEBHOOK_SECRET"})
     assert missing.returncode != 0 and "REPROBOT_GITHUB_WEBHOOK_SECRET" in missing.stderr
 
 
-def kustomize(path: Path) -> list[dict[str, Any]]:
-    run = subprocess.run(
-        [tool("kubectl", "kubernetes-client"), "kustomize", str(path)], capture_output=True, text=True, timeout=60
-    )
+def _binds(service: dict[str, Any]) -> list[tuple[str, str]]:
+    """(source, target) of a service's volumes, in the short or the long syntax `config` prints."""
+    out = []
+    for volume in service.get("volumes", []):
+        if isinstance(volume, dict):
+            out.append((str(volume["source"]), str(volume["target"])))
+        else:
+            source, target = str(volume).split(":")[:2]
+            out.append((source, target))
+    return out
+
+
+@pytest.mark.parametrize("host_dir", [None, "/srv/reprobot-data"])
+def test_compose_data_dir_is_the_same_path_everywhere_and_owned_by_the_app_user(host_dir: str | None) -> None:
+    """REPROBOT_HOST_DATA_DIR is the bind source and the path inside (the engine resolves sandbox mounts with
+    host paths), and the one-shot data-dir service hands it to uid 10001 before web and workers start."""
+    extra = {"REPROBOT_HOST_DATA_DIR": host_dir} if host_dir else {}
+    run = compose_config(COMPOSE_ENV | extra)
+    assert run.returncode == 0, run.stderr
+    services = yaml.safe_load(run.stdout)["services"]
+    path = host_dir or "/var/lib/reprobot"
+    init = services["data-dir"]
+    assert (path, path) in _binds(init)
+    assert init["command"] == ["chown", "10001:10001", path] and str(init["user"]).startswith("0")
+    for name in ("web", "worker"):
+        assert (path, path) in _binds(services[name])
+        assert services[name]["environment"]["REPROBOT_DATA_DIR"] == path
+        assert services[name]["depends_on"]["data-dir"]["condition"] == "service_completed_successfully"
+
+
+def render(overlay: str, *, secrets: bool = True) -> subprocess.CompletedProcess[str]:
+    """`kubectl kustomize` of a copy of deploy/k8s, with the overlay's secrets.env made from its template, as a
+    user makes it (the checkout's own secrets.env, git-ignored, is neither read nor written)."""
+    kubectl = tool("kubectl", "kubernetes-client")
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "k8s"
+        shutil.copytree(DEPLOY / "k8s", tree, ignore=shutil.ignore_patterns("secrets.env"))
+        folder = tree / "overlays" / overlay
+        if secrets:
+            shutil.copy2(folder / "secrets.env.example", folder / "secrets.env")
+        return subprocess.run([kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=60)
+
+
+def kustomize(overlay: str = "example") -> list[dict[str, Any]]:
+    run = render(overlay)
     assert run.returncode == 0, run.stderr
     return [doc for doc in yaml.safe_load_all(run.stdout) if doc]
 
 
+def test_the_overlay_reads_the_secrets_file_the_user_creates() -> None:
+    missing = render("example", secrets=False)
+    assert missing.returncode != 0 and "secrets.env" in missing.stderr
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "deploy/k8s/overlays/example/secrets.env"], cwd=ROOT, timeout=60
+    )
+    assert ignored.returncode == 0, "secrets.env must be git-ignored"
+    by = {(d["kind"], d["metadata"]["name"]): d for d in kustomize()}
+    secret = by[("Secret", next(n for k, n in by if k == "Secret"))]
+    assert "REPROBOT_GITHUB_WEBHOOK_SECRET" in secret["data"]
+
+
+def test_pods_get_no_service_account_token() -> None:
+    by = {(d["kind"], d["metadata"]["name"]): d for d in kustomize()}
+    assert by[("ServiceAccount", "reprobot")]["automountServiceAccountToken"] is False
+    for name in ("reprobot-web", "reprobot-worker"):
+        spec = by[("Deployment", name)]["spec"]["template"]["spec"]
+        assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"] == "reprobot"
+    worker = by[("Deployment", "reprobot-worker")]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+
+
 def test_kustomize_overlay_renders_a_complete_deployment() -> None:
-    docs = kustomize(DEPLOY / "k8s" / "overlays" / "example")
+    docs = kustomize()
     by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     for key in [
         ("Deployment", "reprobot-web"),
@@ -123,7 +202,7 @@ def _routes(path: str, rule: dict[str, Any]) -> bool:
 
 def test_ingress_and_service_do_not_expose_metrics() -> None:
     """/metrics is on REPROBOT_METRICS_PORT, which the Service does not carry, and no Ingress path routes it."""
-    docs = kustomize(DEPLOY / "k8s" / "overlays" / "example")
+    docs = kustomize()
     by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     rules = [r for rule in by[("Ingress", "reprobot-web")]["spec"]["rules"] for r in rule["http"]["paths"]]
     assert not [r["path"] for r in rules if _routes("/metrics", r)]

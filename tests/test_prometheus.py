@@ -196,3 +196,79 @@ def test_serve_puts_metrics_on_their_own_port_only(tmp_path: Path) -> None:
         # The metrics port serves /metrics and nothing else: no dashboard, no webhooks, no runner API.
         for path in ("/dashboard/login", "/healthz", "/api/runners"):
             assert httpx.get(f"{own}{path}", timeout=10).status_code == 404, path
+
+
+# -- the inbox, build info and the worker's /healthz (issue 29, operations) -----------------------------------------
+async def test_queue_depth_counts_the_inbox_while_no_worker_runs(tmp_path: Path, settings: Settings) -> None:
+    """Deliveries acknowledged with no worker polling stay in the inbox: the depth says so, so an alert can fire."""
+    async with GitHubEnv(tmp_path, settings) as env:
+        payload = env.small_repo_issue()
+        for delivery in ("d-1", "d-2"):
+            status, _ = await env.send("issues", payload, delivery_id=delivery)
+            assert status == 202
+        waiting = await scrape(env.url)
+        assert value(waiting, "reprobot_queue_depth", kind="inbox") == 2
+        assert value(waiting, "reprobot_queue_oldest_age_seconds", kind="inbox") >= 0
+        assert value(waiting, "reprobot_queue_depth", kind="github.issue") == 0  # no job exists yet
+        await asyncio.to_thread(env.jobs)  # a worker's poll turns the inbox into jobs
+        promoted = await scrape(env.url)
+        assert value(promoted, "reprobot_queue_depth", kind="inbox") == 0
+        assert value(promoted, "reprobot_queue_depth", kind="github.issue") >= 1
+
+
+def test_build_info_names_the_version_python_and_commit() -> None:
+    from importlib import metadata
+
+    samples = [s for f in text_string_to_metric_families(exposition()[0].decode()) for s in f.samples]
+    (info,) = [s for s in samples if s.name == "reprobot_build_info"]
+    assert info.value == 1
+    assert info.labels["version"] == metadata.version("reprobot")
+    assert info.labels["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert set(info.labels) == {"version", "python", "git_sha"}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_git_sha_reads_checkouts_worktrees_and_packed_refs(tmp_path: Path) -> None:
+    from bot.metrics import git_sha
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "pkg" / "m.py").write_text("X = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    head = git(repo, "rev-parse", "HEAD")
+    assert git_sha(repo / "pkg") == head
+    git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"))
+    (tmp_path / "wt" / "n.py").write_text("Y = 2\n")
+    git(tmp_path / "wt", "add", "-A")
+    git(tmp_path / "wt", "commit", "-qm", "two")
+    assert git_sha(tmp_path / "wt") == git(tmp_path / "wt", "rev-parse", "HEAD") != head
+    git(repo, "pack-refs", "--all")
+    assert git_sha(repo / "pkg") == head
+    assert git_sha(tmp_path / "wt") == git(tmp_path / "wt", "rev-parse", "HEAD")
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert git_sha(outside) == ""
+
+
+def test_worker_metrics_port_answers_healthz_and_metrics() -> None:
+    from bot.metrics import serve_worker_metrics
+
+    server = serve_worker_metrics(free_port(), "127.0.0.1")
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        health = httpx.get(f"{url}/healthz", timeout=10)
+        assert health.status_code == 200 and health.text == "ok\n"
+        scraped = httpx.get(f"{url}/metrics", timeout=10)
+        assert scraped.status_code == 200
+        names = {s.name for f in text_string_to_metric_families(scraped.text) for s in f.samples}
+        assert "reprobot_build_info" in names
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import io
 import json
@@ -13,12 +12,12 @@ import shutil
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot.cli.types import MAX_TRAJECTORIES, absolute_path, float_range, int_range, k_list, output_dir
 
-# Exit codes, documented in docs/command-line.md, live with the job types; they stay importable from here.
-from bot.pipeline.types import (
+# Exit codes, documented in docs/command-line.md, in a module of their own: --help loads no pipeline.
+from bot.pipeline.exits import (
     EXIT_ABSTAINED,
     EXIT_BAD_ISSUE,
     EXIT_BAD_REPO,
@@ -32,7 +31,9 @@ from bot.pipeline.types import (
     EXIT_USAGE,
     STATUS_EXIT,
 )
-from bot.settings.config import Settings, SettingsError, unknown_variables, variables_in_use
+
+if TYPE_CHECKING:
+    from bot.settings.config import Settings
 
 __all__ = [
     "EXIT_ABSTAINED",
@@ -71,7 +72,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = _Parser(prog="reprobot", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"reprobot {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the installed version and exit")
     _add_verbosity(parser, False)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_fix_parser(sub)
@@ -98,6 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_game_args(rep, replay)
     _verbosity_everywhere(sub)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, with the version looked up when asked for: the package metadata is not read for other commands."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(f"reprobot {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
@@ -274,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--json" in argv:
             print(_json_error(str(exc), EXIT_USAGE))
         return EXIT_USAGE
+    # Read only once a command runs: `reprobot --help` need not load the settings table's parsers.
+    from bot.settings.config import Settings, SettingsError
+
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR if args.quiet else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -301,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     """Run one parsed command."""
+    import asyncio  # here, not at the top: `reprobot --help` starts no event loop
+
     if args.command in ("reproduce", "replay") and getattr(args, "game", None):
         from bot.cli.gamerepro import run_game_command
 
@@ -365,7 +382,10 @@ def doctor(settings: Settings, as_json: bool = True) -> int:
         if rust
         else "not found (Rust repos cannot be tested)",
     }
+    import asyncio
+
     from bot.cli.checks import checks_json, exposure_warnings, render_table, run_checks, runner_facts, runner_warnings
+    from bot.settings.config import unknown_variables, variables_in_use
 
     checks = asyncio.run(run_checks(settings))
     report["checks"] = checks_json(checks)

@@ -11,14 +11,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.app import AppReproResult, replay_actions, reproduce_app
 from bot.cli.types import float_range
-from bot.forges.local import ForgeError, read_issue_file
-from bot.llm import LLMError, ModelReply, client_from_settings, ledger_from_settings
-from bot.pipeline.types import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
-from bot.settings.config import Settings
+from bot.pipeline.exits import EXIT_ABSTAINED, EXIT_ERROR, EXIT_NOT_FIXED, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from agents.app import AppReproResult
+    from bot.settings.config import Settings
+
+# The agent, the model client and the forge are imported where a command runs them: the parser, which every
+# command (and `reprobot --help`) builds, needs none of them, and they cost a second to import.
 
 #: reproduced -> 0, not_reproduced -> 1, abstained -> 3, error -> 8 (docs/command-line.md's exit codes).
 #: Shared by `reproduce --game`.
@@ -58,9 +61,11 @@ def model_call(settings: Settings, *, purpose: str, fallback: str, whole_reply: 
     """
     if not settings.llm_configured:
         return None
+    from bot.llm import LLMError, client_from_settings, ledger_from_settings
+
     client = client_from_settings(settings, ledger_from_settings(settings))
 
-    async def complete(messages: list[dict[str, Any]]) -> ModelReply | str:
+    async def complete(messages: list[dict[str, Any]]) -> Any:
         try:
             reply = await client.complete(list(messages), purpose=purpose)
         except LLMError as exc:
@@ -113,6 +118,9 @@ def _out_dir(args: argparse.Namespace, settings: Settings, kind: str) -> Path:
 
 async def run_apprepro_command(args: argparse.Namespace, settings: Settings) -> int:
     """`reproduce --app-url` or `replay`."""
+    from agents.app import replay_actions, reproduce_app
+    from bot.forges.local import ForgeError, read_issue_file
+
     if args.command == "replay":
         if not args.app_url:
             return stop(args, "reprobot replay: error: one of --app-url or --game is required", EXIT_USAGE)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.cli.types import absolute_path, float_range
-from bot.settings.config import Settings
+
+if TYPE_CHECKING:
+    from bot.settings.config import Settings
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -76,6 +77,8 @@ def run_env_command(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(args, EXIT_BAD_REPO, f"{repo} is not a directory")
     if args.env_command == "detect":
         return _detect(repo, args, settings)
+    import asyncio  # here, not at the top: the parser (and `reprobot --help`) needs no event loop
+
     return asyncio.run(_test(repo, args, settings))
 
 
@@ -94,6 +97,8 @@ def _detect(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         if not settings.llm_configured:
             return _fail(args, EXIT_ENVIRONMENT, str(exc))
+        import asyncio
+
         found = asyncio.run(_discover(repo, args.sandbox, settings))
         if isinstance(found, str):
             return _fail(args, EXIT_ENVIRONMENT, f"{exc}; the setup agent failed too: {found}")
@@ -133,7 +138,7 @@ async def _discover(repo: Path, backend: str, settings: Settings) -> Any:
     except (GitError, SetupFailed, LLMError) as exc:
         return str(exc)
     finally:
-        await asyncio.to_thread(shutil.rmtree, scratch, True)
+        await _remove(scratch)
 
 
 async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int:
@@ -179,7 +184,7 @@ async def _test(repo: Path, args: argparse.Namespace, settings: Settings) -> int
         except SandboxUnavailable as exc:
             return _fail(args, EXIT_ENVIRONMENT, str(exc))
     finally:
-        await asyncio.to_thread(shutil.rmtree, scratch, True)
+        await _remove(scratch)
     counts = summarize(baseline.tests)
     report = {
         "passed": counts["passed"],
@@ -238,3 +243,10 @@ def run_sandbox_command(args: argparse.Namespace, settings: Settings) -> int:
     }
     print(json.dumps(report, indent=None if args.json else 2))
     return EXIT_OK
+
+
+async def _remove(folder: Path) -> None:
+    """Remove a scratch folder on a thread (a clone can take seconds to delete)."""
+    import asyncio
+
+    await asyncio.to_thread(shutil.rmtree, folder, True)

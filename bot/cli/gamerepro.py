@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.game import GameDriverError, GameReproResult, replay_game, reproduce_game
 from bot.cli.apprepro import model_call, print_result, stop
-from bot.forges.local import ForgeError, read_issue_file
-from bot.pipeline.types import EXIT_ERROR, EXIT_USAGE
-from bot.settings.config import Settings
+from bot.pipeline.exits import EXIT_ERROR, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from agents.game import GameReproResult
+    from bot.settings.config import Settings
 
 GAMES = ("minetest", "minecraft")
 
@@ -50,6 +51,10 @@ def _print(args: argparse.Namespace, result: GameReproResult, out: Path) -> int:
 
 async def run_game_command(args: argparse.Namespace, settings: Settings) -> int:
     """`reproduce --game` or `replay --game`."""
+    # Imported here, not with the parser: `reprobot --help` loads no agent.
+    from agents.game import GameDriverError, replay_game, reproduce_game
+    from bot.forges.local import ForgeError, read_issue_file
+
     out: Path = getattr(args, "out", None) or settings.data_dir / "game-runs" / (
         f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}"
     )

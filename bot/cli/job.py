@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
+from bot.cli.progress import StageProgress
 from bot.forges.local import (
     ForgeError,
     LocalForge,
@@ -233,24 +234,12 @@ async def _run_and_publish(job: _CliJob) -> tuple[JobOutcome, dict[str, Any], st
     Returns the outcome, the result document, and the PR body and comment that were published (or None).
     """
     args, request, forge = job.args, job.request, job.forge
-    console = Console(stderr=True, quiet=args.json or not sys.stderr.isatty())
-    with console.status("starting") as status:
-        job_started = time.monotonic()
-
-        def progress(stage: str, detail: str) -> None:
-            # Each stage with the job's elapsed time; the search adds candidates tried per second.
-            elapsed = f"[{time.monotonic() - job_started:6.1f}s]"
-            status.update(f"[bold]{stage}[/bold] {detail} {elapsed}")
-            console.log(f"{elapsed} {stage} {detail}".strip())
-
-        def tick(stage: str, detail: str) -> None:
-            status.update(f"[bold]{stage}[/bold] {detail} [{time.monotonic() - job_started:6.1f}s]")
-
-        outcome = await run_job(request, job.settings, job.store, job.id, progress=progress, tick=tick)
+    with StageProgress(quiet=args.json) as progress:
+        outcome = await run_job(request, job.settings, job.store, job.id, progress=progress.stage, tick=progress.tick)
         result = outcome.to_json()
         push = outcome.status == "fixed" and outcome.brt is not None and not getattr(args, "no_branch", False)
         if push:
-            status.update("[bold]publish[/bold] creating branch")
+            progress.stage("publish", "creating branch")
             job.pushed = True
         rec = Recorder(job.store, job.issue_id, job.id)
         publish_started = time.monotonic()

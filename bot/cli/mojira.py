@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.settings.config import Settings
+if TYPE_CHECKING:
+    from bot.settings.config import Settings
+
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -117,5 +118,7 @@ def run_mojira_command(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print(json.dumps({"status": "error", "reasons": ["--json needs --once"], "exit_code": EXIT_USAGE}))
         return EXIT_USAGE
+
+    import asyncio  # here: the parser (and `reprobot --help`) needs no event loop
 
     return asyncio.run(run_poll_command(settings, jql=args.jql, once=args.once, as_json=args.json))

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import shlex
 import signal
 import socket
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.settings.config import Settings
+if TYPE_CHECKING:
+    from bot.settings.config import Settings
+
 
 __all__ = ["add_parser", "run_runner_command"]
 
@@ -90,6 +90,8 @@ def run_runner_command(args: argparse.Namespace, settings: Settings) -> int:
         logging.error("reprobot runner: --token (or REPROBOT_RUNNER_TOKEN) is required to register")
         return 2
     state: Path = args.state or _default_state()
+    from importlib import metadata  # here: reading the package metadata costs `reprobot --help` 10 ms
+
     try:
         version = metadata.version("reprobot")
     except metadata.PackageNotFoundError:
@@ -106,6 +108,8 @@ def run_runner_command(args: argparse.Namespace, settings: Settings) -> int:
         commands=dict(args.executors),
         scope=args.scope,
     )
+
+    import asyncio  # here: the parser (and `reprobot --help`) needs no event loop
 
     async def main() -> int:
         stop = asyncio.Event()

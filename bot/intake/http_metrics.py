@@ -86,10 +86,14 @@ def metrics_handler(store_of: Callable[[], Store], token: str | None) -> Handler
         with forbid_store_calls_on_loop():
             store = store_of()
             now = time.time()
-            stats, runners = await asyncio.to_thread(
-                lambda: (store.views.queue_stats(now=now), store.views.runners(now=now))
+            stats, runners, inbox = await asyncio.to_thread(
+                lambda: (
+                    store.views.queue_stats(now=now),
+                    store.views.runners(now=now),
+                    store.views.inbox_stat(now=now),
+                )
             )
-            body, content_type = metrics.exposition(metrics.StoreSnapshot(stats, runners))
+            body, content_type = metrics.exposition(metrics.StoreSnapshot(stats, runners, inbox))
             return web.Response(body=body, headers={"Content-Type": content_type})
 
     return metrics_endpoint

@@ -22,6 +22,18 @@ from agents.reading import IssueFacts
 from agents.trajectory import BrtEvidence, Trajectory
 from agents.triage import AbstentionDecision
 from bot import metrics
+from bot.pipeline.exits import EXIT_ABSTAINED as EXIT_ABSTAINED
+from bot.pipeline.exits import EXIT_BAD_ISSUE as EXIT_BAD_ISSUE
+from bot.pipeline.exits import EXIT_BAD_REPO as EXIT_BAD_REPO
+from bot.pipeline.exits import EXIT_DIRTY as EXIT_DIRTY
+from bot.pipeline.exits import EXIT_ENVIRONMENT as EXIT_ENVIRONMENT
+from bot.pipeline.exits import EXIT_ERROR as EXIT_ERROR
+from bot.pipeline.exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from bot.pipeline.exits import EXIT_NOT_FIXED as EXIT_NOT_FIXED
+from bot.pipeline.exits import EXIT_OK as EXIT_OK
+from bot.pipeline.exits import EXIT_SUGGESTED as EXIT_SUGGESTED
+from bot.pipeline.exits import EXIT_USAGE as EXIT_USAGE
+from bot.pipeline.exits import STATUS_EXIT as STATUS_EXIT
 from bot.render.report import PrContext, ReviewLine, SuggestionContext
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord
@@ -31,28 +43,6 @@ from sandboxes.environment import BuiltEnvironment
 from sandboxes.pathpolicy import DEFAULT_DENIED
 
 log = logging.getLogger(__name__)
-
-#: Exit codes of `reprobot fix|reproduce`, documented in docs/command-line.md (bot.cli re-exports them).
-EXIT_OK = 0
-EXIT_NOT_FIXED = 1
-EXIT_USAGE = 2
-EXIT_ABSTAINED = 3
-EXIT_BAD_REPO = 4
-EXIT_DIRTY = 5
-EXIT_BAD_ISSUE = 6
-EXIT_ENVIRONMENT = 7
-EXIT_ERROR = 8
-EXIT_SUGGESTED = 9
-EXIT_INTERRUPTED = 130
-
-STATUS_EXIT = {
-    "fixed": EXIT_OK,
-    "reproduced": EXIT_OK,
-    "suggested": EXIT_SUGGESTED,
-    "not_fixed": EXIT_NOT_FIXED,
-    "abstained": EXIT_ABSTAINED,
-    "error": EXIT_ERROR,
-}
 
 
 class JobSettings(Protocol):

@@ -13,6 +13,8 @@ from bot.store.base import StoreConnection
 from bot.store.rows import DeliveryRow, IssueRow, JobRow, PublicationRow
 from bot.store.sql import iso, parse_iso
 
+#: The `kind` under which the queue gauges count the inbox: accepted deliveries not yet turned into jobs.
+INBOX = "inbox"
 #: A runner counts as online when it reached the server within this many seconds.
 RUNNER_ONLINE_SECONDS = 120.0
 
@@ -144,6 +146,18 @@ class Views:
             age = max(0.0, now - parse_iso(row["oldest"])) if row["oldest"] else 0.0
             out.append(QueueStat(row["kind"], row["status"], int(row["n"]), age))
         return out
+
+    def inbox_stat(self, *, now: float) -> QueueStat:
+        """Accepted deliveries whose planned jobs no worker has queued yet (kind "inbox"), and the oldest's age.
+
+        Only a worker's poll turns the inbox into jobs: with every worker down this grows while the job
+        queue stays empty, so /metrics reports it beside the queue.
+        """
+        sql = """SELECT count(*) AS n, MIN(received_at) AS oldest FROM deliveries
+            WHERE planned IS NOT NULL AND promoted_at IS NULL"""
+        row = self._conn.rows(sql)[0]
+        age = max(0.0, now - parse_iso(row["oldest"])) if row["oldest"] else 0.0
+        return QueueStat(INBOX, "pending", int(row["n"]), age)
 
     def runners(self, *, now: float) -> list[RunnerView]:
         """Registered runners with their leases (empty where this store has no runners table)."""
