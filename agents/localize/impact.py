@@ -164,17 +164,27 @@ def coverage_rc(sandbox: Sandbox) -> str:
 
 async def read_coverage(sandbox: Sandbox, python: str) -> dict[str, dict[int, set[str]]] | None:
     """The per-line test contexts of the run made with coverage_rc(), or None when coverage gave none."""
-    sandbox.write_file(_EXPORT_REL, _EXPORT)
     data_file = f"{WORKSPACE_MOUNT}/{SCRATCH_DIR}/.coverage-baseline"
-    argv = [python, f"{WORKSPACE_MOUNT}/{_EXPORT_REL}", data_file, f"{WORKSPACE_MOUNT}/{_JSON_REL}"]
+    return await export_contexts(sandbox, python, data_file, _JSON_REL) or None
+
+
+async def export_contexts(
+    sandbox: Sandbox, python: str, data_file: str, out_rel: str
+) -> dict[str, dict[int, set[str]]]:
+    """file -> line -> test contexts of the coverage data at `data_file` (a path inside the sandbox).
+
+    Exported in the sandbox with the repo's own coverage.py in the compact form (_EXPORT); empty when coverage
+    gave nothing or the export is too large to read: localization and impact selection are then done without.
+    """
+    sandbox.write_file(_EXPORT_REL, _EXPORT)
+    argv = [python, f"{WORKSPACE_MOUNT}/{_EXPORT_REL}", data_file, f"{WORKSPACE_MOUNT}/{out_rel}"]
     conv = await sandbox.run(argv, timeout=120)
     if conv.exit_code != 0:
-        log.info("baseline coverage unavailable: %s", conv.output[-300:])
-        return None
+        log.info("coverage contexts unavailable: %s", conv.output[-300:])
+        return {}
     try:
-        data = json.loads(sandbox.read_file(_JSON_REL))
+        data = json.loads(sandbox.read_file(out_rel))
     except (OSError, ValueError, SandboxError) as exc:
-        # Too large or unreadable: impact selection is a speed-up, so every candidate runs the full suite.
-        log.warning("baseline coverage unreadable, candidates run the full suite: %s", exc)
-        return None
-    return coverage_from_json(data, WORKSPACE_MOUNT) or None
+        log.warning("coverage contexts unreadable, going on without them: %s", exc)
+        return {}
+    return coverage_from_json(data, WORKSPACE_MOUNT)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 from collections.abc import Sequence
 
+from agents.localize.impact import export_contexts
 from agents.localize.ranking import (
     Frame,
     Location,
     all_contexts,
-    coverage_from_json,
     ochiai,
     rank_statements,
     repo_file_for,
@@ -63,28 +62,10 @@ async def localize_in_sandbox(
     rc_rel = f"{SCRATCH_DIR}/coveragerc"
     sandbox.write_file(rc_rel, _RC.format(scratch=SCRATCH_DIR))
     run = await runner.run(sandbox, [], coverage_rc=f"/workspace/{rc_rel}")
-    json_rel = f"{SCRATCH_DIR}/coverage.json"
-    conv = await sandbox.run(
-        [
-            runner.env.python,
-            "-m",
-            "coverage",
-            "json",
-            f"--rcfile=/workspace/{rc_rel}",
-            "-o",
-            f"/workspace/{json_rel}",
-        ],
-        timeout=120,
+    # The compact export: `coverage json --show-contexts` of a large suite passes the read cap (impact.py).
+    coverage = await export_contexts(
+        sandbox, runner.env.python, f"/workspace/{SCRATCH_DIR}/.coverage", f"{SCRATCH_DIR}/coverage.json"
     )
-    coverage: dict[str, dict[int, set[str]]] = {}
-    if conv.exit_code == 0:
-        try:
-            data = json.loads(sandbox.read_file(json_rel))
-            coverage = coverage_from_json(data, "/workspace")
-        except (OSError, ValueError) as exc:
-            log.warning("coverage report unreadable: %s", exc)
-    else:
-        log.info("coverage json failed: %s", conv.output[-300:])
     # Coverage names a test by its function's dotted name, pytest by node id: map one onto the other.
     failing, passing = split_outcomes(all_contexts(coverage), run.failed_ids, run.passed_ids)
     python_files = {f for f in repo_files if f.endswith(".py")}
