@@ -106,7 +106,7 @@ class OpenAPISpec:
         return None, {}, [f"no operation for {method} {path}"]
 
     def check_response(self, op: Operation, status: int, value: Any) -> list[str]:
-        """Problems of an answer the double gives: a status the operation does not document, or a body off its schema."""
+        """Problems of the double's answer: a status the operation does not document, or a body off its schema."""
         if str(status) not in op.responses:
             return [f"{op.op_id}: answered {status}, which the operation does not document"]
         schema = op.responses[str(status)]
