@@ -1,4 +1,4 @@
-"""`reprobot app setup` end to end: the manifest flow against the GitHub double, then `reprobot serve` with what it wrote."""
+"""`reprobot app setup` end to end: the manifest flow on the GitHub double, then `reprobot serve` with its keys."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ async def test_manifest_flow_then_serve_accepts_a_ping_signed_with_the_written_s
         proc = await asyncio.create_subprocess_exec(
             *REPROBOT, "doctor", "--json", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
-        out, err = await proc.communicate()
+        out, _ = await proc.communicate()
         checks = {c["name"]: c for c in json.loads(out)["checks"]}
         assert checks["github app id"]["status"] == "ok", checks["github app id"]
         assert checks["github app key"]["status"] == checks["github webhook secret"]["status"] == "ok"
