@@ -81,8 +81,10 @@ class GitHubDouble:
         ).decode()
         self._public_key = key.public_key()
         #: Apps whose JWTs the double accepts, by id: its own, and any made from a manifest.
+        granted = {"issues": "write", "pull_requests": "write", "contents": "write", "metadata": "read"}
+        events = ["issues", "issue_comment", "pull_request"]
         self.apps: dict[str, ManifestApp] = {
-            app_id: ManifestApp(app_id, "reprobot", "octo", self._public_key, {"issues": "write"}, ["issues"])
+            app_id: ManifestApp(app_id, "reprobot", "octo", self._public_key, granted, events)
         }
         #: The App whose JWT authenticated the request being answered.
         self.current_app: str | None = None
