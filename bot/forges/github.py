@@ -283,7 +283,8 @@ async def create_trigger_labels(
         log.warning("job %s: %s policy unreadable (%s); creating the default trigger labels", job_id, repo, exc.key)
         policy = effective_policy(None)
     names = {"fix": policy.triggers.labels.fix, "reproduce": policy.triggers.labels.reproduce}
-    created, existed = [], []
+    created: list[str] = []
+    existed: list[str] = []
     for key, color, description in TRIGGER_LABELS:
         made = await ensure_label(gh, repo, names[key], color, description)
         (created if made else existed).append(names[key])

@@ -144,7 +144,7 @@ class InstallationTokens:
             )
         self.settings = settings
         #: The key as PEM, parsed at construction (a worker with an unreadable key does not start).
-        self.private_key = load_private_key(settings.github_private_key)
+        self.private_key = load_private_key(settings.github_private_key, "REPROBOT_GITHUB_PRIVATE_KEY(_PATH)")
         self.clock = clock
         self._cache: dict[int, tuple[str, float]] = {}
         self._lock = asyncio.Lock()
