@@ -38,7 +38,7 @@ def test_the_manifest_ships_in_the_package_and_links_a_page_that_exists() -> Non
     assert not (ROOT / "deploy" / "app-manifest.yml").exists()
 
 
-async def _register(double: GitHubDouble, setup: AppSetup, page_url: str) -> str:
+async def _register(double: GitHubDouble, page_url: str) -> str:
     """The browser: open the page, check its form, submit it to GitHub, follow GitHub back; the last page's text."""
     async with aiohttp.ClientSession() as browser:
         async with browser.get(page_url) as resp:
@@ -48,7 +48,7 @@ async def _register(double: GitHubDouble, setup: AppSetup, page_url: str) -> str
         field = re.search(r'<input type="hidden" name="manifest" value="([^"]*)">', page)
         assert form is not None and field is not None, page
         action, sent = html.unescape(form.group(1)), json.loads(html.unescape(field.group(1)))
-        assert action == f"{double.url}/settings/apps/new?state={setup.state}"
+        assert re.fullmatch(re.escape(f"{double.url}/settings/apps/new?state=") + r"[\w-]{32}", action), action
         assert sent["redirect_url"] == f"{page_url}callback"
         assert sent["hook_attributes"] == {"url": "https://bot.example.org/webhooks/github", "active": True}
         assert sent["default_permissions"] == manifest()["default_permissions"]
@@ -59,25 +59,45 @@ async def _register(double: GitHubDouble, setup: AppSetup, page_url: str) -> str
             return await resp.text()
 
 
+async def _setup_process(env: dict[str, str], env_file: Path) -> tuple[asyncio.subprocess.Process, str]:
+    """`reprobot app setup` on a free port; the process and the page URL it printed."""
+    argv = ["app", "setup", "--port", "0", "--env-file", str(env_file)]
+    argv += ["--webhook-url", "https://bot.example.org/webhooks/github"]
+    proc = await asyncio.create_subprocess_exec(
+        *REPROBOT, *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+    found = re.search(r"Open (http://127\.0\.0\.1:\d+/) in a browser", line)
+    assert found is not None, line
+    return proc, found.group(1)
+
+
 async def test_manifest_flow_then_serve_accepts_a_ping_signed_with_the_written_secret(
-    tmp_path: Path, settings: Settings, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, settings: Settings
 ) -> None:
     double = GitHubDouble(tmp_path / "github", require_shared(FIXTURES / "github" / "rest-openapi-subset.json"), "x")
     await double.start()
     try:
-        s = replace(settings, github_api_url=double.url, github_web_url=double.url)
+        urls = {"REPROBOT_GITHUB_API_URL": double.url, "REPROBOT_GITHUB_WEB_URL": double.url}
+        base_env = _env(urls | {"REPROBOT_DATA_DIR": str(tmp_path / "data")})
         env_file = tmp_path / "reprobot.env"
-        setup = AppSetup(s, env_file=env_file, port=0, webhook_url="https://bot.example.org/webhooks/github")
-        page_url = await setup.start()
+        proc, page_url = await _setup_process(base_env, env_file)
         try:
-            done = await _register(double, setup, page_url)
-            created = await asyncio.wait_for(setup.done, 10)
+            done = await _register(double, page_url)
+            out, err = await asyncio.wait_for(proc.communicate(), 30)
         finally:
-            await setup.stop()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert proc.returncode == 0, err.decode()
         assert double.manifest.refused == [] and double.violations == []
         (app,) = double.manifest.created
-        assert created.app_id == app.app_id and app.app_id in done
-        # The file: mode 0600, every value; no secret on the page or in what was printed.
+        assert app.app_id in done
+        printed = out.decode() + err.decode()
+        assert f"(id {app.app_id})" in printed and str(env_file) in printed and "/installations/new" in printed
+        assert "reprobot serve" in printed  # the next command
+        # The file: mode 0600, every value; no secret on the last page or in what was printed.
         assert env_file.stat().st_mode & 0o777 == 0o600
         values = read_env_file(env_file)
         assert values["REPROBOT_GITHUB_APP_ID"] == app.app_id
@@ -86,19 +106,19 @@ async def test_manifest_flow_then_serve_accepts_a_ping_signed_with_the_written_s
         assert values["REPROBOT_GITHUB_CLIENT_ID"] == app.client_id
         assert values["REPROBOT_GITHUB_CLIENT_SECRET"] == app.client_secret
         assert values["REPROBOT_GITHUB_API_URL"] == double.url
-        printed = capsys.readouterr()
-        for secret in (app.webhook_secret, app.client_secret, values["REPROBOT_GITHUB_PRIVATE_KEY"]):
-            assert secret not in done and secret not in printed.out + printed.err
-        # A code is good once: the same callback again is refused, and the file is not touched.
+        for secret in (app.webhook_secret, app.client_secret, values["REPROBOT_GITHUB_PRIVATE_KEY"], "PRIVATE KEY"):
+            assert secret not in done and secret not in printed
+        # A second setup never overwrites the file.
+        s = replace(settings, github_api_url=double.url, github_web_url=double.url)
         with pytest.raises(SetupError, match="exists"):
             await AppSetup(s, env_file=env_file, port=0).start()
 
         # `reprobot doctor` with the written file: GitHub (the double) knows the App by the written id and key.
         env = _env(values | {"REPROBOT_DATA_DIR": str(tmp_path / "data")})
-        proc = await asyncio.create_subprocess_exec(
+        doctor = await asyncio.create_subprocess_exec(
             *REPROBOT, "doctor", "--json", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
-        out, _ = await proc.communicate()
+        out, _ = await doctor.communicate()
         checks = {c["name"]: c for c in json.loads(out)["checks"]}
         assert checks["github app id"]["status"] == "ok", checks["github app id"]
         assert checks["github app key"]["status"] == checks["github webhook secret"]["status"] == "ok"
