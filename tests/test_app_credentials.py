@@ -192,3 +192,33 @@ async def test_doctor_stays_offline_and_green_without_an_app(settings: Settings)
         ("github app id", "ok"),
     ]
     assert all(c.detail.startswith("not configured") for c in checks)
+
+
+def test_one_parser_reads_every_key_form_and_never_echoes_a_bad_one(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    from bot.forges.github_client import GitHubConfigError, load_private_key
+
+    def pem_of(key: Any) -> str:
+        return str(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+            ).decode()
+        )
+
+    pem = pem_of(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    forms = [variables.popitem()[1] for variables in _key_forms(pem, tmp_path).values()]
+    forms.append(pem.replace("\n", " "))  # a paste that turned the newlines into spaces
+    forms.append(pem.replace("\n", "\r\n"))
+    assert {load_private_key(form) for form in forms} == {pem}
+    body = pem.splitlines()[1]
+    for bad in (
+        "not-a-key",
+        pem.replace(body, body[::-1]),
+        str(tmp_path / "missing.pem"),
+        pem_of(ec.generate_private_key(ec.SECP256R1())),
+    ):
+        with pytest.raises(GitHubConfigError, match="REPROBOT_GITHUB_PRIVATE_KEY") as caught:
+            load_private_key(bad)
+        assert body not in str(caught.value) and "not-a-key" not in str(caught.value)
