@@ -12,6 +12,7 @@ App a JWT was signed for; `issues/create-label` makes a repository label (422 `a
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from dataclasses import dataclass, field
@@ -29,6 +30,15 @@ if TYPE_CHECKING:
 
 PERMISSION_LEVELS = ("read", "write", "admin")
 DOCS = "https://docs.github.com/rest"
+
+
+@functools.cache
+def throwaway_pem() -> str:
+    """A real RSA key no App has, for workers that must start (the key is parsed at start) but never call GitHub."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
 
 
 @dataclass
