@@ -18,7 +18,7 @@ from gidgethub import BadRequest
 
 from bot import metrics
 from bot.forges.base import Forge, PermanentJobError
-from bot.forges.github import forge_for_job
+from bot.forges.github import create_trigger_labels, forge_for_job
 from bot.forges.github_client import InstallationTokens
 from bot.forges.jira import jira_forge_for_job
 from bot.jobs.publish import JobDeps, run_forge_job
@@ -52,6 +52,8 @@ async def _run_on_its_forge(job: JobRow, deps: WorkerDeps) -> dict[str, Any]:
         if job.kind == "jira.merged":  # no pipeline: only the mapping's `pr_merged` transition
             return await jira.after_merge()
         forge = jira
+    elif job.kind == "github.labels":  # an installation's repository: its trigger labels, no issue, no pipeline
+        return await create_trigger_labels(job.id, job.payload, deps.settings, deps.session, deps.tokens)
     elif job.kind.startswith("github."):
         forge = await forge_for_job(job.id, job.payload, deps.settings, deps.session, deps.tokens)
     else:

@@ -175,6 +175,33 @@ async def on_installation(event: Event, gh: object, *, intake: Intake, **_: Any)
     repos = [r["full_name"] for r in event.data.get("repositories") or []]
     args = {"installation_id": int(inst["id"]), "account": inst["account"]["login"], "repos": repos}
     intake.actions.append(PlannedAction("installation", args))
+    if event.data["action"] == "created":
+        _plan_trigger_labels(intake, event, int(inst["id"]), repos)
+
+
+@installation_router.register("installation_repositories", action="added")
+async def on_repositories_added(event: Event, gh: object, *, intake: Intake, **_: Any) -> None:
+    """Repositories added to an installation get the trigger labels too."""
+    repos = [r["full_name"] for r in event.data.get("repositories_added") or []]
+    _plan_trigger_labels(intake, event, int(event.data["installation"]["id"]), repos)
+
+
+def _plan_trigger_labels(intake: Intake, event: Event, installation_id: int, repos: list[str]) -> None:
+    """One `github.labels` job per repository: its trigger labels, so users find them in the label picker."""
+    for repo in repos:
+        intake.planned.append(
+            PlannedJob(
+                kind="github.labels",
+                forge="github",
+                repo=repo,
+                # Not an issue: the job is about the repository (the store keys every job by what it is about).
+                number_or_key="labels",
+                payload={"installation_id": installation_id, "repo": repo, "delivery_id": event.delivery_id},
+                concurrency_key=f"github:{repo}:labels",
+                dedupe_key=f"github-delivery:{event.delivery_id}:labels:{repo}",
+                title="trigger labels",
+            )
+        )
 
 
 # -- pull requests: feedback on our own PRs ----------------------------------------------------------------

@@ -144,6 +144,12 @@ _FIELDS: dict[str, tuple[_Field, ...]] = {
         ("installation.account.login", _text, True, False),
         ("repositories", _array, False, True),
     ),
+    "installation_repositories": (
+        ("action", _text, True, False),
+        ("installation", _object, True, False),
+        ("installation.id", _id, True, False),
+        ("repositories_added", _array, False, True),
+    ),
     "pull_request": (
         ("action", _text, True, False),
         *_REPOSITORY,
@@ -165,6 +171,8 @@ def _plan(fields: tuple[_Field, ...]) -> tuple[tuple[str, tuple[str, ...], Check
     return tuple((path, tuple(path.split(".")), check, req, null) for path, check, req, null in seen.values())
 
 
+#: Events that list repositories, and the field that does: every entry's full_name is checked.
+_REPO_LISTS = {"installation": "repositories", "installation_repositories": "repositories_added"}
 _PLANS = {event: _plan((*_COMMON, *fields)) for event, fields in _FIELDS.items()}
 _UNHANDLED = _plan(_COMMON)
 
@@ -195,7 +203,8 @@ def validate_payload(event: str, data: object) -> None:
             if check is _text and type(value) is str and value.isascii() and len(value) <= MAX_TEXT:
                 continue
             check(path, value)
-    if event == "installation":
-        for i, repo in enumerate(data.get("repositories") or []):
-            _object(f"repositories[{i}]", repo)
-            _name(f"repositories[{i}].full_name", repo.get("full_name"))
+    if event in _REPO_LISTS:
+        key = _REPO_LISTS[event]
+        for i, repo in enumerate(data.get(key) or []):
+            _object(f"{key}[{i}]", repo)
+            _name(f"{key}[{i}].full_name", repo.get("full_name"))

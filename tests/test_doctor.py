@@ -16,7 +16,17 @@ from bot.settings.config import Settings
 from bot.store import LATEST_VERSION, Store
 from tests.fakes.llm_server import ScriptedLLM
 
-NAMES = ["engine", "chromium", "docker base image", "bwrap", "disk space", "model endpoint"]
+NAMES = [
+    "engine",
+    "chromium",
+    "docker base image",
+    "bwrap",
+    "disk space",
+    "model endpoint",
+    "github app key",
+    "github webhook secret",
+    "github app id",
+]
 
 
 def test_table_by_default_and_json_on_request(

@@ -22,6 +22,7 @@ from bot.mojira.sinks import StoreSink
 from bot.mojira.triage import GAME_JOB_KIND, triage_report
 from bot.settings.config import Settings
 from bot.store import Store
+from tests.fakes.github_manifest import throwaway_pem
 from tests.fakes.mojira import MojiraDouble, adf_doc
 
 REPROBOT = str(Path(sys.executable).with_name("reprobot"))
@@ -297,7 +298,7 @@ async def test_the_worker_polls_mojira_periodically(tmp_path: Path, double: Moji
     worker_settings = replace(
         settings,
         github_app_id="1",
-        github_private_key="unused",
+        github_private_key=throwaway_pem(),
         worker_poll=0.05,
         mojira_api_url=f"{double.url}/api",
         mojira_poll_interval=0.1,

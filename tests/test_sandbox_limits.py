@@ -22,6 +22,7 @@ from sandboxes.bwrap import bwrap_path, namespace_args
 from sandboxes.factory import available_backends, make_sandbox
 from sandboxes.quota import STATE_PREFIX, fold, parse_size
 from tests.conftest import REPO_ROOT, make_git_repo
+from tests.fakes.github_manifest import throwaway_pem
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -279,9 +280,9 @@ def _worker_env(data_dir: Path, interval: float) -> dict[str, str]:
         "REPROBOT_WORKER_POLL": "0.2",
         "REPROBOT_LOG_LEVEL": "INFO",
         "PYTHONPATH": str(REPO_ROOT),
-        # A worker needs an App to start; no job runs here, so these are never used.
+        # A worker needs an App with a readable key to start; no job runs here, so GitHub is never called.
         "REPROBOT_GITHUB_APP_ID": "1",
-        "REPROBOT_GITHUB_PRIVATE_KEY": "unused",
+        "REPROBOT_GITHUB_PRIVATE_KEY": throwaway_pem(),
     }
 
 

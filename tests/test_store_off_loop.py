@@ -150,7 +150,8 @@ async def test_installation_handlers_only_plan_and_never_write() -> None:
     with forbid_store_calls_on_loop():  # as in a request: a write here would raise
         await router.dispatch(_installation_event("created"), None, intake=intake)
         await router.dispatch(_installation_event("deleted", 43), None, intake=intake)
-    assert intake.planned == []
+    # An installation's repositories get their trigger labels from a job; the handler only plans it.
+    assert [(j.kind, j.repo) for j in intake.planned] == [("github.labels", "Codertocat/Hello-World")]
     assert [a.kind for a in intake.actions] == ["installation", "installation_removed"]
     assert store.publications.get_installation(42) is None  # nothing written until the delivery is
 

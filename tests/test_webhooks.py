@@ -61,7 +61,7 @@ async def test_redelivery_is_answered_200_and_queues_nothing(tmp_path: Path, set
 async def test_installation_and_pr_closed_are_recorded(tmp_path: Path, settings: Settings) -> None:
     async with GitHubEnv(tmp_path, settings) as env:
         inst = load_payload("installation", "created")
-        assert (await env.send("installation", inst))[0] == 200
+        assert await env.send("installation", inst) == (202, {"message": "queued", "jobs": ["github.labels"]})
         assert env.store.publications.get_installation(int(inst["installation"]["id"])) is not None
         pr = load_payload("pull_request", "closed")
         pr["pull_request"]["head"]["ref"] = "reprobot/issue-7"

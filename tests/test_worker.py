@@ -9,10 +9,11 @@ from pathlib import Path
 from bot.settings.config import Settings
 from bot.store import Store
 from bot.worker import Worker
+from tests.fakes.github_manifest import throwaway_pem
 
 
 def _settings(settings: Settings, **kw: object) -> Settings:
-    return replace(settings, github_app_id="1", github_private_key="unused", worker_poll=0.05, **kw)  # type: ignore[arg-type]
+    return replace(settings, github_app_id="1", github_private_key=throwaway_pem(), worker_poll=0.05, **kw)  # type: ignore[arg-type]
 
 
 async def _run_briefly(worker: Worker, seconds: float = 0.5) -> None:

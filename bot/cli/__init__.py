@@ -218,8 +218,9 @@ def _add_service_parsers(sub: Any) -> None:
     )
     worker = sub.add_parser("worker", help="run queued jobs (GitHub App)")
     worker.add_argument("--concurrency", type=int_range(1, 64), help="jobs at once (1-64, default REPROBOT_WORKERS)")
-    app = sub.add_parser("app", help="GitHub App helpers")
-    app.add_argument("action", choices=["manifest"], help="manifest: print the App manifest (least privilege)")
+    from bot.cli.app import add_app_parser
+
+    add_app_parser(sub)
 
 
 def _json_error(reason: str, code: int) -> str:
@@ -388,6 +389,9 @@ def doctor(settings: Settings, as_json: bool = True) -> int:
     from bot.settings.config import unknown_variables, variables_in_use
 
     checks = asyncio.run(run_checks(settings))
+    from bot.cli.app_checks import github_app_checks  # the App's key, webhook secret and id (offline without one)
+
+    checks += asyncio.run(github_app_checks(settings))
     report["checks"] = checks_json(checks)
     # What this deployment set, as the settings table parsed it (secrets only as "(set)").
     report["settings"] = variables_in_use(settings)

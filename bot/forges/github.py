@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from gidgethub import BadRequest
+from gidgethub import BadRequest, InvalidField, ValidationError
 from gidgethub.abc import GitHubAPI
 
 from bot.forges.base import ChangeRequest, PermanentJobError
@@ -239,3 +239,54 @@ async def forge_for_job(
         raise PermanentJobError(f"job {job_id} payload is missing {exc}") from None
     token = await tokens.token(session, installation)
     return GitHubForge(client(session, settings, token), repo, number, token=token, git_url=settings.github_git_url)
+
+
+#: The trigger labels' look on GitHub: (policy key, colour, description).
+TRIGGER_LABELS = (
+    ("fix", "0e8a16", "reprobot: fix this bug report (a branch with the fix and a bug reproduction test)"),
+    ("reproduce", "1d76db", "reprobot: reproduce this bug report (a failing test and how to run it)"),
+)
+
+
+async def ensure_label(gh: GitHubAPI, repo: str, name: str, color: str, description: str) -> bool:
+    """Create label `name` on `repo`; False when it exists already (GitHub's 422 `already_exists`): idempotent."""
+    try:
+        await gh.post(f"/repos/{repo}/labels", data={"name": name, "color": color, "description": description})
+    except (InvalidField, ValidationError) as exc:
+        if any(isinstance(e, dict) and e.get("code") == "already_exists" for e in exc.errors or []):
+            return False
+        raise
+    return True
+
+
+async def create_trigger_labels(
+    job_id: int,
+    payload: Mapping[str, Any],
+    settings: Settings,
+    session: aiohttp.ClientSession,
+    tokens: InstallationTokens,
+) -> dict[str, Any]:
+    """The `github.labels` job: the repo's trigger labels (its policy's names), created once on installation."""
+    from bot.settings.policy import PolicyError, effective_policy, load_policy_model
+
+    try:
+        installation, repo = int(payload["installation_id"]), str(payload["repo"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PermanentJobError(f"job {job_id} payload is missing {exc}") from None
+    token = await tokens.token(session, installation)
+    gh = client(session, settings, token)
+    forge = GitHubForge(gh, repo, 0, token=token, git_url=settings.github_git_url)
+    try:
+        policy = await load_policy_model(forge.fetch_file, repo)
+    except PolicyError as exc:
+        # A broken policy file gets its own comment on the first job; the labels still help, by their defaults.
+        log.warning("job %s: %s policy unreadable (%s); creating the default trigger labels", job_id, repo, exc.key)
+        policy = effective_policy(None)
+    names = {"fix": policy.triggers.labels.fix, "reproduce": policy.triggers.labels.reproduce}
+    created: list[str] = []
+    existed: list[str] = []
+    for key, color, description in TRIGGER_LABELS:
+        made = await ensure_label(gh, repo, names[key], color, description)
+        (created if made else existed).append(names[key])
+    log.info("job %s: %s trigger labels created %s, already there %s", job_id, repo, created, existed)
+    return {"status": "done", "created": created, "existed": existed}

@@ -70,8 +70,8 @@ class GitHubIssueSink:
 
     async def _token(self) -> str:
         if self._installation is None:
-            assert self.settings.github_app_id and self.settings.github_private_key  # InstallationTokens checked
-            jwt = apps.get_jwt(app_id=self.settings.github_app_id, private_key=self.settings.github_private_key)
+            assert self.settings.github_app_id  # InstallationTokens checked it and parsed the key
+            jwt = apps.get_jwt(app_id=self.settings.github_app_id, private_key=self._tokens.private_key)
             data = await client(self.session, self.settings).getitem(f"/repos/{self.repo}/installation", jwt=jwt)
             self._installation = int(data["id"])
         return await self._tokens.token(self.session, self._installation)

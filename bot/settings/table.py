@@ -329,7 +329,8 @@ _ROWS_GITHUB_WORKER = (
         "github",
         k.TEXT,
         None,
-        "the GitHub App's private key (PEM text); wins over REPROBOT_GITHUB_PRIVATE_KEY_PATH",
+        "the GitHub App's private key: PEM text, PEM with `\\n` escapes, the base64 of the PEM, or a file path; "
+        "checked at start; wins over REPROBOT_GITHUB_PRIVATE_KEY_PATH",
         secret=True,
     ),
     Setting(

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.github_git import branch_exists, git_handler, git_show, seed_bare_repo
+from tests.fakes.github_manifest import ManifestApp, ManifestState, add_manifest_routes
 from tests.fakes.github_oauth import OAuthState, add_oauth_routes
 from tests.fakes.github_ops import BOT, OPS
 from tests.fakes.openapi import OpenAPISpec
@@ -29,7 +30,11 @@ from tests.fakes.openapi import OpenAPISpec
 __all__ = ["BOT", "GitHubDouble"]
 
 #: Operations GitHub authenticates with the App's JWT (not an installation token).
-APP_JWT_OPS = ("apps/create-installation-access-token", "apps/get-repo-installation")
+APP_JWT_OPS = ("apps/create-installation-access-token", "apps/get-repo-installation", "apps/get-authenticated")
+#: Operations that take no credentials (the manifest code is the credential).
+OPEN_OPS = ("apps/create-from-manifest",)
+#: Operations the shared subset lacks, described in the project from GitHub's docs; their answers are checked too.
+SUPPLEMENT = Path(__file__).with_name("github_app_ops.json")
 
 
 @dataclass
@@ -55,6 +60,8 @@ class HostedRepo:
     reactions: list[dict[str, Any]] = field(default_factory=list)
     collaborators: dict[str, str] = field(default_factory=dict)
     labels: dict[int, list[str]] = field(default_factory=dict)
+    #: The repository's labels (issues/create-label), by name.
+    label_defs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class GitHubDouble:
@@ -62,7 +69,10 @@ class GitHubDouble:
 
     def __init__(self, root: Path, spec_path: Path, webhook_secret: str, app_id: str = "4242") -> None:
         self.root = root
-        self.spec = OpenAPISpec(spec_path)
+        self.spec = OpenAPISpec(spec_path, SUPPLEMENT)
+        self.supplement_ops = {
+            op["operationId"] for item in json.loads(SUPPLEMENT.read_text())["paths"].values() for op in item.values()
+        }
         self.webhook_secret = webhook_secret
         self.app_id = app_id
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -70,6 +80,15 @@ class GitHubDouble:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ).decode()
         self._public_key = key.public_key()
+        #: Apps whose JWTs the double accepts, by id: its own, and any made from a manifest.
+        granted = {"issues": "write", "pull_requests": "write", "contents": "write", "metadata": "read"}
+        events = ["issues", "issue_comment", "pull_request"]
+        self.apps: dict[str, ManifestApp] = {
+            app_id: ManifestApp(app_id, "reprobot", "octo", self._public_key, granted, events)
+        }
+        #: The App whose JWT authenticated the request being answered.
+        self.current_app: str | None = None
+        self.manifest = ManifestState()
         self.repos: dict[str, HostedRepo] = {}
         self.installations: dict[int, list[str]] = {}
         self.tokens: dict[str, int] = {}
@@ -92,6 +111,8 @@ class GitHubDouble:
         app.router.add_route("*", "/git/{path:.*}", git_handler(self.root / "git", self.tokens.__contains__, []))
         # GitHub's web OAuth flow (github.com, outside the REST API): see tests/fakes/github_oauth.py.
         add_oauth_routes(app, self)
+        # GitHub's web form that registers an App from a manifest: see tests/fakes/github_manifest.py.
+        add_manifest_routes(app, self)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -195,12 +216,20 @@ class GitHubDouble:
     def _auth(self, request: web.Request, op_id: str) -> int | None:
         header = request.headers.get("Authorization", "")
         scheme, _, credential = header.partition(" ")
+        if op_id in OPEN_OPS:
+            return 0
         if op_id in APP_JWT_OPS:
+            # As GitHub does: the `iss` claim names the App, whose public key must verify the signature.
             try:
-                claims = jwt.decode(credential, self._public_key, algorithms=["RS256"])
+                issuer = str(jwt.decode(credential, options={"verify_signature": False}).get("iss"))
+                app = self.apps.get(issuer)
+                if app is None or scheme.lower() != "bearer":
+                    return None
+                jwt.decode(credential, app.public_key, algorithms=["RS256"])
             except jwt.PyJWTError:
                 return None
-            return 0 if scheme.lower() == "bearer" and str(claims.get("iss")) == self.app_id else None
+            self.current_app = issuer
+            return 0
         if scheme.lower() in ("token", "bearer") and credential in self.oauth.user_tokens:
             return 0  # a user access token from the OAuth flow: its operations check the user themselves
         return self.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
@@ -214,7 +243,10 @@ class GitHubDouble:
         self.calls.append((op.op_id, request.path, 0))
         if op.op_id in self.hanging:
             await self._released.wait()
+        self.current_app = None
         if self._auth(request, op.op_id) is None:
+            if op.op_id in APP_JWT_OPS:  # GitHub's answer to a JWT it cannot verify for the App it names
+                return web.json_response({"message": "A JSON web token could not be decoded"}, status=401)
             return web.json_response({"message": "Bad credentials"}, status=401)
         for fault in self.faults:
             if fault.op_id == op.op_id and fault.times > 0:
@@ -228,6 +260,8 @@ class GitHubDouble:
         # Operations for a user token (apps/list-installation-repos-for-authenticated-user) need to know whose.
         self.oauth.current_user = self.oauth.user_tokens.get(request.headers.get("Authorization", "").split(" ")[-1])
         status, answer = handler(self, params, dict(request.query), data)
+        if op.op_id in self.supplement_ops:
+            self.violations += self.spec.check_response(op, status, answer)
         return web.json_response(answer, status=status)
 
     def repo_of(self, params: dict[str, str]) -> HostedRepo | None:

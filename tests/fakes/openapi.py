@@ -20,13 +20,22 @@ class Operation:
     query: dict[str, dict[str, Any]]
     body: dict[str, Any] | None
     body_required: bool
+    #: status code (text) -> the response's JSON schema, for operations whose answers the double checks.
+    responses: dict[str, Any]
 
 
 class OpenAPISpec:
     """The operations of a spec file; `match` finds one for a request and lists every way it does not fit."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *supplements: Path) -> None:
         self.doc = json.loads(path.read_text())
+        # Operations the shared subset lacks, written in the project from GitHub's documentation: their paths
+        # join the subset's, and their $refs resolve against its components.
+        for extra in supplements:
+            more = json.loads(extra.read_text())
+            self.doc["paths"].update(more["paths"])
+            for kind, items in more.get("components", {}).items():
+                self.doc["components"].setdefault(kind, {}).update(items)
         self.operations: list[Operation] = []
         for template, item in self.doc["paths"].items():
             for method, op in item.items():
@@ -49,6 +58,10 @@ class OpenAPISpec:
                         {p["name"]: p for p in params if p["in"] == "query"},
                         schema,
                         bool(body and body.get("required")),
+                        {
+                            status: self.resolve(reply).get("content", {}).get("application/json", {}).get("schema")
+                            for status, reply in op.get("responses", {}).items()
+                        },
                     )
                 )
 
@@ -91,6 +104,13 @@ class OpenAPISpec:
                         problems.append(f"{op.op_id}: body is not JSON")
             return op, m.groupdict(), [f"{op.op_id}: {p}" for p in problems]
         return None, {}, [f"no operation for {method} {path}"]
+
+    def check_response(self, op: Operation, status: int, value: Any) -> list[str]:
+        """Problems of the double's answer: a status the operation does not document, or a body off its schema."""
+        if str(status) not in op.responses:
+            return [f"{op.op_id}: answered {status}, which the operation does not document"]
+        schema = op.responses[str(status)]
+        return [f"{op.op_id}: {p}" for p in self.check(schema, value, f"response {status}")] if schema else []
 
     def check(self, schema: Any, value: Any, where: str) -> list[str]:
         """Problems of `value` against `schema` (types, enum, required, properties, items, oneOf/anyOf)."""
