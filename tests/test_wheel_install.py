@@ -96,13 +96,6 @@ def test_doctor_runs_from_the_installed_wheel(installed: Path, tmp_path: Path) -
     assert report["checks"] and report["backends"]
 
 
-# The manifest moves into package data on branch i29-app (bot/forges/data/app-manifest.json); until that lands
-# here, `app manifest` reads deploy/, which a wheel does not carry.
-@pytest.mark.xfail(
-    (ROOT / "deploy" / "app-manifest.yml").exists(),
-    reason="the App manifest is still read from deploy/app-manifest.yml, outside the packages",
-    strict=True,
-)
 def test_app_manifest_runs_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
     manifest = run([str(installed / "bin" / "reprobot"), "app", "manifest"], tmp_path, clean_env())
     assert manifest.returncode == 0, manifest.stderr

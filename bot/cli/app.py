@@ -8,9 +8,10 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.settings.config import Settings
+if TYPE_CHECKING:
+    from bot.settings.config import Settings
 
 log = logging.getLogger(__name__)
 
