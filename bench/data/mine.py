@@ -3,6 +3,7 @@
     python bench/data/mine.py build --mirrors DIR [--out bench/data/realbugs] [RECIPE.toml ...]
     python bench/data/mine.py candidates MIRROR [--max-lines 40] [--limit 50]
     python bench/data/mine.py repro RECIPE.toml --mirrors DIR SCRIPT.py [--fixed]
+    python bench/data/mine.py draft MIRROR COMMIT > bench/data/recipes/<project>-<short>.toml
     python bench/data/mine.py check-issue CASE_DIR
 
 A recipe (bench/data/recipes/<project>-<short>.toml) names an upstream repository, its buggy parent commit and
@@ -65,7 +66,9 @@ BRT_TIMEOUT = 60
 #: An added line of the fix shorter than this (stripped) may appear in a report by chance: `return x`, `else:`.
 MIN_LEAK_CHARS = 12
 #: Paths that name a test file (a candidate fix commit changes one of these and some other .py file).
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$")
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|(^|/)tests?\.py$|_tests?\.py$|(^|/)conftest\.py$"
+)
 
 
 class RecipeError(ValueError):
@@ -582,6 +585,48 @@ def candidates(mirror: Path, *, max_lines: int = 40, limit: int = 50, rev: str =
     return small[:limit]
 
 
+def test_sources(source: str) -> dict[str, str]:
+    """`name` / `Class::name` of each test in a module -> its source text (to see which tests a commit touched)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if _is_test_function(node):
+            found[getattr(node, "name", "")] = ast.get_source_segment(source, node) or ""
+        elif _is_test_class(node):
+            assert isinstance(node, ast.ClassDef)
+            for member in node.body:
+                if _is_test_function(member):
+                    text = ast.get_source_segment(source, member) or ""
+                    found[f"{node.name}::{getattr(member, 'name', '')}"] = text
+    return found
+
+
+def draft(mirror: Path, commit: str, mirror_name: str) -> str:
+    """A recipe draft for a candidate fix commit: its source paths, and as BRT every test it adds or changes.
+
+    The report and the case fields are left for a person to write; `build` then says which BRT tests do not
+    fail on the buggy parent (those leave the recipe).
+    """
+    fixed = git_read(mirror, "rev-parse", f"{commit}^{{commit}}").strip()
+    buggy = git_read(mirror, "rev-parse", f"{fixed}^").strip()
+    changed = git_read(mirror, "diff", "--name-only", "--no-renames", buggy, fixed).split()
+    sources = [p for p in changed if _is_source(p)]
+    brt: list[str] = []
+    for path in (p for p in changed if is_test_path(p) and p.endswith(".py")):
+        after = test_sources(git_read(mirror, "show", f"{fixed}:{path}"))
+        try:
+            before = test_sources(git_read(mirror, "show", f"{buggy}:{path}"))
+        except RecipeError:
+            before = {}  # a test file the fix adds
+        brt.extend(f"{path}::{name}" for name, text in after.items() if before.get(name) != text)
+    fields = {"mirror": mirror_name, "buggy": buggy, "fixed": fixed, "source_paths": sources, "brt_tests": brt}
+    body = "".join(f"{k} = {toml_value(v)}\n" for k, v in fields.items())
+    return f'project = ""\nrepo = ""\n{body}trims = []\nlicense = ""\nrepo_changes = ""\nissue = """\n"""\n'
+
+
 # -- command line ---------------------------------------------------------------------------------------------------
 
 
@@ -656,6 +701,9 @@ def _parser() -> argparse.ArgumentParser:
     repro.add_argument("script", type=Path)
     repro.add_argument("--mirrors", type=Path, required=True)
     repro.add_argument("--fixed", action="store_true")
+    dr = sub.add_parser("draft", help="print a recipe draft for a fix commit (BRT: the tests it adds or changes)")
+    dr.add_argument("mirror", type=Path)
+    dr.add_argument("commit")
     check = sub.add_parser("check-issue", help="fail when a case's issue.md repeats an added line of its fix")
     check.add_argument("case", type=Path)
     for p in (build, repro):
@@ -671,6 +719,9 @@ def main(argv: list[str] | None = None) -> int:
             src = " ".join(f"{p}(+{a}-{r})" for p, (a, r) in c.source.items())
             tests = " ".join(f"{p}(+{a}-{r})" for p, (a, r) in c.tests.items())
             print(f"{c.commit[:10]} {c.date} {c.subject[:70]}\n    src: {src}\n    tests: {tests}")
+        return 0
+    if args.command == "draft":
+        print(draft(args.mirror, args.commit, args.mirror.resolve().parent.name), end="")
         return 0
     if args.command == "check-issue":
         return _check_issue(args.case)
