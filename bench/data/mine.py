@@ -65,6 +65,8 @@ SUITE_TIMEOUT = 900.0
 BRT_TIMEOUT = 60
 #: An added line of the fix shorter than this (stripped) may appear in a report by chance: `return x`, `else:`.
 MIN_LEAK_CHARS = 12
+#: Files a fix commit often also touches that are no part of the fix (version and metadata).
+VERSION_FILES = ("__version__.py", "_version.py", "version.py", "_meta.py", "__about__.py")
 #: Paths that name a test file (a candidate fix commit changes one of these and some other .py file).
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|(^|/)tests?\.py$|_tests?\.py$|(^|/)conftest\.py$"
@@ -99,6 +101,9 @@ class Recipe:
     #: Extra fields for case.toml (symptom, issue_style, difficulty, fix_size, ...).
     case: dict[str, Any] = field(default_factory=dict)
     repo_changes: str = ""
+    #: A BRT written out in the recipe, for an upstream test that cannot be cut out as it is (table-driven
+    #: tests whose new rows are the fix's test): it replaces the extracted one, and repo_changes says why.
+    brt: str = ""
 
     @property
     def brt_target(self) -> str:
@@ -139,6 +144,7 @@ def load_recipe(path: Path) -> Recipe:
         python=str(data.get("python", "3.11")),
         case=dict(data.get("case", {})),
         repo_changes=str(data.get("repo_changes", "")),
+        brt=str(data.get("brt", "")),
     )
 
 
@@ -220,35 +226,53 @@ def _span(node: ast.stmt) -> tuple[int, int]:
     return first, node.end_lineno
 
 
+def _needed_classes(classes: list[ast.ClassDef], wanted: set[str]) -> set[str]:
+    """Test classes that hold a wanted test, and (transitively) the classes in this module they derive from."""
+    needed = {c.name for c in classes if c.name in wanted or any(w.startswith(f"{c.name}::") for w in wanted)}
+    bases = {c.name: {b.id for b in c.bases if isinstance(b, ast.Name)} for c in classes}
+    while True:
+        more = set().union(*(bases[n] for n in needed if n in bases)) - needed
+        if not more:
+            return needed
+        needed |= more
+
+
 def select_tests(source: str, wanted: set[str], *, keep: bool) -> str:
     """The module with only the `wanted` tests (keep=True) or without them (keep=False); other code stays.
 
     `wanted` holds `test_x` and `TestClass::test_x` names (a parametrize suffix `[...]` is ignored). A test class
-    keeps its non-test members; with keep=True a class none of whose tests is wanted is dropped whole.
+    keeps its non-test members; with keep=True a class none of whose tests is wanted is dropped whole, unless a
+    kept class derives from it (a mixin of tests): then only its unwanted tests go.
     """
     wanted = {w.split("[", 1)[0] for w in wanted}
     lines = source.splitlines(keepends=True)
+    body = ast.parse(source).body
+    classes = [n for n in body if isinstance(n, ast.ClassDef) and _is_test_class(n)]
+    needed = _needed_classes(classes, wanted)
     drop: list[tuple[int, int]] = []
-    for node in ast.parse(source).body:
+    for node in body:
         if _is_test_function(node):
-            assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if (node.name in wanted) != keep:
+            if (getattr(node, "name", "") in wanted) != keep:
                 drop.append(_span(node))
-        elif _is_test_class(node):
-            assert isinstance(node, ast.ClassDef)
-            tests = [n for n in node.body if _is_test_function(n)]
-            chosen = [n for n in tests if f"{node.name}::{getattr(n, 'name', '')}" in wanted]
-            if keep and not chosen and node.name not in wanted:
+        elif isinstance(node, ast.ClassDef) and node in classes and node.name not in wanted:
+            if keep and node.name not in needed:
                 drop.append(_span(node))
-            elif node.name not in wanted:
-                drop.extend(_span(n) for n in tests if (n in chosen) != keep)
+                continue
+            for member in node.body:
+                if _is_test_function(member) and (f"{node.name}::{getattr(member, 'name', '')}" in wanted) != keep:
+                    drop.append(_span(member))
     for first, last in sorted(drop, reverse=True):
         lines[first:last] = []
     return "".join(lines)
 
 
 def oracle_brt(mirror: Path, recipe: Recipe) -> str:
-    """The BRT: each upstream test file at the fixed commit cut to the chosen tests, with a timeout mark."""
+    """The BRT: each upstream test file at the fixed commit cut to the chosen tests, with a timeout mark.
+
+    A recipe's own `brt` text is taken as it is instead.
+    """
+    if recipe.brt:
+        return recipe.brt.lstrip("\n")
     by_file: dict[str, set[str]] = {}
     for test_id in recipe.brt_tests:
         path, _, name = test_id.partition("::")
@@ -613,7 +637,8 @@ def draft(mirror: Path, commit: str, mirror_name: str) -> str:
     fixed = git_read(mirror, "rev-parse", f"{commit}^{{commit}}").strip()
     buggy = git_read(mirror, "rev-parse", f"{fixed}^").strip()
     changed = git_read(mirror, "diff", "--name-only", "--no-renames", buggy, fixed).split()
-    sources = [p for p in changed if _is_source(p)]
+    # A version bump or an author list is no part of the fix.
+    sources = [p for p in changed if _is_source(p) and PurePosixPath(p).name not in VERSION_FILES]
     brt: list[str] = []
     for path in (p for p in changed if is_test_path(p) and p.endswith(".py")):
         after = test_sources(git_read(mirror, "show", f"{fixed}:{path}"))
