@@ -679,9 +679,12 @@ async def _build_all(args: argparse.Namespace, settings: Settings) -> int:
             continue
         v = built.verdict
         if v.ok:
-            print(f"OK   {path.stem}: BRT {v.brt_failed} fail on buggy; regression {v.regression}; fixed {v.fixed}")
+            print(
+                f"OK   {path.stem}: BRT {v.brt_failed} fail on buggy; regression {v.regression}; fixed {v.fixed}",
+                flush=True,
+            )
         else:
-            print(f"FAIL {path.stem}: " + "; ".join(v.reasons))
+            print(f"FAIL {path.stem}: " + "; ".join(v.reasons), flush=True)
             failures += 1
     return 1 if failures else 0
 
