@@ -213,9 +213,12 @@ def _is_test_function(node: ast.stmt) -> bool:
 
 
 def _is_test_class(node: ast.stmt) -> bool:
-    return isinstance(node, ast.ClassDef) and (
-        node.name.startswith("Test") or any(_is_test_function(n) for n in node.body)
-    )
+    """A class pytest or unittest collects tests from (or a mixin that holds tests)."""
+    if not isinstance(node, ast.ClassDef):
+        return False
+    # A TestCase subclass that only inherits its tests from a mixin holds tests all the same.
+    case = any((b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) == "TestCase" for b in node.bases)
+    return case or node.name.startswith("Test") or any(_is_test_function(n) for n in node.body)
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
