@@ -5,6 +5,7 @@
     python bench/data/mine.py repro RECIPE.toml --mirrors DIR SCRIPT.py [--fixed]
     python bench/data/mine.py draft MIRROR COMMIT > bench/data/recipes/<project>-<short>.toml
     python bench/data/mine.py check-issue CASE_DIR
+    python bench/data/mine.py table [--built bench/data/realbugs]
 
 A recipe (bench/data/recipes/<project>-<short>.toml) names an upstream repository, its buggy parent commit and
 the fix commit, the fix's source paths, the upstream tests that form the BRT, what to trim, the deps and the
@@ -655,6 +656,31 @@ def draft(mirror: Path, commit: str, mirror_name: str) -> str:
     return f'project = ""\nrepo = ""\n{body}trims = []\nlicense = ""\nrepo_changes = ""\nissue = """\n"""\n'
 
 
+def table(recipes: list[Path], built: Path) -> str:
+    """The MINED table (markdown): one row per recipe, counts from its built case.toml under `built` when present."""
+    head = (
+        "| case | project | commit (buggy -> fixed) | bug (report title) | fix size | symptom | report style "
+        "| BRT cases | regression cases | licence |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for path in recipes:
+        recipe = load_recipe(path)
+        toml = built / recipe.name / "case.toml"
+        meta = tomllib.loads(toml.read_text()) if toml.is_file() else {}
+        title = recipe.issue.strip().splitlines()[0].lstrip("# ").replace("|", "\\|")
+        note = meta.get("regression_note", "")
+        skipped = re.search(r"\d+ skipped", note)
+        regression = f"{meta.get('regression_cases', '?')}" + (f" (+{skipped.group(0)})" if skipped else "")
+        symptom = str(meta.get("symptom", recipe.case.get("symptom", "")))
+        fix_size = str(recipe.case.get("fix_size", "")).replace("|", "\\|")
+        cells = [
+            recipe.name, recipe.project, f"{recipe.buggy[:7]} -> {recipe.fixed[:7]}", title, fix_size, symptom,
+            str(recipe.case.get("issue_style", "")), str(meta.get("failing_cases", "?")), regression, recipe.license,
+        ]  # fmt: skip
+        rows.append("| " + " | ".join(cells) + " |\n")
+    return head + "".join(rows)
+
+
 # -- command line ---------------------------------------------------------------------------------------------------
 
 
@@ -735,6 +761,9 @@ def _parser() -> argparse.ArgumentParser:
     dr = sub.add_parser("draft", help="print a recipe draft for a fix commit (BRT: the tests it adds or changes)")
     dr.add_argument("mirror", type=Path)
     dr.add_argument("commit")
+    tab = sub.add_parser("table", help="print the markdown table of the recipes (counts from built cases)")
+    tab.add_argument("recipes", nargs="*", type=Path)
+    tab.add_argument("--built", type=Path, default=ROOT / "bench" / "data" / "realbugs")
     check = sub.add_parser("check-issue", help="fail when a case's issue.md repeats an added line of its fix")
     check.add_argument("case", type=Path)
     for p in (build, repro):
@@ -753,6 +782,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "draft":
         print(draft(args.mirror, args.commit, args.mirror.resolve().parent.name), end="")
+        return 0
+    if args.command == "table":
+        print(table(_recipes(args.recipes), args.built), end="")
         return 0
     if args.command == "check-issue":
         return _check_issue(args.case)
