@@ -110,6 +110,15 @@ def test_candidates_lists_the_fix_commit(upstream: tuple[Path, str, str]) -> Non
     assert list(found[0].tests) == ["tests/test_calc.py"]
 
 
+def test_draft_names_the_fix_and_its_new_tests(upstream: tuple[Path, str, str]) -> None:
+    """A draft recipe for the fix commit: its parent, the source path, the tests it adds as the BRT."""
+    repo, buggy, fixed = upstream
+    text = M.draft(repo, fixed[:10], "someone+calc")
+    assert f'buggy = "{buggy}"' in text and f'fixed = "{fixed}"' in text
+    assert 'source_paths = ["calc.py"]' in text
+    assert 'brt_tests = ["tests/test_calc.py::test_high", "tests/test_calc.py::TestMiddle::test_inside"]' in text
+
+
 def test_load_recipe_names_what_is_missing(tmp_path: Path) -> None:
     """A recipe without its commits is refused with the missing keys named."""
     bad = tmp_path / "x.toml"
