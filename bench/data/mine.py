@@ -450,7 +450,9 @@ async def verify(runner: CaseRunner, fix: str, brt: str, brt_path: str, work: Pa
     if bad or not fixed.tests:
         verdict.reasons.append(f"tests fail with the fix applied: {', '.join(bad[:5]) or 'nothing collected'}")
     elif not any(t.startswith(brt_path) for t in fixed.passed_ids):
-        verdict.reasons.append("the BRT did not run with the fix applied")
+        # A project whose pytest config names its test files (python_files = "tests.py") skips test_brt.py.
+        reason = f"the BRT did not run with the fix applied (does the project's pytest config collect {brt_path}?)"
+        verdict.reasons.append(reason)
     return verdict
 
 
