@@ -150,6 +150,7 @@ def test_build_writes_a_verified_case(upstream: tuple[Path, str, str], tmp_path:
     assert meta["brt_path"] == "tests/test_brt.py" and meta["failing_cases"] == 1
     assert meta["regression_cases"] == 1 and meta["failing_symptoms"] == {"wrong_value": 1}
     assert meta["source"]["commit"] == buggy and meta["source"]["fixed_commit"] == fixed
+    assert meta["source"]["trimmed"] == ["docs"]
     assert (case / "issue.md").read_text() == ISSUE
 
 

@@ -178,13 +178,20 @@ def _trimmed(rel: str, trims: tuple[str, ...]) -> bool:
     return any(rel == t.rstrip("/") or rel.startswith(t.rstrip("/") + "/") for t in trims)
 
 
-def export_tree(mirror: Path, commit: str, dest: Path, trims: tuple[str, ...]) -> list[str]:
-    """`git archive` of `commit` into `dest` minus the trims (symlinks and specials skipped): the files written."""
+def export_tree(mirror: Path, commit: str, dest: Path, trims: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """`git archive` of `commit` into `dest` minus the trims (symlinks and specials skipped).
+
+    Returns the files written and the trims that removed something (a recipe's trim list may name paths that only
+    some commits have; case.toml records what was actually left out).
+    """
     data = git_read(mirror, "archive", "--format=tar", commit, binary=True)
     written: list[str] = []
+    used: set[str] = set()
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for member in tar.getmembers():
             rel = member.name
+            if member.isfile():
+                used.update(t for t in trims if _trimmed(rel, (t,)))
             if not member.isfile() or _trimmed(rel, trims) or ".." in PurePosixPath(rel).parts:
                 continue
             target = dest / rel
@@ -193,7 +200,7 @@ def export_tree(mirror: Path, commit: str, dest: Path, trims: tuple[str, ...]) -
             assert source is not None  # a regular file always has content
             target.write_bytes(source.read())
             written.append(rel)
-    return written
+    return written, [t for t in trims if t in used]
 
 
 def fix_diff(mirror: Path, recipe: Recipe) -> str:
@@ -472,7 +479,7 @@ def toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def case_toml(recipe: Recipe, verdict: Verdict) -> str:
+def case_toml(recipe: Recipe, verdict: Verdict, trimmed: list[str]) -> str:
     """case.toml in the shared realbugs format, counts taken from the verification runs."""
     reg = verdict.regression
     notes = [f"{reg.get('skipped', 0)} skipped"] if reg.get("skipped") else []
@@ -501,7 +508,9 @@ def case_toml(recipe: Recipe, verdict: Verdict) -> str:
         "upstream_failing_tests": ", ".join(recipe.brt_tests),
         "license": recipe.license,
         "recipe": f"bench/data/recipes/{recipe.name}.toml",
-        "repo_changes": recipe.repo_changes or f"git archive of the buggy commit minus {', '.join(recipe.trims)}",
+        "trimmed": trimmed,
+        "dropped_tests": list(recipe.drop_tests),
+        "repo_changes": recipe.repo_changes or f"git archive of the buggy commit minus {', '.join(trimmed)}",
     }
     body = "".join(f"{k} = {toml_value(v)}\n" for k, v in meta.items())
     return body + "\n[source]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in source.items())
@@ -516,13 +525,14 @@ class Built:
     folder: Path | None = None
 
 
-def stage_repo(mirror: Path, recipe: Recipe, dest: Path) -> None:
-    """repo/: the buggy tree minus trims and dropped tests, the fix's source paths and BRT files checked."""
-    export_tree(mirror, recipe.buggy, dest, recipe.trims)
+def stage_repo(mirror: Path, recipe: Recipe, dest: Path) -> list[str]:
+    """repo/: the buggy tree minus trims and dropped tests; the trims that removed something."""
     for path in recipe.source_paths:
         if _trimmed(path, recipe.trims):
             raise RecipeError(f"{recipe.name}: source path {path} is trimmed")
+    _, trimmed = export_tree(mirror, recipe.buggy, dest, recipe.trims)
     drop_kept_tests(dest, recipe.drop_tests)
+    return trimmed
 
 
 async def build_case(recipe: Recipe, mirror: Path, out: Path, settings: Settings, sandbox: str) -> Built:
@@ -531,7 +541,7 @@ async def build_case(recipe: Recipe, mirror: Path, out: Path, settings: Settings
     leaks = leaked_lines(recipe.issue, fix)
     with tempfile.TemporaryDirectory(prefix=f"mine-{recipe.name}-") as tmp:
         stage = Path(tmp) / "repo"
-        stage_repo(mirror, recipe, stage)
+        trimmed = stage_repo(mirror, recipe, stage)
         brt = oracle_brt(mirror, recipe)
         runner = CaseRunner(stage, recipe.deps, recipe.python, settings, sandbox)
         try:
@@ -549,7 +559,7 @@ async def build_case(recipe: Recipe, mirror: Path, out: Path, settings: Settings
         (folder / "oracle" / "fix.diff").write_text(fix)
         (folder / "oracle" / "test_brt.py").write_text(brt)
         (folder / "issue.md").write_text(recipe.issue)
-        (folder / "case.toml").write_text(case_toml(recipe, verdict))
+        (folder / "case.toml").write_text(case_toml(recipe, verdict, trimmed))
         return Built(recipe, verdict, folder)
 
 
