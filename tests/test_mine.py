@@ -119,6 +119,15 @@ def test_draft_names_the_fix_and_its_new_tests(upstream: tuple[Path, str, str]) 
     assert 'brt_tests = ["tests/test_calc.py::test_high", "tests/test_calc.py::TestMiddle::test_inside"]' in text
 
 
+def test_recipe_brt_replaces_the_extracted_one(upstream: tuple[Path, str, str], tmp_path: Path) -> None:
+    """A BRT written in the recipe (for table-driven upstream tests) is the oracle as it is."""
+    repo, buggy, fixed = upstream
+    path = write_recipe(tmp_path, buggy, fixed, ["tests/test_calc.py::test_high"])
+    own = "from calc import clamp\n\n\ndef test_top():\n    assert clamp(11, 0, 10) == 10\n"
+    path.write_text(path.read_text().replace("[case]", f"brt = '''\n{own}'''\n[case]"))
+    assert M.oracle_brt(repo, M.load_recipe(path)) == own
+
+
 def test_load_recipe_names_what_is_missing(tmp_path: Path) -> None:
     """A recipe without its commits is refused with the missing keys named."""
     bad = tmp_path / "x.toml"
