@@ -100,8 +100,17 @@ bench: $(STAMP)
 # local clone), in the format of ../shared/bench/quixbugs: `reprobot eval --bench $(BENCH_DATA)` runs them.
 BENCH_DATA ?= bench/data/quixbugs
 BENCH_SPLIT ?= all
+# With MIRRORS=DIR (git mirrors fetched beforehand, DIR/<owner>+<name>/repo: nothing is fetched here) it instead
+# rebuilds the mined real-bug cases from bench/data/recipes into $(REALBUGS_DATA) and verifies each in a sandbox
+# (bench/data/mine.py; docs/benchmarks.md). A recipe whose mirror is absent fails unless MINE_FLAGS=--allow-missing.
+REALBUGS_DATA ?= bench/data/realbugs
+MINE_FLAGS ?=
 bench-data: $(STAMP)
+ifeq ($(strip $(MIRRORS)),)
 	$(BIN)/python bench/data/build_quixbugs.py --out $(BENCH_DATA) --split $(BENCH_SPLIT)
+else
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/data/mine.py build --mirrors $(MIRRORS) --out $(REALBUGS_DATA) $(MINE_FLAGS)
+endif
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
