@@ -29,10 +29,11 @@ def test_every_sample_report_extracts_its_ground_truth_steps(case) -> None:
 @pytest.mark.parametrize(
     ("report", "expected"),
     [
-        # Past-tense prose with "and" joining two steps and a switch the rules learn from the examples.
+        # Past-tense prose with "and" joining two steps and a switch the rules learn from the examples; "went to"
+        # is a navigation (to a page, or the control of that name when no page has it).
         (
             "I went to Preferences and flipped the sound switch, then clicked Apply.",
-            [("click", "Preferences", ""), ("click", "sound", ""), ("click", "Apply", "")],
+            [("navigate", "preferences", ""), ("click", "sound", ""), ("click", "Apply", "")],
         ),
         # Arrows, a key press and a quoted value with an apostrophe in it.
         (

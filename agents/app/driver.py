@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Protocol
 
 #: Actions a step or a JSON action may name. `click` covers tap, `long_click` long tap, `resize` rotation,
-#: `key` a key press (Enter, Escape) with the key as input.
-ACTIONS = ("click", "long_click", "input", "key", "scroll", "back", "resize", "restart")
+#: `key` a key press (Enter, Escape) with the key as input; `navigate` goes to a page of the app (its target the
+#: page's name, "" for the app's first page; in an action log its input is the path on the app's origin).
+ACTIONS = ("click", "long_click", "input", "key", "scroll", "back", "resize", "restart", "navigate")
 
 
 class DriverError(Exception):
