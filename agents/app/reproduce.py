@@ -12,8 +12,8 @@ import json
 import logging
 import shlex
 import time
-from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
