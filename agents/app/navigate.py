@@ -106,11 +106,17 @@ async def find_page(
         target = name or relative(nav.app_url)
         here = relative(where["url"]) == target or (not name and urlsplit(where["url"]).path == root.path)
         return Destination(None, "the page shown") if here else Destination(name, "the path")
-    if page_score(name, where) >= NAV_MATCH:
-        return Destination(None, "the page shown")
     links = own_links(elements, nav.app_url)
     best = max(links, key=lambda e: link_score(name, e), default=None)
-    if best is not None and link_score(name, best) >= NAV_MATCH:
+    best_score = link_score(name, best) if best is not None else 0.0
+    shown = page_score(name, where)
+    # The page shown counts unless a link names the page better ("Order #1" is not what "orders" means when a
+    # link "Orders" is on it).
+    if shown >= NAV_MATCH and shown >= best_score:
+        return Destination(None, "the page shown")
+    if best is not None and best_score >= NAV_MATCH:
+        if relative(best.href) == relative(where["url"]):
+            return Destination(None, f"the page shown, which the link {best.text or best.label!r} opens")
         return Destination(relative(best.href), f"the link {best.text or best.label!r}")
     return await _search(nav, driver, name, links, deadline)
 

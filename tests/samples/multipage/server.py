@@ -85,12 +85,13 @@ async def orders(request: web.Request) -> web.Response:
 
 async def order(request: web.Request) -> web.Response:
     number = request.match_info["number"]
-    handler = "window.print()" if request.app[FIXED] else "receipt.render()"
+    # The bug: the receipt module is never loaded, so the button's handler throws a ReferenceError.
+    handler = "document.getElementById('note').textContent = 'Receipt ready'" if request.app[FIXED] else "receipt.render()"
     return page(
         f"Order #{number}",
         f"""<h1>Order #{number}</h1><p>Status: shipped</p><a href="/orders">Back to orders</a>
-        <button id="print" onclick="{handler}"><img alt="Print receipt" width="16" height="16"
-        src="data:image/gif;base64,R0lGODlhAQABAAAAACw="></button>
+        <button id="b7" onclick="{handler}"><img alt="Print receipt" width="16" height="16"
+        src="data:image/gif;base64,R0lGODlhAQABAAAAACw="></button><p id="note"></p>
         <form><label>Refund reason <input name="reason"></label><button type="button">Request refund</button></form>""",
     )
 
