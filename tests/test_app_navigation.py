@@ -150,3 +150,28 @@ async def test_unreachable_steps_are_reported_after_a_bounded_exploration(browse
     assert res.status == "not_reproduced" and res.reached == [1]
     assert "reached 1 of 3 steps; not reached: 2, 3" in res.reasons
     assert res.seconds < 40
+
+
+async def test_the_runners_app_job_is_confined_too_and_the_comment_lists_what_was_blocked(tmp_path: Path) -> None:
+    """The self-hosted runner's `reproduce.app` executor drives the same confined browser (its own chromium)."""
+    from bot.render.report import render_app_reproduction
+    from bot.selfhosted import execute
+
+    issue = "1. Go to the about page\n2. Click Our partner\n3. Click Say hello"
+    async with serve_app(SHOP) as url:
+        job = {"task": {"issue_text": issue, "app_url": url, "budget_seconds": 60}}
+        document = await execute.reproduce_app(job, tmp_path / "job")
+    assert document["status"] == "reproduced" and document["blocked"] == ["http://partner.example.test/welcome"]
+    body = render_app_reproduction(document, {})
+    assert "**Blocked**" in body and "- `http://partner.example.test/welcome`" in body
+    assert "**Blocked**" not in render_app_reproduction({"status": "reproduced", "blocked": []}, {})
+
+
+async def test_a_5xx_counts_on_the_page_or_its_calls_not_on_an_image(browser: Any, tmp_path: Path) -> None:
+    """The gallery's thumbnail answers 500 in both versions: only the comments' fetch is the bug."""
+    report = "Go to the gallery page and click Load comments. No comments show up."
+    res = await _run(report, browser, tmp_path / "buggy")
+    assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
+    assert "/api/comments" in str(res.oracle["message"]) and res.oracle["step"] == 2
+    fixed = await _run(report, browser, tmp_path / "fixed", fixed=True)
+    assert fixed.status == "not_reproduced", fixed.oracle

@@ -181,14 +181,19 @@ def _qtext(m: re.Match[str]) -> str:
 
 
 def _units(steps_text: str) -> list[str]:
-    lines = [ln for ln in steps_text.splitlines() if ln.strip()]
+    raw = steps_text.splitlines()
+    lines = [ln for ln in raw if ln.strip()]
     if any(_ITEM.match(ln) for ln in lines):
         items: list[str] = []
-        for ln in lines:
-            if _ITEM.match(ln):
+        after_blank = False
+        for ln in raw:
+            if not ln.strip():
+                after_blank = True
+            elif _ITEM.match(ln):
                 items.append(_ITEM.sub("", ln))
-            elif items:
-                items[-1] += " " + ln.strip()
+                after_blank = False
+            elif items and not after_blank:
+                items[-1] += " " + ln.strip()  # a wrapped item; after a blank line the text is no item's
         return items
     return [" ".join(lines)]
 

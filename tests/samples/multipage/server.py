@@ -4,7 +4,8 @@ Pages: a home page with a footer link to another host that looks like "home", a 
 button fails on the 3rd press (HTTP 500 from its fetch), an orders table whose Price column has a filter menu
 whose "Sort descending" throws (the Status column has a look-alike menu that works), an order page with an icon
 button named only by its image's alt text, a settings page whose currency dropdown fails on GBP (HTTP 500), and
-an about page with a link to another host before a button that logs a console error.
+an about page with a link to another host before a button that logs a console error, and a gallery whose
+thumbnail always answers 500 (not the bug) while its comments' fetch fails only in the buggy version.
 """
 
 import argparse
@@ -15,7 +16,7 @@ FIXED = web.AppKey("fixed", bool)
 
 NAV = (
     '<nav><a href="/">Home</a> <a href="/products">Products</a> <a href="/orders">Orders</a> '
-    '<a href="/settings">Settings</a> <a href="/about">About</a></nav>'
+    '<a href="/settings">Settings</a> <a href="/gallery">Gallery</a> <a href="/about">About</a></nav>'
 )
 FOOTER = (
     '<footer><a href="http://acme-home.example.test/">Acme home on GitHub</a> · '
@@ -124,6 +125,30 @@ async def about(request: web.Request) -> web.Response:
     )
 
 
+async def gallery(request: web.Request) -> web.Response:
+    # The thumbnail's 500 is the image server's trouble in both versions; only the comments' fetch is the bug.
+    return page(
+        "Gallery",
+        """<h1>Gallery</h1><img src="/thumbs/1.png" alt="thumbnail" width="20" height="20">
+        <button id="more">Load comments</button><ul id="comments"></ul><script>
+        document.getElementById('more').onclick = async () => {
+          const r = await fetch('/api/comments');
+          if (r.ok) document.getElementById('comments').innerHTML = '<li>Nice lamp!</li>';
+        };
+        </script>""",
+    )
+
+
+async def thumbnail(request: web.Request) -> web.Response:
+    raise web.HTTPInternalServerError(text="thumbnail service down")
+
+
+async def comments(request: web.Request) -> web.Response:
+    if not request.app[FIXED]:
+        raise web.HTTPInternalServerError(text="comments: database locked")
+    return web.json_response([{"text": "Nice lamp!"}])
+
+
 async def wishlist(request: web.Request) -> web.Response:
     n = int(request.query.get("n", "0"))
     if n >= 3 and not request.app[FIXED]:
@@ -146,6 +171,9 @@ def make_app(fixed: bool) -> web.Application:
     app.router.add_get("/orders/{number}", order)
     app.router.add_get("/settings", settings)
     app.router.add_get("/about", about)
+    app.router.add_get("/gallery", gallery)
+    app.router.add_get("/thumbs/{name}", thumbnail)
+    app.router.add_get("/api/comments", comments)
     app.router.add_post("/api/wishlist", wishlist)
     app.router.add_post("/api/currency", currency)
     return app
