@@ -541,11 +541,11 @@ def extract_rules(report_text: str) -> list[Step]:
 
 def _moves(clause: str, steps: list[Step]) -> str:
     """Append the navigation steps a clause begins with (where the user is, "go to X"); returns the rest."""
-    for rule in (navigation, whereabouts):
-        moved = rule(clause)
-        if moved is not None:
-            steps.append(Step("navigate", moved[0], opens=True))
-            clause = _LEAD.sub("", moved[1]).strip()
+    moved = navigation(clause) or whereabouts(clause)
+    while moved is not None and clause:  # "go to X and visit Y": every move of the clause, in order
+        steps.append(Step("navigate", moved[0], opens=True))
+        clause = _LEAD.sub("", moved[1]).strip()
+        moved = navigation(clause) or whereabouts(clause)
     if _START.match(clause):
         steps.append(Step("navigate", "", opens=True))
         return ""
