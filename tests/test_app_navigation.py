@@ -76,7 +76,7 @@ async def test_an_exact_count_is_played_exactly(browser: Any, tmp_path: Path) ->
 async def test_the_page_the_user_is_on_starts_the_run_and_the_menu_opens_first(browser: Any, tmp_path: Path) -> None:
     """Where the user is becomes a navigation; the item is chosen in the menu of the column the report names."""
     report = (
-        "I'm on the orders page of my shop. I choose \"Sort descending\" from the filter menu of the price column "
+        'I\'m on the orders page of my shop. I choose "Sort descending" from the filter menu of the price column '
         "and nothing happens."
     )
     res = await _run(report, browser, tmp_path / "buggy")

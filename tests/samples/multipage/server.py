@@ -25,7 +25,8 @@ FOOTER = (
 
 
 def page(title: str, body: str) -> web.Response:
-    html = f"<!doctype html><html><head><title>{title} · Acme Shop</title></head><body>{NAV}{body}{FOOTER}</body></html>"
+    head = f"<!doctype html><html><head><title>{title} · Acme Shop</title></head>"
+    html = f"{head}<body>{NAV}{body}{FOOTER}</body></html>"
     return web.Response(text=html, content_type="text/html")
 
 
@@ -87,7 +88,8 @@ async def orders(request: web.Request) -> web.Response:
 async def order(request: web.Request) -> web.Response:
     number = request.match_info["number"]
     # The bug: the receipt module is never loaded, so the button's handler throws a ReferenceError.
-    handler = "document.getElementById('note').textContent = 'Receipt ready'" if request.app[FIXED] else "receipt.render()"
+    fixed = "document.getElementById('note').textContent = 'Receipt ready'"
+    handler = fixed if request.app[FIXED] else "receipt.render()"
     return page(
         f"Order #{number}",
         f"""<h1>Order #{number}</h1><p>Status: shipped</p><a href="/orders">Back to orders</a>
