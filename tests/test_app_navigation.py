@@ -173,5 +173,6 @@ async def test_a_5xx_counts_on_the_page_or_its_calls_not_on_an_image(browser: An
     res = await _run(report, browser, tmp_path / "buggy")
     assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
     assert "/api/comments" in str(res.oracle["message"]) and res.oracle["step"] == 2
+    assert res.blocked == ["ws://chat.example.test/live"], "a WebSocket to another host is blocked too"
     fixed = await _run(report, browser, tmp_path / "fixed", fixed=True)
     assert fixed.status == "not_reproduced", fixed.oracle

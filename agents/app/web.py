@@ -143,6 +143,21 @@ _PRESS_ROLES = ("button", "link", "tab", "menuitem", "checkbox", "radio", "switc
 _SIZES = {"narrow": (375, 740), "landscape": (1024, 600), "portrait": (600, 1024), "wide": (1280, 800)}
 
 
+def _elsewhere(app_url: str, *, socket: bool = False) -> re.Pattern[str]:
+    """Addresses that are not on the app's origin (nor data:, blob: or about:), spelled as the browser does.
+
+    `socket`: for WebSocket addresses, whose scheme is ws or wss on the same host and port.
+    """
+    parts = urlsplit(app_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme) if socket else parts.scheme
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    port = f":{parts.port}" if parts.port and parts.port != default else ""
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address is bracketed in a URL
+    own = re.escape(f"{scheme}://{host}{port}/")
+    return re.compile(rf"^(?!(?:{own}|data:|blob:|about:))")
+
+
 def _element(r: dict[str, Any]) -> Element:
     """An Element from the observer's JSON."""
     return Element(
@@ -252,8 +267,10 @@ class WebDriver:
             await self._context.close()
         self._context = await self._browser.new_context(viewport={"width": 1024, "height": 768})
         self._context.set_default_timeout(self.timeout_ms)
-        # Confinement: every request of every page goes through the guard; only the app's origin is reached.
-        await self._context.route("**/*", self._guard)
+        # Confinement: every request of every page that is not for the app's origin goes to the guard, which
+        # aborts it. The pattern is matched in the browser's driver, so the app's own requests never wait on us.
+        await self._context.route(_elsewhere(self.app_url), self._guard)
+        await self._context.route_web_socket(_elsewhere(self.app_url, socket=True), self._guard_socket)
         self._blocked_script = False
         page = await self._context.new_page()
         page.on("pageerror", lambda exc: self._signals.append(Signal("page_error", str(exc))))
@@ -288,6 +305,13 @@ class WebDriver:
                 self._blocked_script = True
             log.info("blocked a request to another host: %s %s", request.method, url)
             await route.abort("blockedbyclient")
+
+    async def _guard_socket(self, ws: Any) -> None:
+        """A WebSocket to another host is never connected: recorded, and closed on the page's side."""
+        if ws.url not in self.blocked and len(self.blocked) < MAX_BLOCKED:
+            self.blocked.append(ws.url)
+        log.info("blocked a WebSocket to another host: %s", ws.url)
+        await ws.close(code=1008, reason="another host than the app's")
 
     def _on_console(self, msg: Any) -> None:
         # A failed resource load is the network's signal (the 5xx oracle judges it), not a script error:

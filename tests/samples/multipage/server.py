@@ -5,7 +5,7 @@ button fails on the 3rd press (HTTP 500 from its fetch), an orders table whose P
 whose "Sort descending" throws (the Status column has a look-alike menu that works), an order page with an icon
 button named only by its image's alt text, a settings page whose currency dropdown fails on GBP (HTTP 500), and
 an about page with a link to another host before a button that logs a console error, and a gallery whose
-thumbnail always answers 500 (not the bug) while its comments' fetch fails only in the buggy version.
+thumbnail always answers 500 (not the bug) and which opens a WebSocket to another host while its comments' fetch fails only in the buggy version.
 """
 
 import argparse
@@ -133,6 +133,7 @@ async def gallery(request: web.Request) -> web.Response:
         "Gallery",
         """<h1>Gallery</h1><img src="/thumbs/1.png" alt="thumbnail" width="20" height="20">
         <button id="more">Load comments</button><ul id="comments"></ul><script>
+        try { new WebSocket('ws://chat.example.test/live'); } catch (e) { /* the live chat is optional */ }
         document.getElementById('more').onclick = async () => {
           const r = await fetch('/api/comments');
           if (r.ok) document.getElementById('comments').innerHTML = '<li>Nice lamp!</li>';
