@@ -3,9 +3,10 @@
 Pages: a home page with a footer link to another host that looks like "home", a product list whose wishlist
 button fails on the 3rd press (HTTP 500 from its fetch), an orders table whose Price column has a filter menu
 whose "Sort descending" throws (the Status column has a look-alike menu that works), an order page with an icon
-button named only by its image's alt text, a settings page whose currency dropdown fails on GBP (HTTP 500), and
-an about page with a link to another host before a button that logs a console error, and a gallery whose
-thumbnail always answers 500 (not the bug) and which opens a WebSocket to another host while its comments' fetch fails only in the buggy version.
+button named only by its image's alt text, a settings page whose currency dropdown fails on GBP (HTTP 500), an
+about page with a link to another host before a button that logs a console error, and a gallery that opens a
+WebSocket to another host, whose thumbnail always answers 500 (not the bug) and whose comments' fetch fails only
+in the buggy version.
 """
 
 import argparse
