@@ -4,7 +4,9 @@ Each case runs three times on one chromium: the buggy app (reproduce), the actio
 (reproduce, must not fire). Time is reported per reproduction and as ratios side by side: reports that skip a
 step (the UTG explores) against reports that do not. Then each buggy app is reproduced again from a second report
 worded differently (bench/data/webapp_alt_reports.json: terse, key: value credentials, arrows, subject-first
-sentences), which the rules were not written against first.
+sentences), which the rules were not written against first. Last, made-up reports that move through the
+multi-page shop of the tests (tests/samples/multipage: navigation, where the user is, repetition, menus inside a
+page, an off-origin link) are reproduced on its buggy and its fixed version (bench/data/multipage_reports.json).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def main() -> None:
     print(json.dumps(doc["summary"]))
     alt = asyncio.run(_alternative_wordings())
     print(f"second wording: reproduced {alt['reproduced']}/{alt['cases']}, steps {alt['found']}/{alt['total']}")
+    shop = asyncio.run(_multipage())
+    print(
+        f"multi-page shop: reproduced {shop['reproduced']}/{shop['cases']}, false alarms on the fixed version "
+        f"{shop['false_alarms']}/{shop['cases']}, median seconds {shop['median_seconds']:.2f}"
+    )
 
 
 async def _alternative_wordings() -> dict[str, int]:
@@ -64,6 +71,40 @@ async def _alternative_wordings() -> dict[str, int]:
                 counts["found"] += found
                 counts["total"] += total
     return counts
+
+
+async def _multipage() -> dict[str, float]:
+    """Each made-up multi-page report on the buggy shop (the right oracle must fire) and the fixed one (none)."""
+    from agents.app import WebDriver, reproduce_app, serve_app, shared_browser
+    from agents.app.webcases import WebCase
+
+    shop = WebCase("multipage", ROOT / "tests" / "samples" / "multipage", {"start": "server"})
+    reports = json.loads((Path(__file__).parent / "data" / "multipage_reports.json").read_text())
+    reproduced = false_alarms = 0
+    seconds: list[float] = []
+    async with shared_browser() as browser:
+        with tempfile.TemporaryDirectory(prefix="app-repro-shop-") as tmp:
+            for i, case in enumerate(reports):
+                for fixed in (False, True):
+                    async with serve_app(shop, fixed=fixed) as url:
+                        res = await reproduce_app(
+                            case["report"],
+                            url,
+                            out_dir=Path(tmp) / f"{i}-{fixed}",
+                            driver=WebDriver(url, browser=browser),
+                        )
+                    fired = res.oracle["fired"] if res.oracle else None
+                    if fixed:
+                        false_alarms += int(res.status == "reproduced")
+                    else:
+                        reproduced += int(res.status == "reproduced" and fired == case["oracle"])
+                        seconds.append(res.seconds)
+    return {
+        "cases": len(reports),
+        "reproduced": reproduced,
+        "false_alarms": false_alarms,
+        "median_seconds": statistics.median(seconds) if seconds else 0.0,
+    }
 
 
 if __name__ == "__main__":

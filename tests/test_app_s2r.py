@@ -29,10 +29,11 @@ def test_every_sample_report_extracts_its_ground_truth_steps(case) -> None:
 @pytest.mark.parametrize(
     ("report", "expected"),
     [
-        # Past-tense prose with "and" joining two steps and a switch the rules learn from the examples.
+        # Past-tense prose with "and" joining two steps and a switch the rules learn from the examples; "went to"
+        # is a navigation (to a page, or the control of that name when no page has it).
         (
             "I went to Preferences and flipped the sound switch, then clicked Apply.",
-            [("click", "Preferences", ""), ("click", "sound", ""), ("click", "Apply", "")],
+            [("navigate", "preferences", ""), ("click", "sound", ""), ("click", "Apply", "")],
         ),
         # Arrows, a key press and a quoted value with an apostrophe in it.
         (
@@ -243,3 +244,88 @@ async def test_the_web_driver_opens_http_only(tmp_path: Path) -> None:
 
     res = await reproduce_app("1. Click Save", "file:///etc/passwd", out_dir=tmp_path)
     assert res.status == "error" and "http(s) URLs only" in res.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("report", "expected"),
+    [
+        # Navigation: to the app's root, not a click on a link that shares the word "home".
+        ("1. Open the Fernwood Library home page\n2. Click Renew", [("navigate", "", ""), ("click", "Renew", "")]),
+        # Navigation to a named page, "back to" a list, and a path given as a URL of the reporter's host.
+        (
+            "Navigate to billing, go back to the invoice list and visit http://my.host:9000/plans/pro",
+            [("navigate", "billing", ""), ("navigate", "invoice list", ""), ("navigate", "/plans/pro", "")],
+        ),
+        # "open" moves only when a page is named; "open the sort menu" is a click.
+        ("Open the reports page and open the sort menu", [("navigate", "reports", ""), ("click", "sort", "")]),
+        # Where the user is starts the run, also with the first action in the same sentence.
+        (
+            "I'm on the members page of our club site, click Invite",
+            [("navigate", "members", ""), ("click", "Invite", "")],
+        ),
+        ("On the profile screen, tap Edit.", [("navigate", "profile", ""), ("click", "Edit", "")]),
+        # A verbless page name between arrows is a move to that page.
+        ("Billing page -> Download PDF", [("navigate", "billing", ""), ("click", "download PDF", "")]),
+    ],
+)
+def test_navigation_and_whereabouts_are_read_as_moves(report: str, expected: list[tuple[str, str, str]]) -> None:
+    assert [(s.action, s.target, s.input) for s in extract_rules(report)] == expected
+
+
+@pytest.mark.parametrize(
+    ("report", "times"),
+    [
+        ("Click Like 4 times", 4),
+        ("press Refresh twice in a row", 2),
+        ("tap Forward a few times", 10),
+        ("I keep clicking Retry", 10),
+        ("hit Vote again and again", 10),
+        ("click Undo several times quickly", 10),
+        ("Click Star x3", 3),
+        ("Click Like", 1),
+    ],
+)
+def test_repetition_is_a_count_or_the_bound(report: str, times: int) -> None:
+    (step,) = extract_rules(report)
+    assert step.action == "click" and step.repeat == times and step.target.split()[0] in report
+
+
+def test_an_item_inside_a_control_names_the_control_and_the_part() -> None:
+    from agents.app.phrasing import control_of
+
+    steps = extract_rules(
+        'Choose "Oldest first" from the sort menu of the comments section, then select Large in the size dropdown'
+    )
+    assert [(s.target, s.within) for s in steps] == [
+        ("Oldest first", "sort menu of comments section"),
+        ("Large", "size dropdown"),
+    ]
+    assert control_of(steps[0].within) == ("sort menu", "comments section")
+    assert control_of("size dropdown") == ("size dropdown", "")
+    assert extract_rules("Click Save in the toolbar")[0].target == "Save"
+
+
+def test_steps_keep_repeat_and_scope_through_json() -> None:
+    step = Step("click", "Large", repeat=3, within="size dropdown")
+    assert Step.from_json(step.to_json()) == step
+    assert Step("click", "Save").to_json() == {"action": "click", "target": "Save", "input": ""}
+    with pytest.raises(ValueError, match="repeat must be"):
+        Step.from_json({"action": "click", "target": "x", "repeat": 99})
+    assert Step.from_json({"action": "navigate", "target": ""}) == Step("navigate")
+
+
+def test_matching_prefers_the_look_alike_in_the_part_the_step_names() -> None:
+    from agents.app.reproduce import match_element
+
+    screen = [
+        Element("menuitem", "Remove", context="Shipping address", locator="#a"),
+        Element("menuitem", "Remove", context="Billing address", locator="#b"),
+    ]
+    assert match_element(Step("click", "Remove", within="billing section"), screen).locator == "#b"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Remove"), screen).locator == "#a"  # type: ignore[union-attr]
+
+
+def test_signals_raised_after_a_blocked_script_are_not_the_bug() -> None:
+    blocked = Signal("page_error", "$ is not defined", {"after_blocked_script": True})
+    assert judge_signals([blocked], OracleSpec(), 1) is None
+    assert judge_signals([blocked, Signal("http_5xx", "500 GET /api")], OracleSpec(), 1).kind == "http_5xx"  # type: ignore[union-attr]

@@ -220,6 +220,10 @@ class AndroidDriver:
         raw = f"{self.package}:{info.get('versionName')}:{info.get('versionCode')}"
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
+    def blocked_requests(self) -> list[str]:
+        """None: the device's network is the device's (confinement is the web driver's)."""
+        return []
+
     async def close(self) -> None:
         """Leave the device as it is (the app keeps running for a human to look at)."""
         self._device = None

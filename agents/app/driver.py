@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Protocol
 
 #: Actions a step or a JSON action may name. `click` covers tap, `long_click` long tap, `resize` rotation,
-#: `key` a key press (Enter, Escape) with the key as input.
-ACTIONS = ("click", "long_click", "input", "key", "scroll", "back", "resize", "restart")
+#: `key` a key press (Enter, Escape) with the key as input; `navigate` goes to a page of the app (its target the
+#: page's name, "" for the app's first page; in an action log its input is the path on the app's origin).
+ACTIONS = ("click", "long_click", "input", "key", "scroll", "back", "resize", "restart", "navigate")
 
 
 class DriverError(Exception):
@@ -31,6 +32,12 @@ class Element:
     locator: str = ""
     #: The input's current value; it is not part of the state's identity (typing is not a new screen).
     editable: bool = False
+    #: A link's absolute address (web): exploration and navigation follow only the app's own.
+    href: str = ""
+    #: The part of the page it sits in: its column's header, its group's heading or label ("Price", "Shipping").
+    context: str = ""
+    #: It opens something that holds more controls (a menu button, a disclosure, a native dropdown).
+    popup: bool = False
 
     def describe(self) -> str:
         """A short human description: role and the first name it has."""
@@ -97,6 +104,10 @@ class Driver(Protocol):
 
     async def app_version(self) -> str:
         """An identifier of the app build under test (the UTG cache key)."""
+        ...
+
+    def blocked_requests(self) -> list[str]:
+        """The addresses the driver kept the app from reaching (other hosts than the app's), in order."""
         ...
 
     async def close(self) -> None:

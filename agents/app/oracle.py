@@ -79,8 +79,10 @@ class Verdict:
 
 
 def judge_signals(signals: list[Signal], spec: OracleSpec, step: int) -> Verdict | None:
-    """The first error signal the spec counts, if any."""
+    """The first error signal the spec counts, if any (none raised after the confinement blocked a script)."""
     for signal in signals:
+        if signal.detail.get("after_blocked_script"):
+            continue  # a script of another host was kept out: its absence, not the app, may have raised it
         if signal.kind in spec.signals:
             return Verdict(signal.kind, signal.message, step, {"signal": signal.to_json()})
     return None

@@ -12,16 +12,19 @@ import json
 import logging
 import shlex
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agents.app.driver import Driver, DriverError, Element
+from agents.app.navigate import Navigator, find_page, origin_of
 from agents.app.oracle import OracleSpec, Verdict, judge_signals, judge_text, oracle_spec
+from agents.app.phrasing import control_of
 from agents.app.propose import propose_action
 from agents.app.s2r import Complete, Step, extract_steps, split_report
-from agents.app.textmatch import similarity
-from agents.app.utg import UTG, explore
+from agents.app.textmatch import coverage, similarity
+from agents.app.utg import UTG, click_action, explore
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,10 @@ class AppReproResult:
     reasons: list[str] = field(default_factory=list)
     extractor: str = "rules"
     log: str = ""
+    #: The addresses of other hosts the browser was kept from (confinement), in order.
+    blocked: list[str] = field(default_factory=list)
+    #: The numbers (from 1) of the steps that were played or found done.
+    reached: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         """The document `reprobot reproduce --app-url --json` prints and a runner finishes with."""
@@ -61,19 +68,26 @@ class AppReproResult:
             "reasons": self.reasons,
             "extractor": self.extractor,
             "log": self.log,
+            "blocked": self.blocked,
+            "reached": self.reached,
         }
 
 
 def match_element(step: Step | dict[str, object], elements: list[Element]) -> Element | None:
-    """The element a step names: best text/label/id similarity, with the role as a tie-breaker."""
+    """The element a step names: best text/label/id similarity, the part of the page it is in (the step's
+    `within`) and the role as tie-breakers."""
     action = step.action if isinstance(step, Step) else str(step.get("action"))
     target = step.target if isinstance(step, Step) else str(step.get("target") or "")
+    within = step.within if isinstance(step, Step) else str(step.get("within") or "")
     if not target:
         return None
     best, best_score = None, 0.0
     for element in elements:
         names = [element.text, element.label, element.id.replace("-", " ").replace("_", " ")]
         score = max(similarity(target, n) for n in names if n) if any(names) else 0.0
+        if within and score >= MATCH_THRESHOLD:
+            # "Sort from the price column's menu": of the look-alikes, the one in the part the report names.
+            score += 0.3 * coverage(within, f"{element.context} {element.label}")
         wants_field = action == "input"
         if wants_field == element.editable:
             score += 0.05
@@ -103,6 +117,7 @@ class _Run:
         self.lines: list[str] = []
         self.initial_text = ""
         self.verdict: Verdict | None = None
+        self.reached: list[int] = []
 
     def note(self, line: str) -> None:
         """Add a line to the run's log (log.txt) and the logger."""
@@ -150,65 +165,190 @@ class _Run:
 
 
 def _action_for(step: Step, element: Element | None) -> dict[str, object]:
-    kind = step.action
+    kind, value = step.action, step.input
     if kind == "input" and element is not None and not element.editable:
         # "put the lamp in the cart" names a button, not a field: what the user did was press it.
         kind = "click"
-    action: dict[str, object] = {"action": kind, "target": step.target, "input": step.input}
+    option = _option(step.target, element) if kind == "click" else None
+    if option is not None:
+        kind, value = "input", option  # "select GBP": the dropdown that lists GBP, set to it
+    action: dict[str, object] = {"action": kind, "target": step.target, "input": value}
     if element is not None:
         action["locator"] = element.locator
         action["role"] = element.role
     return action
 
 
-async def _play(
-    run: _Run, steps: list[Step], utg: UTG, deadline: float, explore_depth: int, complete: Complete | None = None
-) -> list[str]:
-    """Play the steps; returns the reasons for steps that could not be played."""
+def _option(name: str, element: Element | None) -> str | None:
+    """The option of a native dropdown that `name` names ("GBP" in "USD | EUR | GBP"), else None."""
+    if element is None or element.role != "combobox" or " | " not in element.text:
+        return None
+    options = element.text.split(" | ")
+    best = max(options, key=lambda o: similarity(name, o))
+    return best if similarity(name, best) >= 0.8 else None
+
+
+@dataclass
+class _Plan:
+    """What every step of one run shares: the UI graph, the time budget, exploration depth, the model."""
+
+    utg: UTG
+    deadline: float
+    depth: int
+    complete: Complete | None = None
+
+
+#: Steps that name no element: the driver does them as they are.
+_TARGETLESS = ("back", "scroll", "resize", "restart", "key")
+
+
+async def _play(run: _Run, steps: list[Step], plan: _Plan) -> list[str]:
+    """Play the steps in order; returns the reasons for steps that could not be played, and which were reached."""
     reasons: list[str] = []
-    driver = run.driver
     for i, step in enumerate(steps, 1):
         if run.verdict is not None:
             break
-        if time.monotonic() > deadline:
+        if time.monotonic() > plan.deadline:
             reasons.append(f"time budget spent before step {i}")
             break
-        if step.action in ("back", "scroll", "resize", "restart", "key"):
-            await run.do(_action_for(step, None), None)
-            continue
-        elements = await driver.observe()
-        utg.add_state(elements)
-        element = match_element(step, elements)
-        if element is None and step.action == "click" and step.target.lower() in KEYS:
-            await run.do({"action": "key", "target": "", "input": KEYS[step.target.lower()]}, None)
-            continue
-        if element is None and step.opens and not run.actions:
-            run.note(f"step {i} ({step.target!r}) is on no element of the first screen: taken as opening the app")
-            continue
-        if element is None:
-            element = await _find_by_utg(run, step, utg, deadline, explore_depth)
-        if element is None and complete is not None and run.verdict is None:
-            proposed = await propose_action(complete, step, await driver.observe())
-            if proposed is not None:
-                run.note(f"step {i}: the model proposed {json.dumps(proposed[0])}")
-                await _do_step(run, reasons, i, proposed[0], proposed[1])
-                continue
-        if element is None:
-            if run.verdict is None:
-                reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
-                run.note(reasons[-1])
-            continue
-        await _do_step(run, reasons, i, _action_for(step, element), element)
+        if await _play_step(run, reasons, i, step, plan):
+            run.reached.append(i)
+    missed = [i for i in range(1, len(steps) + 1) if i not in run.reached]
+    if missed and run.verdict is None:
+        reasons.append(f"reached {len(run.reached)} of {len(steps)} steps; not reached: {', '.join(map(str, missed))}")
     return reasons
 
 
-async def _do_step(run: _Run, reasons: list[str], i: int, action: dict[str, object], element: Element | None) -> None:
+async def _play_step(run: _Run, reasons: list[str], i: int, step: Step, plan: _Plan) -> bool:
+    """One step, as many times as the report says; True when it was played (or found done already)."""
+    if step.action in _TARGETLESS:
+        return await _repeat(run, reasons, i, step, None)
+    if step.action == "navigate":
+        done = await _navigate(run, reasons, i, step, plan)
+        if done is not None:
+            return done
+        if not step.target:
+            run.note(f"step {i}: opening the app, which every run starts with")
+            return True
+        step = replace(step, action="click", opens=True)  # no page of that name: a control of that name
+    found = await _target_of(run, reasons, i, step, plan)
+    if isinstance(found, bool):
+        return found
+    return await _repeat(run, reasons, i, step, found)
+
+
+async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _Plan) -> Element | bool:
+    """The element a step acts on; True when the step was handled on the way (a key, a dropdown, the model's
+    action, or opening the app), False when nothing matches even after exploring."""
+    elements = await run.driver.observe()
+    plan.utg.add_state(elements)
+    element = match_element(step, elements)
+    if element is None and step.action == "click" and step.target.lower() in KEYS:
+        key: dict[str, object] = {"action": "key", "target": "", "input": KEYS[step.target.lower()]}
+        return await _do_step(run, reasons, i, key, None)
+    if element is None and step.opens and not run.actions:
+        run.note(f"step {i} ({step.target!r}) is on no element of the first screen: taken as opening the app")
+        return True
+    if element is None and step.within:
+        opened = await _open_control(run, reasons, i, step, elements)
+        if opened is not None:
+            return opened
+    element = element or await _locate(run, step)
+    if element is None:
+        element = await _find_by_utg(run, step, plan.utg, plan.deadline, plan.depth)
+    if element is None and plan.complete is not None and run.verdict is None:
+        proposed = await propose_action(plan.complete, step, await run.driver.observe())
+        if proposed is not None:
+            run.note(f"step {i}: the model proposed {json.dumps(proposed[0])}")
+            return await _do_step(run, reasons, i, proposed[0], proposed[1])
+    if element is None:
+        if run.verdict is None:
+            reasons.append(f"step {i} ({step.action} {step.target!r}): no element matches, even after exploring")
+            run.note(reasons[-1])
+        return run.verdict is not None
+    return element
+
+
+async def _open_control(
+    run: _Run, reasons: list[str], i: int, step: Step, elements: list[Element]
+) -> Element | bool | None:
+    """Open the control the step's target is in ("Large from the size dropdown"), then find the target.
+
+    A native dropdown is set to the target's option in one action. None: no control of that name is here.
+    """
+    name, part = control_of(step.within)
+    control_step = Step("click", name, within=part)
+    control = match_element(control_step, elements) or await _locate(run, control_step)
+    if control is None:
+        return None
+    if control.role == "combobox":
+        option = _option(step.target, control) or step.target
+        action: dict[str, object] = {"action": "input", "target": name, "input": option, "locator": control.locator}
+        action["role"] = control.role
+        return await _do_step(run, reasons, i, action, control)
+    run.note(f"step {i}: opening {control.describe()}, which holds {step.target!r}")
+    if not await _do_step(run, reasons, i, {**click_action(control), "via": "control"}, control):
+        return None
+    if run.verdict is not None:
+        return True
+    return match_element(step, await run.driver.observe())
+
+
+async def _locate(run: _Run, step: Step) -> Element | None:
+    """The element named by its accessible name (label, aria-labelledby, title), when the driver can look."""
+    if not isinstance(run.driver, Navigator) or not step.target:
+        return None
+    element = await run.driver.locate(step.target, step.action == "input")
+    if element is not None:
+        run.note(f"{step.target!r} matched by accessible name: {element.describe()}")
+    return element
+
+
+async def _repeat(run: _Run, reasons: list[str], i: int, step: Step, element: Element | None) -> bool:
+    """Do a step `step.repeat` times, stopping as soon as the oracle fires; each time on the element found anew."""
+    ok = await _do_step(run, reasons, i, _action_for(step, element), element)
+    times = 1
+    while ok and run.verdict is None and times < step.repeat:
+        again = element and _resolve(run.actions[-1], await run.driver.observe())
+        if element is not None and again is None:
+            reasons.append(f"step {i} ({step.target!r}): its element is gone after {times} time(s)")
+            break
+        ok = await _do_step(run, reasons, i, _action_for(step, again or None), again or None)
+        times += 1
+    if step.repeat > 1:
+        run.note(f"step {i}: played {times} time(s) of at most {step.repeat}")
+    return ok
+
+
+async def _navigate(run: _Run, reasons: list[str], i: int, step: Step, plan: _Plan) -> bool | None:
+    """A navigation step on the web; None when the driver cannot navigate or no page of the app has the name."""
+    driver = run.driver
+    if not isinstance(driver, Navigator):
+        return None
+    before = (await driver.location())["url"]
+    destination = await find_page(driver, run.driver, step.target, await run.driver.observe(), plan.deadline)
+    if destination is None:
+        if (await driver.location())["url"] != before:
+            await run.replay_all(run.actions)  # the link search left the page the steps had reached
+        return None
+    page = step.target or "the app's first page"
+    if destination.path is None:
+        run.note(f"step {i}: the page shown is {page!r} already ({destination.why})")
+        return True
+    run.note(f"step {i}: navigating to {page!r}: {destination.path} ({destination.why})")
+    action: dict[str, object] = {"action": "navigate", "target": step.target, "input": destination.path}
+    return await _do_step(run, reasons, i, action, None)
+
+
+async def _do_step(run: _Run, reasons: list[str], i: int, action: dict[str, object], element: Element | None) -> bool:
     """One step's action; an element that cannot be acted on (covered, detached) costs the step, not the run."""
     try:
         await run.do(action, element)
     except DriverError as exc:
         reasons.append(f"step {i} ({action['action']} {action.get('target')!r}): {exc}")
         run.note(reasons[-1])
+        return False
+    return True
 
 
 async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: int) -> Element | None:
@@ -228,7 +368,9 @@ async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: 
         async def reset(prefix: list[dict[str, object]]) -> None:
             await run.replay_all([*before, *prefix])
 
-        path = await explore(driver, utg, reset, goal, max_depth=depth, deadline=deadline)
+        path = await explore(
+            driver, utg, reset, goal, max_depth=depth, deadline=deadline, rank=_closeness(step), allowed=_stays(driver)
+        )
         source = "exploration"
         if path is None:
             await run.replay_all(before)
@@ -245,6 +387,29 @@ async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: 
         if run.verdict is not None:
             return None
     return goal(await driver.observe())
+
+
+def _closeness(step: Step) -> Callable[[Element], float]:
+    """How promising a control is for reaching the step's target: its text close to the target or to the part
+    the step names, and (a little) that it opens more controls, like a menu button."""
+
+    def rank(element: Element) -> float:
+        names = [n for n in (element.text, element.label) if n]
+        near = max((similarity(step.target, n) for n in names), default=0.0)
+        if step.within:
+            near = max(near, 0.8 * coverage(step.within, " ".join([*names, element.context])))
+        return near + (0.2 if element.popup else 0.0)
+
+    return rank
+
+
+def _stays(driver: Driver) -> Callable[[Element], bool] | None:
+    """Exploration follows no link to another host (the web driver would block it anyway)."""
+    app_url = getattr(driver, "app_url", "")
+    if not isinstance(driver, Navigator) or not app_url:
+        return None
+    origin = origin_of(app_url)
+    return lambda e: not e.href or origin_of(e.href) == origin
 
 
 def _make_driver(driver: str | Driver, app_url: str) -> Driver:
@@ -309,8 +474,8 @@ async def reproduce_app(
         try:
             utg = await asyncio.to_thread(UTG.load, cache_dir, await drv.app_version())
             await run.begin()
-            complete = _complete_from(model)
-            result.reasons = await _play(run, steps, utg, deadline, explore_depth, complete)
+            plan = _Plan(utg, deadline, explore_depth, _complete_from(model))
+            result.reasons = await _play(run, steps, plan)
             if cache_dir is not None:
                 await asyncio.to_thread(utg.save, cache_dir)
         finally:
@@ -326,7 +491,8 @@ async def reproduce_app(
         result.reasons.append("the report has no steps the agent can follow, and the first screen shows no bug")
     else:
         status = "not_reproduced"
-        result.reasons.append("every step ran and no oracle fired")
+        all_ran = len(run.reached) == len(steps)
+        result.reasons.append("every step ran and no oracle fired" if all_ran else "no oracle fired")
     return _finish(result, run, started, actions_file, app_url, driver_name, status)
 
 
@@ -335,6 +501,11 @@ def _finish(
 ) -> AppReproResult:
     result.status = status
     result.actions = run.actions
+    result.reached = run.reached
+    blocked = getattr(run.driver, "blocked_requests", None)
+    result.blocked = blocked() if callable(blocked) else []
+    for url in result.blocked:
+        run.note(f"blocked a request to another host: {url}")
     result.oracle = run.verdict.to_json() if run.verdict else None
     result.screenshots = run.screenshots
     result.seconds = time.monotonic() - started
@@ -343,6 +514,7 @@ def _finish(
         "driver": driver,
         "oracle_spec": run.spec.to_json(),
         "actions": run.actions,
+        "blocked": result.blocked,
     }
     actions_file.write_text(json.dumps(document, indent=2) + "\n")
     log_file = run.out_dir / LOG_FILE

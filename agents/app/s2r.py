@@ -14,7 +14,7 @@ import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from rank_bm25 import BM25Okapi
 
 from agents.app.driver import ACTIONS
+from agents.app.phrasing import REPEAT_BOUND, bare_page, navigation, repetition, scope, whereabouts
 from agents.app.textmatch import WIDGET_WORDS, similarity, words
 
 #: A model call: chat messages in, the reply text out, plain or awaitable (the runner passes the bot's client in).
@@ -38,10 +39,19 @@ class Step:
     #: Worded as navigation ("open the shop", "go to Settings"): when nothing on the first screen has that
     #: name, the reporter meant opening the app, which every run starts with.
     opens: bool = False
+    #: How many times the report says to do it (phrasing.repetition): N, or REPEAT_BOUND for "a few times".
+    repeat: int = 1
+    #: The control or part of the page the target is in ("size dropdown", "date column"): opened first.
+    within: str = ""
 
     def to_json(self) -> dict[str, object]:
-        """The step as the JSON the result and the action log carry."""
-        return {"action": self.action, "target": self.target, "input": self.input}
+        """The step as the JSON the result and the action log carry (repeat and scope only when the report says)."""
+        data: dict[str, object] = {"action": self.action, "target": self.target, "input": self.input}
+        if self.repeat != 1:
+            data["repeat"] = self.repeat
+        if self.within:
+            data["within"] = self.within
+        return data
 
     @classmethod
     def from_json(cls, data: object) -> Step:
@@ -56,7 +66,12 @@ class Step:
             raise ValueError("target and input must be strings")
         if action in ("click", "long_click", "input") and not target:
             raise ValueError(f"a {action} step needs a target")
-        return cls(str(action), target.strip(), value)
+        repeat, within = data.get("repeat", 1), data.get("within") or ""
+        if not isinstance(repeat, int) or not 1 <= repeat <= REPEAT_BOUND:
+            raise ValueError(f"repeat must be a whole number from 1 to {REPEAT_BOUND}")
+        if not isinstance(within, str):
+            raise ValueError("within must be a string")
+        return cls(str(action), target.strip(), value, repeat=repeat, within=within.strip())
 
 
 @dataclass(frozen=True)
@@ -166,14 +181,19 @@ def _qtext(m: re.Match[str]) -> str:
 
 
 def _units(steps_text: str) -> list[str]:
-    lines = [ln for ln in steps_text.splitlines() if ln.strip()]
+    raw = steps_text.splitlines()
+    lines = [ln for ln in raw if ln.strip()]
     if any(_ITEM.match(ln) for ln in lines):
         items: list[str] = []
-        for ln in lines:
-            if _ITEM.match(ln):
+        after_blank = False
+        for ln in raw:
+            if not ln.strip():
+                after_blank = True
+            elif _ITEM.match(ln):
                 items.append(_ITEM.sub("", ln))
-            elif items:
-                items[-1] += " " + ln.strip()
+                after_blank = False
+            elif items and not after_blank:
+                items[-1] += " " + ln.strip()  # a wrapped item; after a blank line the text is no item's
         return items
     return [" ".join(lines)]
 
@@ -405,9 +425,10 @@ def _step_from(action: str, rest: str, verb: str = "") -> Step | None:
         target, value = _input_parts(rest)
         return Step("input", target, value) if target else None
     rest = _TAIL.split(rest, maxsplit=1)[0]
-    quoted = _quoted(rest)
-    target = quoted[0] if quoted else _clean_target(rest)
-    return Step(action, target) if target else None
+    head, within = scope(rest)
+    quoted = _quoted(head)
+    target = quoted[0] if quoted else _clean_target(head)
+    return Step(action, target, within=within) if target else None
 
 
 # --- the example base and retrieval ------------------------------------------------------------------------------
@@ -505,35 +526,61 @@ def extract_rules(report_text: str) -> list[Step]:
     report = split_report(report_text)
     steps: list[Step] = []
     for clause in clauses(report.steps_text):
+        clause = _moves(_LEAD.sub("", clause).strip(), steps)
+        clause, times = repetition(clause)
         clause = _LEAD.sub("", clause).strip()
-        if not clause or _START.match(clause):
+        if not clause:
             continue
-        pairs = _field_values(clause)
-        if pairs:
-            steps += pairs
-            continue
-        found = _match_verb(clause)
-        if found and _SUBJECT.match(found[1]):
-            found = None  # "checkout is broken": the word is what the sentence is about, not an order
-        action, rest = (_VERBS[found[0]], found[1]) if found else (None, "")
-        if action is None:
-            by_example = _action_by_example(clause)
-            if by_example is None:
-                continue
-            action, rest = by_example
-        if found and found[0] in ("go to", "navigate to", "switch to", "open") and re.match(r"^back\b", rest, re.I):
-            action = "back"
-        step = _step_from(action, rest, found[0] if found else "")
-        if found and _base_verb(found[0]) in _BUTTON_VERBS and (step is None or not _quoted(rest)):
-            # The verb names the button; what follows (when short) may name it further: "add to cart".
-            words_after = _clean_target(_TAIL.split(rest, maxsplit=1)[0]).split()
-            tail = " ".join(words_after) if len(words_after) <= 2 else ""
-            step = Step("click", f"{_base_verb(found[0])} {tail}".strip())
-        if step is not None and found and found[0].split()[0] in _NAV_HEADS:
-            step = Step(step.action, step.target, step.input, opens=True)
-        if step is not None:
-            steps.append(step)
+        step = _clause_step(clause)
+        if isinstance(step, list):
+            steps += step
+        elif step is not None:
+            steps.append(replace(step, repeat=times) if times != 1 else step)
     return steps
+
+
+def _moves(clause: str, steps: list[Step]) -> str:
+    """Append the navigation steps a clause begins with (where the user is, "go to X"); returns the rest."""
+    moved = navigation(clause) or whereabouts(clause)
+    while moved is not None and clause:  # "go to X and visit Y": every move of the clause, in order
+        steps.append(Step("navigate", moved[0], opens=True))
+        clause = _LEAD.sub("", moved[1]).strip()
+        moved = navigation(clause) or whereabouts(clause)
+    if _START.match(clause):
+        steps.append(Step("navigate", "", opens=True))
+        return ""
+    page = bare_page(clause) if _match_verb(clause) is None else None
+    if page is not None:
+        steps.append(Step("navigate", page, opens=True))
+        return ""
+    return clause
+
+
+def _clause_step(clause: str) -> Step | list[Step] | None:
+    """The step of one clause (or its `field: value` inputs), None when it names none."""
+    pairs = _field_values(clause)
+    if pairs:
+        return pairs
+    found = _match_verb(clause)
+    if found and _SUBJECT.match(found[1]):
+        found = None  # "checkout is broken": the word is what the sentence is about, not an order
+    action, rest = (_VERBS[found[0]], found[1]) if found else (None, "")
+    if action is None:
+        by_example = _action_by_example(clause)
+        if by_example is None:
+            return None
+        action, rest = by_example
+    if found and found[0] in ("go to", "navigate to", "switch to", "open") and re.match(r"^back\b", rest, re.I):
+        action = "back"
+    step = _step_from(action, rest, found[0] if found else "")
+    if found and _base_verb(found[0]) in _BUTTON_VERBS and (step is None or not _quoted(rest)):
+        # The verb names the button; what follows (when short) may name it further: "add to cart".
+        words_after = _clean_target(_TAIL.split(rest, maxsplit=1)[0]).split()
+        tail = " ".join(words_after) if len(words_after) <= 2 else ""
+        step = Step("click", f"{_base_verb(found[0])} {tail}".strip())
+    if step is not None and found and found[0].split()[0] in _NAV_HEADS:
+        step = replace(step, opens=True)
+    return step
 
 
 # --- the model extractor -----------------------------------------------------------------------------------------
@@ -542,7 +589,9 @@ _SYSTEM = (
     "You turn a bug report about an app into the ordered steps a tester performs to reproduce it. "
     "Answer with a JSON array only. Each item is an object with keys action, target, input. "
     f"action is one of: {', '.join(ACTIONS)}. target is the visible text or label of the element acted on "
-    "(empty for back, scroll, resize, restart). input is the text typed for input steps, a direction for scroll, "
+    "(empty for back, scroll, resize, restart; for navigate the page's name, empty for the app's first page). "
+    "Add repeat (a number) when the report says to do it several times, and within when it names the menu, "
+    "dropdown or part of the page the target is in. input is the text typed for input steps, a direction for scroll, "
     "and empty otherwise. Leave out opening the app: every run starts on its first screen."
 )
 

@@ -45,3 +45,22 @@ def similarity(a: str, b: str) -> float:
     return max(
         overlap, contained * min(1.0, len(sa & sb) / max(1, min(len(sa), len(sb)))), chars if chars > 0.85 else 0
     )
+
+
+#: Words that name a part of a page rather than which one: "the price column" is the part called price.
+PART_WORDS = frozenset(
+    ["column", "row", "section", "panel", "card", "table", "group", "entry", "header", "toolbar", "sidebar", "area"]
+)
+
+
+def coverage(phrase: str, text: str) -> float:
+    """The share of the phrase's naming words found in `text`, 0..1 ("price column" in "Price | Filter": 1.0).
+
+    It scores where an element sits against the part a step names: the part's words, not its kind, must be there.
+    """
+    wanted = [w for w in core_words(phrase) if w not in PART_WORDS]
+    have = set(words(text))
+    if not wanted or not have:
+        return 0.0
+    found = sum(1 for w in wanted if w in have or any(len(w) >= 4 and h.startswith(w) for h in have))
+    return found / len(wanted)

@@ -21,8 +21,10 @@ from agents.app.driver import Driver, DriverError, Element, state_hash
 
 log = logging.getLogger(__name__)
 
+#: Presses one exploration spends at most (each after a reset to its branch's screen).
+MAX_EXPLORE_ACTIONS = 40
 #: Roles worth pressing while exploring; typing into fields is left to the steps.
-CLICKABLE = frozenset({"button", "link", "tab", "checkbox", "radio", "menuitem", "switch", "summary"})
+CLICKABLE = frozenset({"button", "link", "tab", "checkbox", "radio", "menuitem", "switch", "summary", "option"})
 
 
 def click_action(element: Element) -> dict[str, object]:
@@ -109,8 +111,15 @@ async def explore(
     deadline: float,
     order: str = "bfs",
     seed: int = 0,
+    rank: Callable[[Element], float] | None = None,
+    allowed: Callable[[Element], bool] | None = None,
+    max_actions: int = MAX_EXPLORE_ACTIONS,
 ) -> list[dict[str, object]] | None:
     """Breadth-first exploration from the current screen until a screen where `goal` matches.
+
+    `rank` orders each screen's controls, the most promising first (text close to the step's target), before
+    `max_branch` cuts them; `allowed` drops controls never to press (a link to another host). At most
+    `max_actions` presses are spent, and none after `deadline`.
 
     `order="random"` tries each screen's elements in a seeded random order instead of document order (a page
     whose first elements are many look-alike links reaches its other controls sooner); the seed keeps runs
@@ -124,18 +133,23 @@ async def explore(
     root = utg.add_state(start)
     queue: deque[tuple[list[dict[str, object]], list[Element]]] = deque([([], start)])
     seen = {root}
+    spent = 0
     while queue:
         path, elements = queue.popleft()
         if len(path) >= max_depth:
             continue
         src = state_hash(elements)
-        candidates = [e for e in elements if e.role in CLICKABLE and not e.editable]
+        candidates = [e for e in elements if e.role in CLICKABLE and not e.editable and (allowed is None or allowed(e))]
         if order == "random":
             rng.shuffle(candidates)
+        if rank is not None:
+            candidates.sort(key=lambda e: -rank(e))  # stable: equal ranks keep document (or shuffled) order
         candidates = candidates[:max_branch]
         for i, element in enumerate(candidates):
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or spent >= max_actions:
+                log.info("explore: budget spent (%d presses)", spent)
                 return None
+            spent += 1
             try:
                 if i or path:
                     await reset(path)

@@ -11,19 +11,19 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from agents.app.driver import DriverError, Element, Signal
+from agents.app.navigate import origin_of
+from agents.app.textmatch import core_words
 
 log = logging.getLogger(__name__)
 
 CHROMIUM = "/usr/bin/chromium"
 
-#: Collects the visible interactive elements with a CSS path that finds each again (id when unique).
-_OBSERVE_JS = r"""
-() => {
-  const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link],'
-    + ' [role=tab], [role=checkbox], [role=menuitem], [role=switch], [onclick], [contenteditable=true]';
+#: Functions shared by the observer and the accessible-name locator: a CSS path that finds an element again (id
+#: when unique), its label, role, and the part of the page it sits in.
+_HELPERS_JS = r"""
   const path = (el) => {
     if (el.id && document.querySelectorAll('#' + CSS.escape(el.id)).length === 1) return '#' + CSS.escape(el.id);
     const parts = [];
@@ -39,6 +39,10 @@ _OBSERVE_JS = r"""
   };
   const labelOf = (el) => {
     let l = el.getAttribute('aria-label') || el.getAttribute('placeholder') || el.getAttribute('title') || '';
+    if (!l && el.getAttribute('aria-labelledby')) {
+      l = el.getAttribute('aria-labelledby').split(/\s+/).map(i => document.getElementById(i))
+        .filter(Boolean).map(n => n.textContent).join(' ');
+    }
     if (!l && el.id) {
       const f = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (f) l = f.innerText;
     }
@@ -57,21 +61,63 @@ _OBSERVE_JS = r"""
     if (t === 'select') return 'combobox';
     return 'button';
   };
-  const out = [];
-  for (const el of document.querySelectorAll(sel)) {
-    const b = el.getBoundingClientRect(); const st = getComputedStyle(el);
-    if (b.width === 0 || b.height === 0 || st.visibility === 'hidden' || st.display === 'none' || el.disabled) continue;
+  // Where the element sits: its column's header, the labels and headings of the groups around it.
+  const contextOf = (el) => {
+    const bits = [];
+    const cell = el.closest('td, th');
+    const table = cell && cell.closest('table');
+    if (table) {
+      const head = table.tHead ? table.tHead.rows[0] : table.rows[0];
+      const hc = head && head.cells[cell.cellIndex];
+      if (hc) bits.push(hc.innerText);
+    }
+    const groups = 'fieldset, section, article, form, li, dialog, details, nav, header, footer, aside, '
+      + '[role=menu], [role=group], [role=dialog], [role=region], [role=listbox]';
+    for (let n = el.parentElement, d = 0; n && d < 8 && bits.length < 4; n = n.parentElement, d++) {
+      const named = n.getAttribute('aria-label'); if (named) bits.push(named);
+      if (n.matches(groups)) {
+        const h = n.querySelector('legend, h1, h2, h3, h4, h5, h6, summary, caption');
+        if (h && !h.contains(el)) bits.push(h.innerText);
+      }
+    }
+    return bits.map(b => b.trim()).filter(Boolean).join(' | ').slice(0, 160);
+  };
+  const describe = (el) => {
+    const b = el.getBoundingClientRect();
     const tag = el.tagName.toLowerCase();
     const text = (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type)) ? el.value
       : (tag === 'select' ? [...el.options].map(o => o.text).join(' | ') : (el.innerText || ''));
     const role = roleOf(el);
-    out.push({role, text: text.trim().slice(0, 200), label: labelOf(el), id: el.id || '', locator: path(el),
+    const popup = el.hasAttribute('aria-haspopup') || el.getAttribute('aria-expanded') === 'false'
+      || tag === 'summary' || tag === 'select';
+    return {role, text: text.trim().slice(0, 200), label: labelOf(el), id: el.id || '', locator: path(el),
       bounds: [Math.round(b.x), Math.round(b.y), Math.round(b.width), Math.round(b.height)],
-      editable: role === 'textbox' || role === 'combobox'});
+      editable: role === 'textbox' || role === 'combobox', href: tag === 'a' ? el.href : '',
+      context: contextOf(el), popup};
+  };
+"""
+#: Collects the visible interactive elements.
+_OBSERVE_JS = (
+    "() => {"
+    + _HELPERS_JS
+    + r"""
+  const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link],'
+    + ' [role=tab], [role=checkbox], [role=menuitem], [role=switch], [role=option], [onclick], [contenteditable=true]';
+  const out = [];
+  for (const el of document.querySelectorAll(sel)) {
+    const b = el.getBoundingClientRect(); const st = getComputedStyle(el);
+    if (b.width === 0 || b.height === 0 || st.visibility === 'hidden' || st.display === 'none' || el.disabled) continue;
+    out.push(describe(el));
   }
   return out;
-}
-"""
+}"""
+)
+#: Describes one element a Playwright locator found (by accessible name), as the observer would.
+_DESCRIBE_JS = "(el) => {" + _HELPERS_JS + " return describe(el); }"
+#: The page as a navigation target: its address, title and headings.
+_WHERE_JS = """() => ({url: location.href, title: document.title,
+  headings: [...document.querySelectorAll('h1, h2')].filter(h => h.checkVisibility()).slice(0, 6)
+.map(h => h.innerText.trim()).join(' | ')})"""
 
 #: The longest wait for the requests an action started.
 SETTLE_SECONDS = 3.0
@@ -87,8 +133,45 @@ _QUIET_JS = """
 })
 """
 _RESOURCE_FAILURE = re.compile(r"^Failed to load resource\b")
+#: The requests whose 5xx answer is the app failing: the document and the calls of its scripts.
+_APP_RESOURCES = frozenset({"document", "xhr", "fetch"})
+#: At most this many blocked addresses are kept for the report.
+MAX_BLOCKED = 50
+_FIELD_ROLES = ("textbox", "combobox", "searchbox", "spinbutton", "checkbox", "radio")
+_PRESS_ROLES = ("button", "link", "tab", "menuitem", "checkbox", "radio", "switch", "option", "combobox")
 #: Named viewport sizes a step may ask for.
 _SIZES = {"narrow": (375, 740), "landscape": (1024, 600), "portrait": (600, 1024), "wide": (1280, 800)}
+
+
+def _elsewhere(app_url: str, *, socket: bool = False) -> re.Pattern[str]:
+    """Addresses that are not on the app's origin (nor data:, blob: or about:), spelled as the browser does.
+
+    `socket`: for WebSocket addresses, whose scheme is ws or wss on the same host and port.
+    """
+    parts = urlsplit(app_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme) if socket else parts.scheme
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    port = f":{parts.port}" if parts.port and parts.port != default else ""
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address is bracketed in a URL
+    own = re.escape(f"{scheme}://{host}{port}/")
+    return re.compile(rf"^(?!(?:{own}|data:|blob:|about:))")
+
+
+def _element(r: dict[str, Any]) -> Element:
+    """An Element from the observer's JSON."""
+    return Element(
+        role=r["role"],
+        text=r["text"],
+        label=r["label"],
+        id=r["id"],
+        bounds=(r["bounds"][0], r["bounds"][1], r["bounds"][2], r["bounds"][3]),
+        locator=r["locator"],
+        editable=bool(r["editable"]),
+        href=r.get("href") or "",
+        context=r.get("context") or "",
+        popup=bool(r.get("popup")),
+    )
 
 
 @contextlib.asynccontextmanager
@@ -137,6 +220,13 @@ class WebDriver:
         self._signals: list[Signal] = []
         self._document: bytes = b""
         self._pending = 0
+        self.origin = origin_of(app_url)
+        #: Requests to other hosts than the app's, aborted (the run goes on without them), in order, once each.
+        self.blocked: list[str] = []
+        #: A script of another host was kept out of the current document: its errors may be our doing.
+        self._blocked_script = False
+        #: The last address on the app's origin the page showed (where a blocked navigation returns to).
+        self._last_url = app_url
 
     async def __aenter__(self) -> WebDriver:
         await self.start()
@@ -177,6 +267,11 @@ class WebDriver:
             await self._context.close()
         self._context = await self._browser.new_context(viewport={"width": 1024, "height": 768})
         self._context.set_default_timeout(self.timeout_ms)
+        # Confinement: every request of every page that is not for the app's origin goes to the guard, which
+        # aborts it. The pattern is matched in the browser's driver, so the app's own requests never wait on us.
+        await self._context.route(_elsewhere(self.app_url), self._guard)
+        await self._context.route_web_socket(_elsewhere(self.app_url, socket=True), self._guard_socket)
+        self._blocked_script = False
         page = await self._context.new_page()
         page.on("pageerror", lambda exc: self._signals.append(Signal("page_error", str(exc))))
         page.on("console", self._on_console)
@@ -191,7 +286,32 @@ class WebDriver:
         except PlaywrightError as exc:
             raise DriverError(f"cannot open {self.app_url}: {str(exc).splitlines()[0]}") from None
         self._document = await response.body() if response is not None else b""
+        self._last_url = page.url
         await self._settle()
+
+    async def _guard(self, route: Any) -> None:
+        """Let requests to the app's origin (and data:/blob: URLs) through; abort and record any other."""
+        from playwright.async_api import Error as PlaywrightError
+
+        request = route.request
+        url = request.url
+        with contextlib.suppress(PlaywrightError):  # the page may be gone (a restart closed its context)
+            if urlsplit(url).scheme in ("data", "blob", "about") or origin_of(url) == self.origin:
+                await route.continue_()
+                return
+            if url not in self.blocked and len(self.blocked) < MAX_BLOCKED:
+                self.blocked.append(url)
+            if request.resource_type == "script":
+                self._blocked_script = True
+            log.info("blocked a request to another host: %s %s", request.method, url)
+            await route.abort("blockedbyclient")
+
+    async def _guard_socket(self, ws: Any) -> None:
+        """A WebSocket to another host is never connected: recorded, and closed on the page's side."""
+        if ws.url not in self.blocked and len(self.blocked) < MAX_BLOCKED:
+            self.blocked.append(ws.url)
+        log.info("blocked a WebSocket to another host: %s", ws.url)
+        await ws.close(code=1008, reason="another host than the app's")
 
     def _on_console(self, msg: Any) -> None:
         # A failed resource load is the network's signal (the 5xx oracle judges it), not a script error:
@@ -206,7 +326,9 @@ class WebDriver:
         self._pending = max(0, self._pending - 1)
 
     def _on_response(self, response: Any) -> None:
-        if response.status >= 500:
+        # The app failing is a 5xx on the page itself or on a call its scripts make; an image or a font that
+        # fails is not the reported bug.
+        if response.status >= 500 and response.request.resource_type in _APP_RESOURCES:
             self._signals.append(
                 Signal(
                     "http_5xx",
@@ -236,18 +358,7 @@ class WebDriver:
     async def observe(self) -> list[Element]:
         """The visible interactive elements."""
         raw = await self._page.evaluate(_OBSERVE_JS)
-        return [
-            Element(
-                role=r["role"],
-                text=r["text"],
-                label=r["label"],
-                id=r["id"],
-                bounds=(r["bounds"][0], r["bounds"][1], r["bounds"][2], r["bounds"][3]),
-                locator=r["locator"],
-                editable=bool(r["editable"]),
-            )
-            for r in raw
-        ]
+        return [_element(r) for r in raw]
 
     async def visible_text(self) -> str:
         """The page's rendered text plus the values shown in its form fields."""
@@ -297,11 +408,74 @@ class WebDriver:
             elif kind == "restart":
                 await self.restart()
                 return
+            elif kind == "navigate":
+                await self._navigate(value)
             else:
                 raise DriverError(f"unknown action {kind!r}")
         except PlaywrightError as exc:
             raise DriverError(f"{kind} failed: {str(exc).splitlines()[0]}") from None
         await self._settle()
+        await self._stay_on_the_app()
+
+    async def _navigate(self, path: str) -> None:
+        """Open a page of the app: `path` is relative to the app's address ("" is the app's first page)."""
+        url = urljoin(self.app_url, path)
+        if origin_of(url) != self.origin:
+            raise DriverError(f"navigate stays on the app's origin {self.origin}, not {url}")
+        self._blocked_script = False
+        await self._page.goto(url, wait_until="load")
+
+    async def _stay_on_the_app(self) -> None:
+        """After a navigation to another host was blocked, go back to the app's last page and go on."""
+        from playwright.async_api import Error as PlaywrightError
+
+        url = self._page.url
+        if origin_of(url) == self.origin:
+            self._last_url = url
+            return
+        log.info("the page left the app (%s): back to %s", url, self._last_url)
+        try:
+            await self._page.goto(self._last_url, wait_until="load")
+        except PlaywrightError as exc:
+            raise DriverError(f"cannot return to {self._last_url}: {str(exc).splitlines()[0]}") from None
+        await self._settle()
+
+    async def location(self) -> dict[str, str]:
+        """Where the page is: `url`, `path` (relative to the app's origin), `title`, `headings` (h1 and h2)."""
+        where: dict[str, str] = await self._page.evaluate(_WHERE_JS)
+        parts = urlsplit(where["url"])
+        where["path"] = parts.path + (f"?{parts.query}" if parts.query else "")
+        return where
+
+    async def locate(self, name: str, editable: bool) -> Element | None:
+        """The visible element whose accessible name (Playwright's get_by_label / get_by_role) is like `name`.
+
+        It finds what the observer's text misses: a field named by a heading through aria-labelledby, an icon
+        button named by its title or hidden text. The name matches loosely: its words in order, a few words
+        apart at most, any case.
+        """
+        from playwright.async_api import Error as PlaywrightError
+
+        wanted = core_words(name)
+        if not wanted:
+            return None
+        pattern = re.compile(r"\b" + r"\W+(?:\w+\W+){0,3}?".join(map(re.escape, wanted)), re.I)
+        page = self._page
+        locators = [page.get_by_label(pattern)] if editable else []
+        locators += [page.get_by_role(role, name=pattern) for role in (_FIELD_ROLES if editable else _PRESS_ROLES)]
+        try:
+            for locator in locators:
+                for i in range(min(await locator.count(), 5)):
+                    item = locator.nth(i)
+                    if await item.is_visible():
+                        return _element(await item.evaluate(_DESCRIBE_JS))
+        except PlaywrightError as exc:
+            log.info("locate %r: %s", name, str(exc).splitlines()[0])
+        return None
+
+    def blocked_requests(self) -> list[str]:
+        """The addresses of other hosts the page tried to reach, each aborted."""
+        return list(self.blocked)
 
     async def screenshot(self, path: Path) -> None:
         """A PNG of the viewport."""
@@ -309,8 +483,16 @@ class WebDriver:
         await self._page.screenshot(path=str(path))
 
     def drain_signals(self) -> list[Signal]:
-        """Signals since the last call."""
+        """Signals since the last call; script errors after a blocked script of another host are marked so."""
         out, self._signals = self._signals, []
+        if self._blocked_script:
+            # "$ is not defined" after the CDN's jQuery was kept out is the confinement's doing, not the bug.
+            out = [
+                Signal(s.kind, s.message, {**s.detail, "after_blocked_script": True})
+                if s.kind in ("page_error", "console_error")
+                else s
+                for s in out
+            ]
         return out
 
     async def app_version(self) -> str:

@@ -107,6 +107,8 @@ def print_outcome(result: Any, out: Path) -> None:
         print(f"oracle: {result.oracle['fired']}: {result.oracle['message']}")
     for reason in result.reasons:
         print(f"  - {reason}")
+    for url in getattr(result, "blocked", None) or []:  # the web driver's confinement (app results only)
+        print(f"blocked (another host): {url}")
     print(f"replay: {result.replay}")
     print(f"output: {out}")
 

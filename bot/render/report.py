@@ -453,6 +453,14 @@ def render_app_reproduction(result_json: Mapping[str, Any], artifact_urls: Mappi
     reasons = [str(r) for r in result_json.get("reasons") or []]
     if reasons:
         lines += ["**Why**:", "", *[f"- {_inline(r, 300)}" for r in reasons], ""]
+    blocked = [str(u) for u in result_json.get("blocked") or []]
+    if blocked:
+        # The browser is confined to the app's origin: say what it was kept from, the run went on without it.
+        lines += ["**Blocked** (requests to other hosts than the app's, not made):", ""]
+        lines += [f"- {_inline(u, 200)}" for u in blocked[:_MAX_STEPS_SHOWN]]
+        if len(blocked) > _MAX_STEPS_SHOWN:
+            lines.append(f"… and {len(blocked) - _MAX_STEPS_SHOWN} more (see the log)")
+        lines.append("")
     shots = _artifact_order(result_json, list(artifact_urls))
     if shots:
         lines += ["**Screenshots** (one per step):", ""]
