@@ -1,0 +1,87 @@
+"""The parts of a job's record that explain its patches: each candidate, its reviews, votes and why it lost.
+
+Pure: built from the select stage's records and selections. The whole record is JobOutcome.record(); every job
+(CLI, GitHub, Jira) stores it as `result["record"]`, and the dashboard's job page reads only that record (and
+the store's steps). Patches are named by their record id (`1-t1`) everywhere: here, the selection's
+explanation, the PR body and the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from patch_selectors.assessment import Assessment
+from patch_selectors.records import PatchRecord
+from patch_selectors.selectors import Selection
+
+__all__ = ["RECORD_VERSION", "candidate_entries", "lost_reason"]
+
+#: Bumped when the record's shape changes incompatibly (the page reads older records as far as it can).
+RECORD_VERSION = 2
+
+
+def lost_reason(record: PatchRecord, selection: Selection | None, winner: PatchRecord | None) -> str:
+    """Why `record` was not selected, in one sentence ("" for the selected patch itself)."""
+    if winner is not None and record.id == winner.id:
+        return ""
+    if record.rejections:
+        return "rejected by review: " + "; ".join(f"{r.reviewer}: {r.reason}" for r in record.rejections)
+    if selection is None:
+        return "no selection ran"
+    if record.id in selection.excluded:
+        return f"dropped by the {selection.selector} selector before voting"
+    if winner is None:
+        return "the selector chose no patch"
+    if record.fix_hash == winner.fix_hash:
+        return f"the same fix as {winner.id}, which ranks ahead of it inside the group"
+    group = next((g for g in selection.groups if record.id in g.member_ids), None)
+    won = next((g for g in selection.groups if g.won), None)
+    if group is None or won is None:
+        return f"the {selection.selector} selector chose {winner.id}"
+    if group.size < won.size:
+        return f"its fix was found {group.size} time(s), the selected fix {won.size} time(s)"
+    if group.lines > won.lines:
+        return f"the same number of votes ({group.size}), but more changed lines ({group.lines} vs {won.lines})"
+    return f"the same number of votes ({group.size}); {won.representative_id} wins on id order"
+
+
+def _review(r: Any) -> dict[str, Any]:
+    return {"reviewer": r.reviewer, "accepted": r.accepted, "reason": r.reason}
+
+
+def candidate_entries(
+    records: Sequence[PatchRecord],
+    selections: Mapping[str, Selection],
+    chosen: Selection | None,
+    assessments: Mapping[str, Assessment],
+) -> list[dict[str, Any]]:
+    """Every candidate patch of the job, selected first, then in record order.
+
+    Each entry: its id (the patch's name everywhere), trajectory, diff, size, reviews, assessment, the
+    selectors that voted for it (`votes`), whether it is the selected one, its fix group and why it lost.
+    """
+    winner = chosen.selected if chosen is not None else None
+    out = []
+    for r in records:
+        assessment = assessments.get(r.id)
+        out.append(
+            {
+                "id": r.id,
+                "trajectory": r.trajectory_id,
+                "agent": r.agent,
+                "diff": r.patch.render(),
+                "fix_hash": r.fix_hash[:8],
+                "has_test": r.has_test,
+                "fix_lines": r.fix_lines,
+                "total_lines": r.total_lines,
+                "files": [f.path for f in r.patch.files],
+                "accepted": r.accepted,
+                "reviews": [_review(rv) for rv in r.reviews],
+                "assessment": None if assessment is None else assessment.to_json(),
+                "votes": sorted(n for n, s in selections.items() if s.selected is not None and s.selected.id == r.id),
+                "selected": winner is not None and r.id == winner.id,
+                "lost": lost_reason(r, chosen, winner),
+            }
+        )
+    return sorted(out, key=lambda c: not c["selected"])
