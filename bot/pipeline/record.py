@@ -21,7 +21,28 @@ __all__ = ["RECORD_VERSION", "candidate_entries", "lost_reason"]
 RECORD_VERSION = 2
 
 
-def lost_reason(record: PatchRecord, selection: Selection | None, winner: PatchRecord | None) -> str:
+def _kept_out(record: PatchRecord, winner: PatchRecord, assessments: Mapping[str, Assessment]) -> str:
+    """Why an accepted patch never reached the vote: the assessment ranked the winner's kind first."""
+    mine, best = assessments.get(record.id), assessments.get(winner.id)
+    if mine is None or best is None:
+        return f"kept out of the vote by the correctness assessment, which ranks {winner.id} first"
+    if mine.verdict != best.verdict:
+        return (
+            f"kept out of the vote: the correctness assessment is {mine.verdict} about it, "
+            f"{best.verdict} about {winner.id}"
+        )
+    return (
+        f"kept out of the vote: its semantic change is larger ({mine.semantic_size} vs {best.semantic_size} "
+        f"for {winner.id}), and the smallest change that passes the same checks wins"
+    )
+
+
+def lost_reason(
+    record: PatchRecord,
+    selection: Selection | None,
+    winner: PatchRecord | None,
+    assessments: Mapping[str, Assessment] | None = None,
+) -> str:
     """Why `record` was not selected, in one sentence ("" for the selected patch itself)."""
     if winner is not None and record.id == winner.id:
         return ""
@@ -37,6 +58,8 @@ def lost_reason(record: PatchRecord, selection: Selection | None, winner: PatchR
         return f"the same fix as {winner.id}, which ranks ahead of it inside the group"
     group = next((g for g in selection.groups if record.id in g.member_ids), None)
     won = next((g for g in selection.groups if g.won), None)
+    if group is None and record.accepted:
+        return _kept_out(record, winner, assessments or {})
     if group is None or won is None:
         return f"the {selection.selector} selector chose {winner.id}"
     if group.size < won.size:
@@ -81,7 +104,7 @@ def candidate_entries(
                 "assessment": None if assessment is None else assessment.to_json(),
                 "votes": sorted(n for n, s in selections.items() if s.selected is not None and s.selected.id == r.id),
                 "selected": winner is not None and r.id == winner.id,
-                "lost": lost_reason(r, chosen, winner),
+                "lost": lost_reason(r, chosen, winner, assessments),
             }
         )
     return sorted(out, key=lambda c: not c["selected"])
