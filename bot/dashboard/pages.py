@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,16 @@ import jinja2
 from aiohttp import web
 
 from bot.dashboard import auth, guard
-from bot.dashboard.render import conversation_view, diff_css, diff_html, step_view
+from bot.dashboard.render import (
+    STEP_FILTERS,
+    candidate_points,
+    conversation_view,
+    diff_css,
+    filter_steps,
+    job_context,
+    step_view,
+)
+from bot.render.charts import CandidatePoint
 from bot.settings.config import Settings
 from bot.store import Store
 from bot.store.views import RunnerJob, RunnerView
@@ -207,14 +217,69 @@ def _load_conversation(path: Path) -> list[tuple[str, str]]:
         return []
 
 
+def _epoch(text: str | None) -> float | None:
+    """Epoch seconds of a store timestamp (ISO-8601), None when absent or unreadable."""
+    try:
+        return datetime.fromisoformat(text).timestamp() if text else None
+    except ValueError:
+        return None
+
+
+def _progress(job: Any, now: float) -> dict[str, Any] | None:
+    """The running job's current stage and how long it has been in it, from the note its pipeline keeps."""
+    result = job.result if isinstance(job.result, dict) else {}
+    note = result.get("progress") if job.status == "running" else None
+    if not isinstance(note, dict):
+        return {"stage": "waiting for a worker", "detail": "", "elapsed": 0.0} if job.status == "running" else None
+    since = _epoch(str(note.get("since") or ""))
+    elapsed = max(now - since, 0.0) if since is not None else 0.0
+    return {"stage": str(note.get("stage") or "?"), "detail": str(note.get("detail") or ""), "elapsed": elapsed}
+
+
+def _trajectory_views(
+    store: Store, job_id: int, record: dict[str, Any], settings: Settings, query: dict[str, str]
+) -> tuple[list[dict[str, Any]], dict[str, list[CandidatePoint]]]:
+    """Each trajectory of the job (steps filtered as asked) and the candidates each tried over time."""
+    named = {int(t["db_id"]): t for t in record.get("trajectories", []) if isinstance(t, dict) and t.get("db_id")}
+    rows = store.runs.list_trajectories(job_id)
+    # The job's clock starts where the record says its first trajectory started (else at the first row).
+    origin = None
+    for row in rows:
+        start = _epoch(row.created_at)
+        if row.id in named and start is not None:
+            origin = start - float(named[row.id].get("start") or 0.0)
+            break
+    if origin is None:
+        origin = min((_epoch(r.created_at) or 0.0 for r in rows), default=0.0)
+    views, series = [], {}
+    for t in rows:
+        stored = store.runs.get_steps(t.id)
+        name = str(named[t.id]["id"]) if t.id in named else f"#{t.id}"
+        timed = [((_epoch(s.created_at) or origin) - origin, s.kind, s.content) for s in stored]
+        points = candidate_points(timed)
+        if points:
+            series[name] = points
+        steps = filter_steps(
+            [step_view(s.idx, s.kind, s.content) for s in stored], query.get("steps", "all"), query.get("q", "")
+        )
+        conversation = []
+        if t.id in named and "/" not in name:
+            conversation = _load_conversation(settings.data_dir / "trajectories" / f"{name}.json")
+        views.append({"row": t, "name": name, "steps": steps, "total": len(stored), "conversation": conversation})
+    return views, series
+
+
 async def job_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
-    """GET /dashboard/jobs/{id}: triage, environment, timeline, patches, reviews, selection, links."""
+    """GET /dashboard/jobs/{id}?steps=&q=: the job's record, explained (see templates/job.html)."""
     store = _store(request)
     settings = request.app[_SETTINGS]
     try:
         job_id = int(request.match_info["id"])
     except ValueError:
         raise web.HTTPNotFound(text="no such job") from None
+    query = {k: request.query.get(k, "") for k in ("steps", "q")}
+    if query["steps"] not in STEP_FILTERS:
+        query["steps"] = "all"
 
     def read() -> dict[str, Any] | None:
         job = store.jobs.get_job(job_id)
@@ -223,35 +288,33 @@ async def job_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
         issue = store.views.issue(job.issue_id) if job.issue_id is not None else None
         if not viewer.may_see(issue.repo if issue else None):
             return None
-        record = (job.result or {}).get("record") or {} if isinstance(job.result, dict) else {}
-        saved = {int(t["db_id"]): str(t["id"]) for t in record.get("trajectories", []) if t.get("db_id")}
-        trajectories = []
-        for t in store.runs.list_trajectories(job_id):
-            steps = [step_view(s.idx, s.kind, s.content) for s in store.runs.get_steps(t.id)]
-            conversation = []
-            if t.id in saved and "/" not in saved[t.id]:
-                conversation = _load_conversation(settings.data_dir / "trajectories" / f"{saved[t.id]}.json")
-            trajectories.append({"row": t, "steps": steps, "conversation": conversation})
-        patches = [
-            {"row": p, "html": diff_html(p.diff), "reviews": store.runs.get_reviews(p.id)}
-            for p in store.runs.list_patches(job_id)
-        ]
+        result = job.result if isinstance(job.result, dict) else {}
+        record: dict[str, Any] = result["record"] if isinstance(result.get("record"), dict) else {}
+        trajectories, series = _trajectory_views(store, job_id, record, settings, query)
         publications = store.views.publications(issue.id) if issue else []
         return {
             "job": job,
             "issue": issue,
             "record": record,
+            "result": result,
             "trajectories": trajectories,
-            "patches": patches,
-            "selections": store.runs.get_selections(job_id),
+            "series": series,
             "publications": publications,
-            "links": _links(issue, job.result if isinstance(job.result, dict) else {}, publications),
+            "links": _links(issue, result, publications),
         }
 
     data = await asyncio.to_thread(read)
     if data is None:
         raise web.HTTPNotFound(text="no such job")
-    return data
+    return (
+        data
+        | job_context(data["job"].status, data["result"], data["record"], data["series"])
+        | {
+            "progress": _progress(data["job"], time.time()),
+            "query": query,
+            "step_filters": STEP_FILTERS,
+        }
+    )
 
 
 def _links(issue: Any, result: dict[str, Any], publications: list[Any]) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
-from bot.render.charts import CandidatePoint
+from bot.render.charts import CandidatePoint, candidates_svg, ranking_svg, timeline_svg
 from bot.render.report import clip_output
 
 #: Characters of one step's output shown on the page (the tail, as in the PR body).
@@ -206,3 +206,28 @@ def outcome_sentence(job_status: str, result: Mapping[str, Any], record: Mapping
         score, threshold = float(triage.get("score") or 0), float(triage.get("threshold") or 0)
         return f"Abstained: triage scored {score:.2f} against a threshold of {threshold:.2f}{why}."
     return f"{status.replace('_', ' ').capitalize()}" + (f": {'; '.join(reasons)}." if reasons else ".")
+
+
+def job_context(
+    job_status: str,
+    result: Mapping[str, Any],
+    record: Mapping[str, Any],
+    series: Mapping[str, list[CandidatePoint]],
+) -> dict[str, Any]:
+    """What the job page shows beyond the raw record: the sentence, the patches (diffs highlighted) and charts."""
+    patches = distinct_patches(list(record.get("candidates") or []))
+    for p in patches:
+        p["html"] = diff_html(str(p["head"].get("diff") or ""))
+    selected = next((p for p in patches if p["selected"]), None)
+    charts = {
+        "timeline": timeline_svg(list(record.get("stages") or []), list(record.get("trajectories") or [])),
+        "ranking": ranking_svg(list(record.get("localization") or [])),
+        "candidates": candidates_svg(series),
+    }
+    return {
+        "sentence": outcome_sentence(job_status, result, record),
+        "patches": patches,
+        "selected": selected,
+        # Markup: charts.py escapes every label it draws.
+        "charts": {k: Markup(v) for k, v in charts.items() if v},
+    }
