@@ -55,10 +55,12 @@ def test_step_titles_carry_the_candidate_and_the_brt_and_the_filter_keeps_what_i
     assert filter_steps(steps, "passed") == [passed]
     assert filter_steps(steps, "tests") == [tests]
     assert filter_steps(steps, "all", "REGRESSION") == [tests]
-    points = candidate_points(
-        [(1.0, "try_candidate", tried | {"brt_passed": False}), (2.0, "try_candidate", tried | {"brt_passed": True})]
-        + [(2.5, "run_regression_tests", {"ok": True})]
-    )
+    timed = [
+        (1.0, "try_candidate", tried | {"brt_passed": False}),
+        (2.0, "try_candidate", tried | {"brt_passed": True}),
+        (2.5, "run_regression_tests", {"ok": True}),
+    ]
+    points = candidate_points(timed)
     assert [(p.count, p.validated) for p in points] == [(1, False), (2, True)]
 
 
