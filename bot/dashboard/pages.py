@@ -26,12 +26,14 @@ from aiohttp import web
 
 from bot.dashboard import auth, guard
 from bot.dashboard.render import (
+    MOJIRA_FILTERS,
     STEP_FILTERS,
     candidate_points,
     conversation_view,
     diff_css,
     filter_steps,
     job_context,
+    mojira_rows,
     step_view,
 )
 from bot.render.charts import CandidatePoint
@@ -338,6 +340,17 @@ def _links(issue: Any, result: dict[str, Any], publications: list[Any]) -> list[
     return links
 
 
+async def mojira_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
+    """GET /dashboard/mojira?route=&triage=&signature=&grouped=&q=: the polled Mojira reports (deployment token)."""
+    chosen = {k: request.query.get(k, "").strip()[:200] for k in MOJIRA_FILTERS}
+    if viewer.repos is not None:
+        # Mojira reports belong to no repository a GitHub viewer administers.
+        return {"rows": [], "hidden": True, "chosen": chosen, "routes": []}
+    reports = await asyncio.to_thread(_store(request).mojira.recent)
+    routes = sorted({r.route for r in reports if r.route})
+    return {"rows": mojira_rows(reports, chosen), "hidden": False, "chosen": chosen, "routes": routes}
+
+
 async def deliveries_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
     """GET /dashboard/deliveries (every delivery for the token; GitHub viewers see only jobs, not the inbox)."""
     if viewer.repos is not None:
@@ -420,3 +433,4 @@ def setup_dashboard(app: web.Application, settings: Settings, store_key: web.App
     app.router.add_get(f"{PREFIX}/jobs/{{id}}", _page("job.html", job_page))
     app.router.add_get(f"{PREFIX}/deliveries", _page("deliveries.html", deliveries_page))
     app.router.add_get(f"{PREFIX}/runners", _page("runners.html", runners_page))
+    app.router.add_get(f"{PREFIX}/mojira", _page("mojira.html", mojira_page))

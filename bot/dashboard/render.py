@@ -231,3 +231,54 @@ def job_context(
         # Markup: charts.py escapes every label it draws.
         "charts": {k: Markup(v) for k, v in charts.items() if v},
     }
+
+
+#: The Mojira page's filters (query parameters) and what each matches.
+MOJIRA_FILTERS = ("route", "triage", "signature", "grouped", "q")
+
+
+def mojira_rows(reports: list[Any], chosen: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The polled reports as the Mojira page lists them, filtered by `chosen` (see MOJIRA_FILTERS).
+
+    `route`: the route triage gave ("none" for none); `triage`: act or abstain; `signature`: one crash
+    signature; `grouped`: "yes" keeps only reports that share their signature with another; `q`: text in the
+    key or summary. Each row counts the reports that share its crash signature (its group).
+    """
+    groups: dict[str, int] = {}
+    for r in reports:
+        if r.signature:
+            groups[r.signature] = groups.get(r.signature, 0) + 1
+    rows = []
+    for r in reports:
+        triage = r.triage if isinstance(r.triage, dict) else {}
+        report = r.report if isinstance(r.report, dict) else {}
+        row = {
+            "key": r.key,
+            "summary": r.summary,
+            "versions": ", ".join(str(v) for v in report.get("versions") or []),
+            "act": bool(triage.get("act")),
+            "score": float(triage.get("score") or 0.0),
+            "reasons": [str(x) for x in triage.get("reasons") or []][:4],
+            "route": r.route or "none",
+            "signature": r.signature or "",
+            "group": groups.get(r.signature or "", 0),
+            "sink": r.sink,
+            "sink_ref": r.sink_ref or "",
+            "seen": r.first_seen_at[:19],
+        }
+        if _mojira_keeps(row, chosen):
+            rows.append(row)
+    return rows
+
+
+def _mojira_keeps(row: Mapping[str, Any], chosen: Mapping[str, str]) -> bool:
+    if chosen.get("route") and row["route"] != chosen["route"]:
+        return False
+    if chosen.get("triage") and row["act"] != (chosen["triage"] == "act"):
+        return False
+    if chosen.get("signature") and row["signature"] != chosen["signature"]:
+        return False
+    if chosen.get("grouped") == "yes" and row["group"] < 2:
+        return False
+    q = chosen.get("q", "").lower()
+    return not q or q in row["key"].lower() or q in row["summary"].lower()
