@@ -44,6 +44,8 @@ from bot.store.views import RunnerJob, RunnerView
 log = logging.getLogger(__name__)
 
 PREFIX = "/dashboard"
+#: Steps of one trajectory listed on the job page; a link lists all of them (`?show=<trajectory>`).
+STEPS_SHOWN = 100
 _SETTINGS: web.AppKey[Settings] = web.AppKey("dashboard_settings", Settings)
 _STORE_KEY: web.AppKey[web.AppKey[Store]] = web.AppKey("dashboard_store_key", web.AppKey)
 
@@ -261,13 +263,25 @@ def _trajectory_views(
         points = candidate_points(timed)
         if points:
             series[name] = points
-        steps = filter_steps(
-            [step_view(s.idx, s.kind, s.content) for s in stored], query.get("steps", "all"), query.get("q", "")
-        )
+        # Titles of every step for the filter; the full view (texts, details) only of the steps shown.
+        heads = [step_view(s.idx, s.kind, s.content, full=False) for s in stored]
+        kept = filter_steps(heads, query.get("steps", "all"), query.get("q", ""))
+        shown = len(kept) if query.get("show") == str(t.id) else STEPS_SHOWN
+        by_idx = {s.idx: s for s in stored}
+        steps = [step_view(h.idx, h.kind, by_idx[h.idx].content) for h in kept[:shown]]
         conversation = []
         if t.id in named and "/" not in name:
             conversation = _load_conversation(settings.data_dir / "trajectories" / f"{name}.json")
-        views.append({"row": t, "name": name, "steps": steps, "total": len(stored), "conversation": conversation})
+        views.append(
+            {
+                "row": t,
+                "name": name,
+                "steps": steps,
+                "matching": len(kept),
+                "total": len(stored),
+                "conversation": conversation,
+            }
+        )
     return views, series
 
 
@@ -279,7 +293,7 @@ async def job_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
         job_id = int(request.match_info["id"])
     except ValueError:
         raise web.HTTPNotFound(text="no such job") from None
-    query = {k: request.query.get(k, "") for k in ("steps", "q")}
+    query = {k: request.query.get(k, "")[:200] for k in ("steps", "q", "show")}
     if query["steps"] not in STEP_FILTERS:
         query["steps"] = "all"
 

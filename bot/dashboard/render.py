@@ -67,12 +67,18 @@ def _fact(kind: str, content: dict[str, Any]) -> str:
     return ""
 
 
-def step_view(idx: int, kind: str, content: Any) -> StepView:
-    """Turn one stored step (any JSON value) into a timeline entry: title with its key fact, cut texts, the rest."""
+def step_view(idx: int, kind: str, content: Any, *, full: bool = True) -> StepView:
+    """Turn one stored step (any JSON value) into a timeline entry: title with its key fact, cut texts, the rest.
+
+    `full=False` gives the title and the BRT flag only (what the filter needs), cheaply, for steps not shown.
+    """
     if not isinstance(content, dict):
-        return StepView(idx, kind, kind, [("value", clip_output(str(content), STEP_OUTPUT_CHARS))], "")
+        return StepView(idx, kind, kind, [("value", clip_output(str(content), STEP_OUTPUT_CHARS))] if full else [], "")
     fact = _fact(kind, content)
     title = kind + (f" · {content['name']}" if content.get("name") else "") + (f" — {fact}" if fact else "")
+    passed = bool(content.get("brt_passed")) if kind in CANDIDATE_KINDS else None
+    if not full:
+        return StepView(idx, kind, title, [], "", passed)
     texts = [
         (name, clip_output(str(content[name]), STEP_OUTPUT_CHARS))
         for name in _TEXT_FIELDS
@@ -80,7 +86,6 @@ def step_view(idx: int, kind: str, content: Any) -> StepView:
     ]
     rest = {k: v for k, v in content.items() if k not in _TEXT_FIELDS and k != "name"}
     extra = json.dumps(rest, indent=1, ensure_ascii=False, default=str)[:2000] if rest else ""
-    passed = bool(content.get("brt_passed")) if kind in CANDIDATE_KINDS else None
     return StepView(idx, kind, title, texts, extra, passed)
 
 
