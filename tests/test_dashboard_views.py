@@ -4,6 +4,7 @@ distinct patches and why they lost, the step titles and filter, and the job link
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from bot.dashboard.render import (
     candidate_points,
@@ -12,6 +13,7 @@ from bot.dashboard.render import (
     outcome_sentence,
     step_view,
 )
+from bot.evaluate.summary import write_charts
 from bot.pipeline.record import candidate_entries, lost_reason
 from bot.render.charts import CandidatePoint, candidates_svg, ranking_svg, timeline_svg
 from bot.render.report import job_page_url, render_job_link
@@ -104,3 +106,21 @@ def test_the_job_link_needs_an_http_public_url() -> None:
     assert url == "https://bot.example/dashboard/jobs/4"
     assert re.search(r"\]\(https://bot\.example/dashboard/jobs/4\)", render_job_link(url))
     assert render_job_link(None) == ""
+
+
+def test_eval_reports_reuse_the_dashboards_charts(tmp_path: Path) -> None:
+    (tmp_path / "report.md").write_text("# reprobot eval\n")
+    case = {
+        "name": "gcd/1",
+        "charts": {
+            "stages": [{"name": "search", "start": 1.0, "end": 4.0}],
+            "trajectories": [{"id": "1-t0", "start": 1.0, "end": 3.0, "status": "fixed"}],
+            "localization": [{"file": "gcd.py", "line": 3, "score": 0.7}],
+        },
+    }
+    written = write_charts(tmp_path, [case, {"name": "empty", "charts": {}}])
+    assert sorted(p.name for p in written) == ["gcd_1-ranking.svg", "gcd_1-timeline.svg"]
+    assert (
+        (tmp_path / "charts" / "gcd_1-timeline.svg").read_text().startswith('<svg xmlns="http://www.w3.org/2000/svg"')
+    )
+    assert "[timeline](charts/gcd_1-timeline.svg)" in (tmp_path / "report.md").read_text()
