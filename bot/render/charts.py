@@ -16,7 +16,7 @@ from html import escape
 __all__ = ["CandidatePoint", "candidates_svg", "ranking_svg", "timeline_svg"]
 
 _WIDTH = 760
-_LEFT = 150
+_LEFT = 200
 _ROW = 22
 _PALETTE = ("#0969da", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#1b7c83", "#bc4c00", "#57606a")
 
@@ -41,7 +41,7 @@ def _scale(span: float) -> float:
     return (_WIDTH - _LEFT - 60) / span if span > 0 else 0.0
 
 
-def _clip(text: str, size: int = 22) -> str:
+def _clip(text: str, size: int = 28) -> str:
     return text if len(text) <= size else "…" + text[-(size - 1) :]
 
 
@@ -113,10 +113,13 @@ def candidates_svg(series: Mapping[str, Sequence[CandidatePoint]]) -> str:
     series = {name: pts for name, pts in series.items() if pts}
     if not series:
         return ""
-    span = max(p.seconds for pts in series.values() for p in pts) or 1.0
+    # The axis starts at the first candidate: the stages before the search would squeeze the lines to the right.
+    first = min(p.seconds for pts in series.values() for p in pts)
+    last = max(p.seconds for pts in series.values() for p in pts)
+    span = max(last - first, 1e-3)
     most = max(p.count for pts in series.values() for p in pts) or 1
     plot_h = 200
-    height = plot_h + 30 + 16 * len(series)
+    height = plot_h + 46 + 16 * len(series)
     kx, ky = _scale(span), plot_h / most
     validated = sum(1 for pts in series.values() for p in pts if p.validated)
     desc = "; ".join(
@@ -126,16 +129,18 @@ def candidates_svg(series: Mapping[str, Sequence[CandidatePoint]]) -> str:
     out = _open(
         "candidates",
         height,
-        f"Candidates tried per trajectory over {span:.1f} s ({validated} validated)",
+        f"Candidates tried per trajectory from {first:.1f} s to {last:.1f} s ({validated} validated)",
         desc,
     )
     out.append(f'<text x="4" y="14" font-size="11">{most} tried</text>')
     out.append(f'<line x1="{_LEFT}" y1="{plot_h + 10}" x2="{_WIDTH - 60}" y2="{plot_h + 10}" stroke="#d0d7de"/>')
+    out.append(f'<text x="{_LEFT}" y="{plot_h + 24}" font-size="11">{first:.1f} s</text>')
+    out.append(f'<text x="{_WIDTH - 60}" y="{plot_h + 24}" font-size="11" text-anchor="end">{last:.1f} s</text>')
     for i, (name, pts) in enumerate(series.items()):
         color = _PALETTE[i % len(_PALETTE)]
 
         def xy(p: CandidatePoint) -> tuple[float, float]:
-            return _LEFT + p.seconds * kx, plot_h + 10 - p.count * ky
+            return _LEFT + (p.seconds - first) * kx, plot_h + 10 - p.count * ky
 
         line = " ".join(f"{x:.1f},{y:.1f}" for x, y in map(xy, pts))
         out.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="1.5"/>')
@@ -153,7 +158,7 @@ def candidates_svg(series: Mapping[str, Sequence[CandidatePoint]]) -> str:
                 out.append(f'<g class="point validated" data-label="{_e(label)}"><title>{_e(label)}</title>')
                 out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}" stroke="#000"/>')
                 out.append(f'<text x="{x + 5:.1f}" y="{y - 5:.1f}" font-size="10">✓ {p.count}</text></g>')
-        legend_y = plot_h + 28 + 16 * i
+        legend_y = plot_h + 44 + 16 * i
         legend = f"{name}: {len(pts)} tried, {sum(p.validated for p in pts)} validated"
         out.append(f'<rect x="{_LEFT}" y="{legend_y - 9}" width="10" height="10" fill="{color}"/>')
         out.append(f'<text x="{_LEFT + 14}" y="{legend_y}" font-size="11">{_e(legend)}</text>')
