@@ -30,6 +30,7 @@ from bot.jobs.publish import Publication, Recorder, publish_outcome, with_public
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
 from bot.llm import check_endpoint
+from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
 from bot.pipeline.types import (
     EXIT_ENVIRONMENT,
@@ -259,7 +260,7 @@ async def _run_and_publish(job: _CliJob) -> tuple[JobOutcome, dict[str, Any], st
         published = await _publish(forge, rec, outcome, request, job.settings, job.branch, push)
         result["stage_seconds"]["publish"] = round(time.monotonic() - publish_started, 3)
         result["branch"] = published.get("branch")
-        result["record"] = with_publication(outcome.record(), published, result["stage_seconds"]["publish"])
+        result["record"] = with_publication(job_record(outcome), published, result["stage_seconds"]["publish"])
         pr_body = forge.changes.get(job.branch)
         comment = None
         # The run folder's comment.md is the reproduction or the suggestion; other statuses stay in the store.

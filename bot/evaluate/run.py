@@ -26,6 +26,7 @@ from bot.evaluate.scoring import OracleScorer
 from bot.evaluate.summary import write_charts, write_plot, write_report
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
 from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, JobOutcome, stage_timing
 from bot.settings.config import Settings
@@ -223,7 +224,7 @@ async def evaluate_case(
         outcome = await run_job(request, settings, store, job_id)
         result.stage_seconds = dict(outcome.stage_seconds)
         result.job_seconds = outcome.seconds
-        record = outcome.record()
+        record = job_record(outcome)
         result.charts = {k: record[k] for k in ("stages", "trajectories", "localization")}
         await _score(case, outcome, result, settings, sandbox, workdir / case.name)
     except Exception as exc:

@@ -21,6 +21,7 @@ from bot.jobs.permissions import HELP_TEXT, association_allows, permission_allow
 from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
 from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
 from bot.pipeline.types import JobOutcome, Mode
 from bot.render.report import (
@@ -330,7 +331,7 @@ async def _run_and_publish(
         publish_started = time.monotonic()
         result = await publish_outcome(forge, rec, outcome, pub, src)
         result.pop("refused", None)
-        record = with_publication(outcome.record(), result, time.monotonic() - publish_started)
+        record = with_publication(job_record(outcome), result, time.monotonic() - publish_started)
         return result | {"record": record}
     finally:
         await asyncio.to_thread(shutil.rmtree, workdir, True)

@@ -1,6 +1,6 @@
 """The parts of a job's record that explain its patches: each candidate, its reviews, votes and why it lost.
 
-Pure: built from the select stage's records and selections. The whole record is JobOutcome.record(); every job
+Pure: built from the select stage's records and selections. The whole record is job_record(outcome); every job
 (CLI, GitHub, Jira) stores it as `result["record"]`, and the dashboard's job page reads only that record (and
 the store's steps). Patches are named by their record id (`1-t1`) everywhere: here, the selection's
 explanation, the PR body and the page.
@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents.trajectory import Trajectory
+from bot.pipeline.types import JobOutcome, stage_timing
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord
 from patch_selectors.selectors import Selection
 
-__all__ = ["RECORD_VERSION", "candidate_entries", "lost_reason"]
+__all__ = ["RECORD_VERSION", "candidate_entries", "job_record", "lost_reason"]
 
 #: Bumped when the record's shape changes incompatibly (the page reads older records as far as it can).
 RECORD_VERSION = 2
@@ -108,3 +110,71 @@ def candidate_entries(
             }
         )
     return sorted(out, key=lambda c: not c["selected"])
+
+
+def job_record(outcome: JobOutcome) -> dict[str, Any]:
+    """The one record every job writes (`result["record"]`) and the dashboard's job page reads.
+
+    Triage, environment, baseline, reproduction (the BRT before and after), fault localization, every candidate
+    patch with its reviews, votes and why it lost, the assessment, the selection, the stages and trajectories
+    with their times; the publisher adds `publication` (bot.jobs.publish.with_publication).
+    `trajectories[].db_id` is the store's row (its steps), `id` names its saved conversation
+    (`DATA_DIR/trajectories/<id>.json`).
+    """
+    o, chosen = outcome, outcome.chosen
+    selection = None if chosen is None else chosen.selections.get(chosen.selector)
+    summaries = {str(t.get("id")): t for t in o.trajectories}
+    return {
+        "version": RECORD_VERSION,
+        "status": o.status,
+        "reasons": list(o.reasons),
+        "abstention": _triage(o),
+        "environment": o.environment,
+        "baseline": o.baseline,
+        "reproduction": None if o.brt is None else o.brt.to_json(),
+        "localization": o.localization,
+        "candidates": []
+        if chosen is None
+        else candidate_entries(chosen.records, chosen.selections, selection, chosen.assessments),
+        "selected": None if chosen is None or chosen.record is None else chosen.record.id,
+        "votes": {}
+        if chosen is None
+        else {n: s.selected.id if s.selected else None for n, s in chosen.selections.items()},
+        "assessment": None if chosen is None or chosen.assessment is None else chosen.assessment.to_json(),
+        "reviews": o.reviews,
+        "selector": o.selector,
+        "selection_explanation": o.selection_explanation,
+        "fix_summary": o.fix_summary,
+        "cost": o.cost,
+        "llm_usage": o.llm_usage,
+        "seconds": round(o.seconds, 3),
+        "stage_seconds": stage_timing(o.stage_seconds),
+        "stages": [{"name": n, "start": round(a, 3), "end": round(b, 3)} for n, a, b in o.stage_spans],
+        "trajectories": [_trajectory(o, t, summaries.get(t.id, {})) for t in o.generated],
+        "notes": list(o.notes),
+    }
+
+
+def _triage(o: JobOutcome) -> dict[str, Any] | None:
+    a = o.abstention
+    if a is None:
+        return None
+    return {"act": a.act, "score": a.score, "threshold": a.threshold, "reasons": list(a.reasons)} | {
+        "rule_score": a.rule_score,
+        "llm_score": a.llm_score,
+    }
+
+
+def _trajectory(o: JobOutcome, t: Trajectory, summary: Mapping[str, Any]) -> dict[str, Any]:
+    start, end = o.trajectory_spans.get(t.id, (0.0, 0.0))
+    return {
+        "id": t.id,
+        "db_id": t.db_id,
+        "agent": t.agent,
+        "strategy": t.strategy,
+        "status": t.status,
+        "steps": len(t.steps),
+        "start": round(start, 3),
+        "end": round(end, 3),
+        "error": summary.get("error") or t.error or None,
+    }

@@ -22,7 +22,6 @@ from agents.reading import IssueFacts
 from agents.trajectory import BrtEvidence, Trajectory
 from agents.triage import AbstentionDecision
 from bot import metrics
-from bot.pipeline.record import RECORD_VERSION, candidate_entries
 from bot.render.report import PrContext, ReviewLine, SuggestionContext
 from patch_selectors.assessment import Assessment
 from patch_selectors.records import PatchRecord
@@ -245,70 +244,6 @@ class JobOutcome:
     trajectory_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: The fault localization's ranking (file, line, score, reasons), best first.
     localization: list[dict[str, Any]] = field(default_factory=list)
-
-    def record(self) -> dict[str, Any]:
-        """The one record every job writes (`result["record"]`) and the dashboard's job page reads.
-
-        Triage, environment, baseline, reproduction (the BRT before and after), fault localization, every
-        candidate patch with its reviews, votes and why it lost, the assessment, the selection, the stages and
-        trajectories with their times; the publisher adds `publication`. `trajectories[].db_id` is the store's
-        row (its steps), `id` names its saved conversation (`DATA_DIR/trajectories/<id>.json`).
-        """
-        chosen = self.chosen
-        selection = None if chosen is None else chosen.selections.get(chosen.selector)
-        summaries = {str(t.get("id")): t for t in self.trajectories}
-        return {
-            "version": RECORD_VERSION,
-            "status": self.status,
-            "reasons": list(self.reasons),
-            "abstention": self._triage(),
-            "environment": self.environment,
-            "baseline": self.baseline,
-            "reproduction": None if self.brt is None else self.brt.to_json(),
-            "localization": self.localization,
-            "candidates": []
-            if chosen is None
-            else candidate_entries(chosen.records, chosen.selections, selection, chosen.assessments),
-            "selected": None if chosen is None or chosen.record is None else chosen.record.id,
-            "votes": {}
-            if chosen is None
-            else {n: s.selected.id if s.selected else None for n, s in chosen.selections.items()},
-            "assessment": None if chosen is None or chosen.assessment is None else chosen.assessment.to_json(),
-            "reviews": self.reviews,
-            "selector": self.selector,
-            "selection_explanation": self.selection_explanation,
-            "fix_summary": self.fix_summary,
-            "cost": self.cost,
-            "llm_usage": self.llm_usage,
-            "seconds": round(self.seconds, 3),
-            "stage_seconds": stage_timing(self.stage_seconds),
-            "stages": [{"name": n, "start": round(a, 3), "end": round(b, 3)} for n, a, b in self.stage_spans],
-            "trajectories": [self._trajectory(t, summaries.get(t.id, {})) for t in self.generated],
-            "notes": list(self.notes),
-        }
-
-    def _triage(self) -> dict[str, Any] | None:
-        a = self.abstention
-        if a is None:
-            return None
-        return {"act": a.act, "score": a.score, "threshold": a.threshold, "reasons": list(a.reasons)} | {
-            "rule_score": a.rule_score,
-            "llm_score": a.llm_score,
-        }
-
-    def _trajectory(self, t: Trajectory, summary: Mapping[str, Any]) -> dict[str, Any]:
-        start, end = self.trajectory_spans.get(t.id, (0.0, 0.0))
-        return {
-            "id": t.id,
-            "db_id": t.db_id,
-            "agent": t.agent,
-            "strategy": t.strategy,
-            "status": t.status,
-            "steps": len(t.steps),
-            "start": round(start, 3),
-            "end": round(end, 3),
-            "error": summary.get("error") or t.error or None,
-        }
 
     @property
     def no_tests(self) -> str:

@@ -144,9 +144,9 @@ def candidates_svg(series: Mapping[str, Sequence[CandidatePoint]]) -> str:
 
         line = " ".join(f"{x:.1f},{y:.1f}" for x, y in map(xy, pts))
         out.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        last = pts[-1]
-        lx, ly = xy(last)
-        end_label = f"trajectory {name}: {last.count} candidates by {last.seconds:.1f} s"
+        tip = pts[-1]
+        lx, ly = xy(tip)
+        end_label = f"trajectory {name}: {tip.count} candidates by {tip.seconds:.1f} s"
         out.append(f'<g class="point" data-label="{_e(end_label)}"><title>{_e(end_label)}</title>')
         out.append(f'<text x="{lx + 3:.1f}" y="{ly:.1f}" font-size="10" fill="{color}">{_e(name)}</text></g>')
         for p in pts:
