@@ -203,7 +203,10 @@ def outcome_sentence(job_status: str, result: Mapping[str, Any], record: Mapping
             f"{'passes' if brt.get('passes_after') else 'does not pass'} after, "
             f"{_assessed(selected.get('assessment'))}, and {same} of {len(candidates)} candidate(s) found this fix."
         )
-    if status == "reproduced" and brt:
+    if record.get("runner_job") is not None:
+        why = f": {'; '.join(reasons)}" if reasons else ""
+        return f"{status.replace('_', ' ').capitalize()} on a runner (runner job {record['runner_job']}){why}."
+    if status == "reproduced" and brt.get("path"):
         return f"Reproduced: the BRT {brt.get('path')} fails on the current code ({brt.get('symptom')})."
     triage = record.get("abstention") or {}
     if status == "abstained" and triage:
