@@ -256,6 +256,13 @@ async def test_a_running_jobs_page_follows_its_stage_without_a_reload(
         # No reload from the test: the page refreshes itself while the job runs.
         await expect(page.locator("#current-stage")).to_have_text("search", timeout=20_000)
         await page.screenshot(path=str(artifacts(tmp_path) / "running-job.png"), full_page=True)
+        # A visitor who follows a link to the page logs in as usual and lands on it.
+        visitor = await browser.new_page()
+        assert (await visitor.goto(f"{base}/dashboard/jobs/{job.id}")).status == 401
+        await visitor.fill("input[name=token]", TOKEN)
+        await visitor.click("#token-login button")
+        await visitor.wait_for_url(f"{base}/dashboard/jobs/{job.id}")
+        assert await visitor.inner_text("#current-stage") == "search"
         queue.finish(job.id, "w1", {"status": "not_fixed", "reasons": ["no candidate passed"]})
         await expect(page.locator("#outcome-sentence")).to_have_text("Not fixed: no candidate passed.", timeout=20_000)
         assert await page.locator("meta[http-equiv=refresh]").count() == 0, "a finished job's page stays put"

@@ -44,6 +44,9 @@ from bot.store.views import RunnerJob, RunnerView
 log = logging.getLogger(__name__)
 
 PREFIX = "/dashboard"
+#: The login form's field (and the GitHub login's cookie) naming the page to return to once logged in.
+_NEXT_FIELD = "next"
+_NEXT_COOKIE = "reprobot_next"
 #: Steps of one trajectory listed on the job page; a link lists all of them (`?show=<trajectory>`).
 STEPS_SHOWN = 100
 _SETTINGS: web.AppKey[Settings] = web.AppKey("dashboard_settings", Settings)
@@ -56,9 +59,18 @@ def _store(request: web.Request) -> Store:
     return request.app[request.app[_STORE_KEY]]
 
 
-def _login_page(request: web.Request, status: int, error: str = "") -> web.Response:
+def _back_to(path: str) -> str:
+    """A dashboard page to land on after logging in: `path` when it is one of ours (no open redirect), else ""."""
+    ours = path.startswith(tuple(f"{PREFIX}/{page}" for page in ("jobs", "mojira", "runners", "deliveries")))
+    return path if ours and not any(c in path for c in "\\\r\n") else ""
+
+
+def _login_page(request: web.Request, status: int, error: str = "", back: str | None = None) -> web.Response:
+    """The login form (`back`: the page to return to; by default the page asked for, when it is a GET)."""
     settings = request.app[_SETTINGS]
+    back = _back_to(back if back is not None else request.path_qs if request.method == "GET" else "")
     context = {
+        "next": back,
         "error": error,
         "github": auth.oauth_configured(settings),
         "token": bool(settings.dashboard_token),
@@ -101,10 +113,11 @@ def _secure(request: web.Request) -> bool:
     return request.secure or request.headers.get("X-Forwarded-Proto", "") == "https"
 
 
-def _start_session(request: web.Request, viewer: auth.Viewer) -> web.StreamResponse:
+def _start_session(request: web.Request, viewer: auth.Viewer, back: str = "") -> web.StreamResponse:
     key = auth.session_key(request.app[_SETTINGS])
     assert key is not None, "a login succeeded, so a login secret is set"
-    response = _redirect(f"{PREFIX}/jobs")
+    response = _redirect(_back_to(back) or f"{PREFIX}/jobs")
+    response.del_cookie(_NEXT_COOKIE, path=PREFIX)
     response.set_cookie(
         auth.SESSION_COOKIE,
         auth.sign(key, auth.session_data(viewer, time.time())),
@@ -138,9 +151,10 @@ async def login_token(request: web.Request) -> web.StreamResponse:
     if refused is not None:
         return refused
     form = await request.post()
+    back = str(form.get(_NEXT_FIELD, ""))
     if not auth.token_matches(request.app[_SETTINGS], str(form.get("token", ""))):
-        return _login_page(request, 401, "That token is not this deployment's dashboard token.")
-    return _start_session(request, auth.Viewer("deployment token", "token", None))
+        return _login_page(request, 401, "That token is not this deployment's dashboard token.", back)
+    return _start_session(request, auth.Viewer("deployment token", "token", None), back)
 
 
 def _callback_url(settings: Settings) -> str:
@@ -160,6 +174,11 @@ async def github_start(request: web.Request) -> web.StreamResponse:
     response.set_cookie(
         auth.STATE_COOKIE, state, max_age=600, httponly=True, samesite="Lax", secure=_secure(request), path=PREFIX
     )
+    back = _back_to(request.query.get(_NEXT_FIELD, ""))
+    if back:
+        response.set_cookie(
+            _NEXT_COOKIE, back, max_age=600, httponly=True, samesite="Lax", secure=_secure(request), path=PREFIX
+        )
     return response
 
 
@@ -184,7 +203,7 @@ async def github_callback(request: web.Request) -> web.StreamResponse:
     except auth.LoginError as exc:
         return _login_page(request, 403, str(exc))
     log.info("dashboard: %s logged in with GitHub (%d repositories)", viewer.login, len(viewer.repos or ()))
-    return _start_session(request, viewer)
+    return _start_session(request, viewer, request.cookies.get(_NEXT_COOKIE, ""))
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
