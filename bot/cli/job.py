@@ -27,10 +27,11 @@ from bot.forges.local import (
     rerun_command,
     run_folder,
 )
-from bot.jobs.publish import Publication, Recorder, publish_outcome
+from bot.jobs.publish import Publication, Recorder, publish_outcome, with_publication
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
 from bot.llm import check_endpoint
+from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
 from bot.pipeline.types import (
     EXIT_ENVIRONMENT,
@@ -41,6 +42,7 @@ from bot.pipeline.types import (
     JobRequest,
     Mode,
 )
+from bot.render.report import job_page_url
 from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes.factory import SandboxUnavailable
@@ -83,6 +85,7 @@ async def _publish(
         closes_issue=True,
         denied_paths=request.denied_paths,
         push=push,
+        job_url=job_page_url(settings.public_url, outcome.job_id),
     )
     if not push:
         return await publish_outcome(forge, rec, outcome, pub, None)
@@ -246,6 +249,7 @@ async def _run_and_publish(job: _CliJob) -> tuple[JobOutcome, dict[str, Any], st
         published = await _publish(forge, rec, outcome, request, job.settings, job.branch, push)
         result["stage_seconds"]["publish"] = round(time.monotonic() - publish_started, 3)
         result["branch"] = published.get("branch")
+        result["record"] = with_publication(job_record(outcome), published, result["stage_seconds"]["publish"])
         pr_body = forge.changes.get(job.branch)
         comment = None
         # The run folder's comment.md is the reproduction or the suggestion; other statuses stay in the store.

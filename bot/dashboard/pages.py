@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,18 @@ import jinja2
 from aiohttp import web
 
 from bot.dashboard import auth, guard
-from bot.dashboard.render import conversation_view, diff_css, diff_html, step_view
+from bot.dashboard.render import (
+    MOJIRA_FILTERS,
+    STEP_FILTERS,
+    candidate_points,
+    conversation_view,
+    diff_css,
+    filter_steps,
+    job_context,
+    mojira_rows,
+    step_view,
+)
+from bot.render.charts import CandidatePoint
 from bot.settings.config import Settings
 from bot.store import Store
 from bot.store.views import RunnerJob, RunnerView
@@ -32,6 +44,11 @@ from bot.store.views import RunnerJob, RunnerView
 log = logging.getLogger(__name__)
 
 PREFIX = "/dashboard"
+#: The login form's field (and the GitHub login's cookie) naming the page to return to once logged in.
+_NEXT_FIELD = "next"
+_NEXT_COOKIE = "reprobot_next"
+#: Steps of one trajectory listed on the job page; a link lists all of them (`?show=<trajectory>`).
+STEPS_SHOWN = 100
 _SETTINGS: web.AppKey[Settings] = web.AppKey("dashboard_settings", Settings)
 _STORE_KEY: web.AppKey[web.AppKey[Store]] = web.AppKey("dashboard_store_key", web.AppKey)
 
@@ -42,9 +59,18 @@ def _store(request: web.Request) -> Store:
     return request.app[request.app[_STORE_KEY]]
 
 
-def _login_page(request: web.Request, status: int, error: str = "") -> web.Response:
+def _back_to(path: str) -> str:
+    """A dashboard page to land on after logging in: `path` when it is one of ours (no open redirect), else ""."""
+    ours = path.startswith(tuple(f"{PREFIX}/{page}" for page in ("jobs", "mojira", "runners", "deliveries")))
+    return path if ours and not any(c in path for c in "\\\r\n") else ""
+
+
+def _login_page(request: web.Request, status: int, error: str = "", back: str | None = None) -> web.Response:
+    """The login form (`back`: the page to return to; by default the page asked for, when it is a GET)."""
     settings = request.app[_SETTINGS]
+    back = _back_to(back if back is not None else request.path_qs if request.method == "GET" else "")
     context = {
+        "next": back,
         "error": error,
         "github": auth.oauth_configured(settings),
         "token": bool(settings.dashboard_token),
@@ -87,10 +113,11 @@ def _secure(request: web.Request) -> bool:
     return request.secure or request.headers.get("X-Forwarded-Proto", "") == "https"
 
 
-def _start_session(request: web.Request, viewer: auth.Viewer) -> web.StreamResponse:
+def _start_session(request: web.Request, viewer: auth.Viewer, back: str = "") -> web.StreamResponse:
     key = auth.session_key(request.app[_SETTINGS])
     assert key is not None, "a login succeeded, so a login secret is set"
-    response = _redirect(f"{PREFIX}/jobs")
+    response = _redirect(_back_to(back) or f"{PREFIX}/jobs")
+    response.del_cookie(_NEXT_COOKIE, path=PREFIX)
     response.set_cookie(
         auth.SESSION_COOKIE,
         auth.sign(key, auth.session_data(viewer, time.time())),
@@ -124,9 +151,10 @@ async def login_token(request: web.Request) -> web.StreamResponse:
     if refused is not None:
         return refused
     form = await request.post()
+    back = str(form.get(_NEXT_FIELD, ""))
     if not auth.token_matches(request.app[_SETTINGS], str(form.get("token", ""))):
-        return _login_page(request, 401, "That token is not this deployment's dashboard token.")
-    return _start_session(request, auth.Viewer("deployment token", "token", None))
+        return _login_page(request, 401, "That token is not this deployment's dashboard token.", back)
+    return _start_session(request, auth.Viewer("deployment token", "token", None), back)
 
 
 def _callback_url(settings: Settings) -> str:
@@ -146,6 +174,11 @@ async def github_start(request: web.Request) -> web.StreamResponse:
     response.set_cookie(
         auth.STATE_COOKIE, state, max_age=600, httponly=True, samesite="Lax", secure=_secure(request), path=PREFIX
     )
+    back = _back_to(request.query.get(_NEXT_FIELD, ""))
+    if back:
+        response.set_cookie(
+            _NEXT_COOKIE, back, max_age=600, httponly=True, samesite="Lax", secure=_secure(request), path=PREFIX
+        )
     return response
 
 
@@ -170,7 +203,7 @@ async def github_callback(request: web.Request) -> web.StreamResponse:
     except auth.LoginError as exc:
         return _login_page(request, 403, str(exc))
     log.info("dashboard: %s logged in with GitHub (%d repositories)", viewer.login, len(viewer.repos or ()))
-    return _start_session(request, viewer)
+    return _start_session(request, viewer, request.cookies.get(_NEXT_COOKIE, ""))
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
@@ -207,14 +240,81 @@ def _load_conversation(path: Path) -> list[tuple[str, str]]:
         return []
 
 
+def _epoch(text: str | None) -> float | None:
+    """Epoch seconds of a store timestamp (ISO-8601), None when absent or unreadable."""
+    try:
+        return datetime.fromisoformat(text).timestamp() if text else None
+    except ValueError:
+        return None
+
+
+def _progress(job: Any, now: float) -> dict[str, Any] | None:
+    """The running job's current stage and how long it has been in it, from the note its pipeline keeps."""
+    result = job.result if isinstance(job.result, dict) else {}
+    note = result.get("progress") if job.status == "running" else None
+    if not isinstance(note, dict):
+        return {"stage": "waiting for a worker", "detail": "", "elapsed": 0.0} if job.status == "running" else None
+    since = _epoch(str(note.get("since") or ""))
+    elapsed = max(now - since, 0.0) if since is not None else 0.0
+    return {"stage": str(note.get("stage") or "?"), "detail": str(note.get("detail") or ""), "elapsed": elapsed}
+
+
+def _trajectory_views(
+    store: Store, job_id: int, record: dict[str, Any], settings: Settings, query: dict[str, str]
+) -> tuple[list[dict[str, Any]], dict[str, list[CandidatePoint]]]:
+    """Each trajectory of the job (steps filtered as asked) and the candidates each tried over time."""
+    named = {int(t["db_id"]): t for t in record.get("trajectories", []) if isinstance(t, dict) and t.get("db_id")}
+    rows = store.runs.list_trajectories(job_id)
+    # The job's clock starts where the record says its first trajectory started (else at the first row).
+    origin = None
+    for row in rows:
+        start = _epoch(row.created_at)
+        if row.id in named and start is not None:
+            origin = start - float(named[row.id].get("start") or 0.0)
+            break
+    if origin is None:
+        origin = min((_epoch(r.created_at) or 0.0 for r in rows), default=0.0)
+    views, series = [], {}
+    for t in rows:
+        stored = store.runs.get_steps(t.id)
+        name = str(named[t.id]["id"]) if t.id in named else f"#{t.id}"
+        timed = [((_epoch(s.created_at) or origin) - origin, s.kind, s.content) for s in stored]
+        points = candidate_points(timed)
+        if points:
+            series[name] = points
+        # Titles of every step for the filter; the full view (texts, details) only of the steps shown.
+        heads = [step_view(s.idx, s.kind, s.content, full=False) for s in stored]
+        kept = filter_steps(heads, query.get("steps", "all"), query.get("q", ""))
+        shown = len(kept) if query.get("show") == str(t.id) else STEPS_SHOWN
+        by_idx = {s.idx: s for s in stored}
+        steps = [step_view(h.idx, h.kind, by_idx[h.idx].content) for h in kept[:shown]]
+        conversation = []
+        if t.id in named and "/" not in name:
+            conversation = _load_conversation(settings.data_dir / "trajectories" / f"{name}.json")
+        views.append(
+            {
+                "row": t,
+                "name": name,
+                "steps": steps,
+                "matching": len(kept),
+                "total": len(stored),
+                "conversation": conversation,
+            }
+        )
+    return views, series
+
+
 async def job_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
-    """GET /dashboard/jobs/{id}: triage, environment, timeline, patches, reviews, selection, links."""
+    """GET /dashboard/jobs/{id}?steps=&q=: the job's record, explained (see templates/job.html)."""
     store = _store(request)
     settings = request.app[_SETTINGS]
     try:
         job_id = int(request.match_info["id"])
     except ValueError:
         raise web.HTTPNotFound(text="no such job") from None
+    query = {k: request.query.get(k, "")[:200] for k in ("steps", "q", "show")}
+    if query["steps"] not in STEP_FILTERS:
+        query["steps"] = "all"
 
     def read() -> dict[str, Any] | None:
         job = store.jobs.get_job(job_id)
@@ -223,35 +323,33 @@ async def job_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
         issue = store.views.issue(job.issue_id) if job.issue_id is not None else None
         if not viewer.may_see(issue.repo if issue else None):
             return None
-        record = (job.result or {}).get("record") or {} if isinstance(job.result, dict) else {}
-        saved = {int(t["db_id"]): str(t["id"]) for t in record.get("trajectories", []) if t.get("db_id")}
-        trajectories = []
-        for t in store.runs.list_trajectories(job_id):
-            steps = [step_view(s.idx, s.kind, s.content) for s in store.runs.get_steps(t.id)]
-            conversation = []
-            if t.id in saved and "/" not in saved[t.id]:
-                conversation = _load_conversation(settings.data_dir / "trajectories" / f"{saved[t.id]}.json")
-            trajectories.append({"row": t, "steps": steps, "conversation": conversation})
-        patches = [
-            {"row": p, "html": diff_html(p.diff), "reviews": store.runs.get_reviews(p.id)}
-            for p in store.runs.list_patches(job_id)
-        ]
+        result = job.result if isinstance(job.result, dict) else {}
+        record: dict[str, Any] = result["record"] if isinstance(result.get("record"), dict) else {}
+        trajectories, series = _trajectory_views(store, job_id, record, settings, query)
         publications = store.views.publications(issue.id) if issue else []
         return {
             "job": job,
             "issue": issue,
             "record": record,
+            "result": result,
             "trajectories": trajectories,
-            "patches": patches,
-            "selections": store.runs.get_selections(job_id),
+            "series": series,
             "publications": publications,
-            "links": _links(issue, job.result if isinstance(job.result, dict) else {}, publications),
+            "links": _links(issue, result, publications),
         }
 
     data = await asyncio.to_thread(read)
     if data is None:
         raise web.HTTPNotFound(text="no such job")
-    return data
+    return (
+        data
+        | job_context(data["job"].status, data["result"], data["record"], data["series"])
+        | {
+            "progress": _progress(data["job"], time.time()),
+            "query": query,
+            "step_filters": STEP_FILTERS,
+        }
+    )
 
 
 def _links(issue: Any, result: dict[str, Any], publications: list[Any]) -> list[tuple[str, str]]:
@@ -273,6 +371,17 @@ def _links(issue: Any, result: dict[str, Any], publications: list[Any]) -> list[
     if base:
         links += [(f"pull request #{n}", f"{base}/pull/{n}") for n in sorted(prs, key=int)]
     return links
+
+
+async def mojira_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
+    """GET /dashboard/mojira?route=&triage=&signature=&grouped=&q=: the polled Mojira reports (deployment token)."""
+    chosen = {k: request.query.get(k, "").strip()[:200] for k in MOJIRA_FILTERS}
+    if viewer.repos is not None:
+        # Mojira reports belong to no repository a GitHub viewer administers.
+        return {"rows": [], "hidden": True, "chosen": chosen, "routes": []}
+    reports = await asyncio.to_thread(_store(request).mojira.recent)
+    routes = sorted({r.route for r in reports if r.route})
+    return {"rows": mojira_rows(reports, chosen), "hidden": False, "chosen": chosen, "routes": routes}
 
 
 async def deliveries_page(request: web.Request, viewer: auth.Viewer) -> dict[str, Any]:
@@ -357,3 +466,4 @@ def setup_dashboard(app: web.Application, settings: Settings, store_key: web.App
     app.router.add_get(f"{PREFIX}/jobs/{{id}}", _page("job.html", job_page))
     app.router.add_get(f"{PREFIX}/deliveries", _page("deliveries.html", deliveries_page))
     app.router.add_get(f"{PREFIX}/runners", _page("runners.html", runners_page))
+    app.router.add_get(f"{PREFIX}/mojira", _page("mojira.html", mojira_page))

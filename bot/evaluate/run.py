@@ -23,9 +23,10 @@ from rich.progress import Progress
 
 from bot.evaluate.projects import ProjectSelection, case_project, project_rows
 from bot.evaluate.scoring import OracleScorer
-from bot.evaluate.summary import write_plot, write_report
+from bot.evaluate.summary import write_charts, write_plot, write_report
 from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
 from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, JobOutcome, stage_timing
 from bot.settings.config import Settings
@@ -151,6 +152,8 @@ class CaseResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     #: Wall seconds of the job itself (seconds also counts the oracle scoring).
     job_seconds: float = 0.0
+    #: What the charts draw (the same as the dashboard's): stages, trajectories and the localization ranking.
+    charts: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Per case, per trajectory, per selector."""
@@ -177,6 +180,7 @@ class CaseResult:
             "picked": self.picked,
             "picked_plausible_fix": self.picked_plausible(),
             "reproduction_brt_plausible": self.reproduction_brt,
+            "charts": self.charts,
         }
 
     def picked_plausible(self) -> bool:
@@ -220,6 +224,8 @@ async def evaluate_case(
         outcome = await run_job(request, settings, store, job_id)
         result.stage_seconds = dict(outcome.stage_seconds)
         result.job_seconds = outcome.seconds
+        record = job_record(outcome)
+        result.charts = {k: record[k] for k in ("stages", "trajectories", "localization")}
         await _score(case, outcome, result, settings, sandbox, workdir / case.name)
     except Exception as exc:
         log.exception("case %s crashed", case.name)
@@ -418,6 +424,7 @@ async def run_eval(
     document = {"summary": summary, "cases": [r.to_json() for r in results]}
     (out / "results.json").write_text(json.dumps(document, indent=2) + "\n")
     write_report(out / "report.md", summary, [r.to_json() for r in results])
+    write_charts(out, [r.to_json() for r in results])
     if not write_plot(out / "success_at_k.png", summary):
         console.print("plot skipped: matplotlib is not installed (pip install 'reprobot[eval]')")
     return document

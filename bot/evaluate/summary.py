@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+from bot.render.charts import ranking_svg, timeline_svg
+
+#: Folder of report.md's per-case charts (the dashboard's SVG charts), beside it.
+CHARTS_DIR = "charts"
 
 
 def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
@@ -74,6 +80,38 @@ def render_report(summary: dict[str, Any], cases: list[dict[str, Any]]) -> str:
         f"Statuses: {summary['statuses']}. Median seconds per case: {summary['median_seconds_per_case']:.1f}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def case_charts(case: dict[str, Any]) -> dict[str, str]:
+    """The case's charts as SVG, by name (timeline, ranking); the ones with nothing to draw are left out."""
+    data = case.get("charts") or {}
+    charts = {
+        "timeline": timeline_svg(data.get("stages") or [], data.get("trajectories") or []),
+        "ranking": ranking_svg(data.get("localization") or []),
+    }
+    return {name: svg for name, svg in charts.items() if svg}
+
+
+def _chart_file(case: str, name: str) -> str:
+    """A chart's file name: the case name made safe for a path, then the chart's name."""
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', case)}-{name}.svg"
+
+
+def write_charts(out: Path, cases: list[dict[str, Any]]) -> list[Path]:
+    """Write every case's charts under out/charts and link them from report.md; returns the files written."""
+    written, links = [], []
+    for case in cases:
+        for name, svg in case_charts(case).items():
+            path = out / CHARTS_DIR / _chart_file(str(case["name"]), name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(svg + "\n")
+            written.append(path)
+            links.append(f"- {case['name']}: [{name}]({CHARTS_DIR}/{path.name})")
+    report = out / "report.md"
+    if links and report.exists():
+        section = "\n## Charts (the dashboard's: stages and trajectories over time, fault localization)\n\n"
+        report.write_text(report.read_text() + section + "\n".join(links) + "\n")
+    return written
 
 
 def write_report(path: Path, summary: dict[str, Any], cases: list[dict[str, Any]]) -> None:

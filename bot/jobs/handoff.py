@@ -12,7 +12,15 @@ from typing import Any
 from bot.forges.base import Forge, PermanentJobError
 from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
-from bot.render.report import artifact_url, render_app_reproduction, render_policy_error, render_progress
+from bot.pipeline.record import RECORD_VERSION
+from bot.render.report import (
+    artifact_url,
+    job_page_url,
+    render_app_reproduction,
+    render_job_link,
+    render_policy_error,
+    render_progress,
+)
 from bot.settings.policy import POLICY_PATH
 from bot.settings.policy_model import RunnerTarget
 from bot.store import JobRow
@@ -78,8 +86,25 @@ async def publish_app_result(job: JobRow, forge: Forge, rec: Recorder, deps: Job
         result = {"status": "error", "reasons": [reason.splitlines()[0][:300]]}
     artifacts = await asyncio.to_thread(deps.store.runners.artifacts, runner_job_id)
     urls = {a.name: artifact_url(deps.settings.public_url, a.sha256, a.name) for a in artifacts}
-    await rec.status(forge, "reproduce", render_app_reproduction(result, urls))
+    link = render_job_link(job_page_url(deps.settings.public_url, job.id))
+    await rec.status(forge, "reproduce", render_app_reproduction(result, urls) + link)
     comment_id = job.payload.get("comment_id")
     if comment_id:
         await forge.react(comment_id, "rocket" if result.get("status") == "reproduced" else "confused")
-    return {"status": str(result.get("status")), "runner_job": runner_job_id}
+    status = str(result.get("status"))
+    return {"status": status, "runner_job": runner_job_id, "record": _runner_record(result, runner_job_id)}
+
+
+def _runner_record(result: dict[str, Any], runner_job_id: int) -> dict[str, Any]:
+    """The job record of a runner's reproduction (the same keys as a pipeline job's where they apply)."""
+    seconds = result.get("seconds")
+    return {
+        "version": RECORD_VERSION,
+        "status": str(result.get("status")),
+        "reasons": [str(r) for r in result.get("reasons") or []],
+        "runner_job": runner_job_id,
+        "reproduction": {"steps": len(result.get("steps") or []), "oracle": result.get("oracle")},
+        "stage_seconds": {"runner": float(seconds)} if isinstance(seconds, int | float) else {},
+        "seconds": float(seconds) if isinstance(seconds, int | float) else 0.0,
+        "publication": {"status": str(result.get("status")), "comment": "reproduce"},
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -20,12 +21,15 @@ from bot.jobs.permissions import HELP_TEXT, association_allows, permission_allow
 from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
 from bot.jobs.request import JobOptions, build_request
+from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
 from bot.pipeline.types import JobOutcome, Mode
 from bot.render.report import (
     ReproductionContext,
+    job_page_url,
     render_abstention,
     render_final_status,
+    render_job_link,
     render_notes,
     render_policy_error,
     render_pr_body,
@@ -68,6 +72,15 @@ class Publication:
     denied_paths: tuple[str, ...] = ()
     #: False: render the change request without pushing a branch (the CLI's --no-branch).
     push: bool = True
+    #: The job's dashboard page (REPROBOT_PUBLIC_URL set), linked from the PR body and every comment; else None.
+    job_url: str | None = None
+
+
+def with_publication(record: dict[str, Any], published: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The job's record with what publishing did (status, PR, branch) and the publish stage's seconds."""
+    publication = {k: published.get(k) for k in ("status", "pr", "branch") if published.get(k) is not None}
+    timing = dict(record.get("stage_seconds") or {}) | {"publish": round(seconds, 3)}
+    return record | {"publication": publication, "stage_seconds": timing}
 
 
 async def publish_outcome(
@@ -80,6 +93,7 @@ async def publish_outcome(
     """
     result: dict[str, Any] = {"status": outcome.status, "reasons": outcome.reasons}
     ref, brt = forge.ref, outcome.brt
+    link = render_job_link(pub.job_url)
     if outcome.status == "fixed" and brt is not None:
         pushed: str | None = None
         if pub.push:
@@ -89,7 +103,7 @@ async def publish_outcome(
             if refused:
                 reasons = [f"refused to publish: {r}" for r in refused]
                 body = render_final_status(ref, "no pull request", "", reasons) + render_notes(outcome.notes)
-                await rec.status(forge, pub.kind, body)
+                await rec.status(forge, pub.kind, body + link)
                 return {"status": "error", "reasons": reasons, "refused": refused}
             await forge.push_branch(
                 workspace,
@@ -101,8 +115,13 @@ async def publish_outcome(
             await rec.record("branch", pub.branch)
             pushed = pub.branch
         rerun = forge.rerun_command(pushed, brt.path)
-        body = render_pr_body(
-            outcome.pr_context(issue_ref=ref, issue_title=pub.issue_title, rerun=rerun, closes_issue=pub.closes_issue)
+        body = (
+            render_pr_body(
+                outcome.pr_context(
+                    issue_ref=ref, issue_title=pub.issue_title, rerun=rerun, closes_issue=pub.closes_issue
+                )
+            )
+            + link
         )
         change = await forge.open_or_update_change_request(
             branch=pub.branch,
@@ -115,7 +134,7 @@ async def publish_outcome(
         await rec.record("pr", change.ref)
         summary = f"opened pull request #{change.number}" if change.number else f"prepared branch {change.url}"
         body = render_final_status(ref, summary, change.url, evidence=brt) + render_notes(outcome.notes)
-        await rec.status(forge, pub.kind, body)
+        await rec.status(forge, pub.kind, body + link)
         return result | {"pr": change.number, "branch": pushed}
     if outcome.status == "suggested" and brt is not None:
         rerun = forge.rerun_command(None, brt.path)
@@ -129,7 +148,7 @@ async def publish_outcome(
     else:
         body = render_final_status(ref, f"no result ({outcome.status})", "", outcome.reasons)
     # Every final comment says which knobs the deployment's caps changed (the PR body does too).
-    await rec.status(forge, pub.kind, body + render_notes(outcome.notes))
+    await rec.status(forge, pub.kind, body + render_notes(outcome.notes) + link)
     return result
 
 
@@ -259,11 +278,13 @@ async def _run_and_publish(
     text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
     base_branch = await forge.default_branch()
     done: list[str] = []
-    await rec.status(forge, mode, render_progress(forge.ref, "starting", done))
+    job_url = job_page_url(settings.public_url, job.id)
+    link = render_job_link(job_url)
+    await rec.status(forge, mode, render_progress(forge.ref, "starting", done) + link)
 
     async def progress(stage: str, detail: str) -> None:
         done.append(f"{stage} {detail}".strip())
-        await rec.status(forge, mode, render_progress(forge.ref, stage, done[:-1]))
+        await rec.status(forge, mode, render_progress(forge.ref, stage, done[:-1]) + link)
 
     workdir = settings.data_dir / "work" / f"gh-job-{job.id}-{job.attempts}"
     await asyncio.to_thread(shutil.rmtree, workdir, True)
@@ -289,7 +310,7 @@ async def _run_and_publish(
         except TimeoutError:
             reason = f"the job ran past its budget of {minutes:g} minutes (policy `budget.max_minutes`)"
             body = render_final_status(forge.ref, "stopped", "", [reason]) + render_notes(request.notes)
-            await rec.status(forge, mode, body)
+            await rec.status(forge, mode, body + link)
             return {"status": "budget_exceeded", "reasons": [reason]}
         publish = policy.publish
         pr_title = clean_title(f"Fix {forge.ref}: {title or 'reported bug'}")
@@ -305,9 +326,12 @@ async def _run_and_publish(
             draft=publish.draft,
             labels=publish.labels,
             denied_paths=request.denied_paths,
+            job_url=job_url,
         )
+        publish_started = time.monotonic()
         result = await publish_outcome(forge, rec, outcome, pub, src)
         result.pop("refused", None)
-        return result | {"record": outcome.record()}
+        record = with_publication(job_record(outcome), result, time.monotonic() - publish_started)
+        return result | {"record": record}
     finally:
         await asyncio.to_thread(shutil.rmtree, workdir, True)

@@ -11,6 +11,7 @@ import logging
 import shutil
 import time
 import uuid
+from typing import Any
 
 from agents.reading import parse_issue
 from agents.repair.registry import trajectory_kinds
@@ -25,6 +26,10 @@ from bot.store import Store
 log = logging.getLogger(__name__)
 
 
+#: Fault-localization entries kept in the job's record (the dashboard's bar chart).
+LOCATIONS_RECORDED = 12
+
+
 async def run_job(
     request: JobRequest,
     settings: Settings,
@@ -37,7 +42,7 @@ async def run_job(
     """Run one fix or reproduce job end to end on a local checkout; never raises for a bad report."""
     started = time.monotonic()
     workdir = settings.data_dir / "work" / f"job-{job_id}-{uuid.uuid4().hex[:6]}"
-    ctx = JobContext(settings, store.runs, job_id, workdir, progress, tick_sink=tick)
+    ctx = JobContext(settings, store.runs, job_id, workdir, _noting_stages(store, job_id, progress), tick_sink=tick)
     state = JobState(ctx, request, parse_issue(request.issue_text), base=workdir / "base")
     try:
         verdict = await run_stages(state, settings, store)
@@ -46,6 +51,25 @@ async def run_job(
         ctx.close_stage()
         await asyncio.to_thread(shutil.rmtree, workdir, True)
     return outcome_of(state, verdict, seconds)
+
+
+def _noting_stages(store: Store, job_id: int, progress: ProgressSink | None) -> ProgressSink:
+    """`progress`, which also notes each new stage on the job's row (the dashboard shows the running stage)."""
+
+    current: dict[str, Any] = {"stage": "", "since": 0.0}
+
+    async def sink(stage: str, detail: str) -> None:
+        now = time.time()
+        if stage != current["stage"]:
+            current.update(stage=stage, since=now)
+        since = float(current["since"])
+        await asyncio.to_thread(store.jobs.set_progress, job_id, stage, detail, since=since, now=now)
+        if progress is not None:
+            maybe = progress(stage, detail)
+            if asyncio.iscoroutine(maybe):
+                await maybe
+
+    return sink
 
 
 async def run_stages(state: JobState, settings: Settings, store: Store) -> Verdict:
@@ -97,6 +121,16 @@ def outcome_of(state: JobState, verdict: Verdict, seconds: float) -> JobOutcome:
         environment=state.environment,
         notes=list(state.request.notes),
         stage_seconds=dict(ctx.stage_seconds),
+        stage_spans=list(ctx.stage_spans),
+        trajectory_spans={
+            t.id: (t.started - ctx.started, (t.ended or t.started) - ctx.started) for t in (state.generated or [])
+        },
+        localization=[]
+        if state.repro is None
+        else [
+            {"file": loc.file, "line": loc.line, "score": round(loc.score, 4), "reasons": list(loc.reasons)}
+            for loc in state.repro.locations[:LOCATIONS_RECORDED]
+        ],
     )
     if ctx.ledger is not None:
         outcome.llm_usage = ctx.ledger.usage().to_json()

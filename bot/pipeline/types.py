@@ -228,27 +228,12 @@ class JobOutcome:
     notes: list[str] = field(default_factory=list)
     #: Wall seconds per stage (environment, baseline, reproduce, search, review; publish added by the publisher).
     stage_seconds: dict[str, float] = field(default_factory=dict)
-
-    def record(self) -> dict[str, Any]:
-        """What the dashboard's job page shows beside the store's rows: triage, environment, selection, cost.
-
-        `trajectories` maps each store row (`db_id`) to the agent's id, which names its saved conversation
-        (`DATA_DIR/trajectories/<id>.json`, written by LLM trajectories).
-        """
-        a = self.abstention
-        return {
-            "abstention": None
-            if a is None
-            else {"act": a.act, "score": a.score, "threshold": a.threshold, "reasons": list(a.reasons)},
-            "environment": self.environment,
-            "baseline": self.baseline,
-            "selector": self.selector,
-            "selection_explanation": self.selection_explanation,
-            "cost": self.cost,
-            "llm_usage": self.llm_usage,
-            "seconds": round(self.seconds, 3),
-            "trajectories": [{"id": t.id, "db_id": t.db_id, "agent": t.agent} for t in self.generated],
-        }
+    #: Each stage as it ran: (name, start, end), seconds since the job started.
+    stage_spans: list[tuple[str, float, float]] = field(default_factory=list)
+    #: Each trajectory's (start, end), seconds since the job started, by trajectory id.
+    trajectory_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: The fault localization's ranking (file, line, score, reasons), best first.
+    localization: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def no_tests(self) -> str:
@@ -280,6 +265,7 @@ class JobOutcome:
             if self.chosen is None or self.chosen.assessment is None
             else self.chosen.assessment.to_json(),
             no_tests=self.no_tests,
+            patch_id="" if self.chosen is None or self.chosen.record is None else self.chosen.record.id,
         )
 
     def suggestion_context(self, *, issue_ref: str, rerun: str) -> SuggestionContext:
@@ -374,6 +360,10 @@ class JobContext:
     tick_sink: TickSink | None = None
     #: Wall seconds per stage so far (see STAGE_TIMING_NAMES), filled by stage() and close_stage().
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: Each stage as it ran: (name, start, end) in seconds since the job started (the dashboard's timeline).
+    stage_spans: list[tuple[str, float, float]] = field(default_factory=list)
+    #: When the job started (monotonic), the origin of stage_spans and of the trajectories' spans.
+    started: float = field(default_factory=time.monotonic)
     _stage: str | None = None
     _stage_started: float = 0.0
 
@@ -425,8 +415,9 @@ class JobContext:
     def close_stage(self) -> None:
         """Stop the running stage's clock, adding its seconds under its timing name."""
         if self._stage is not None:
-            key = STAGE_TIMING_NAMES.get(self._stage, self._stage)
-            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + time.monotonic() - self._stage_started
+            key, now = STAGE_TIMING_NAMES.get(self._stage, self._stage), time.monotonic()
+            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + now - self._stage_started
+            self.stage_spans.append((key, self._stage_started - self.started, now - self.started))
             self._stage = None
 
 

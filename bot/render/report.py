@@ -54,6 +54,8 @@ class PrContext:
     notes: Sequence[str] = ()
     #: Why the repo has no test to keep passing ("" when it has tests): render_no_tests.
     no_tests: str = ""
+    #: The selected patch's name (its record id, `1-t1`), the same on the dashboard and in result.json.
+    patch_id: str = ""
 
 
 def render_notes(notes: Sequence[str]) -> str:
@@ -79,6 +81,21 @@ def _fence(text: str, lang: str = "") -> str:
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def job_page_url(public_url: str | None, job_id: int) -> str | None:
+    """The job's page on the dashboard under REPROBOT_PUBLIC_URL; None when it is unset or not http(s)."""
+    base = (public_url or "").strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        return None
+    return f"{base}/dashboard/jobs/{int(job_id)}"
+
+
+def render_job_link(url: str | None) -> str:
+    """The line that links a PR body or a comment to the job's page ("" without a public URL)."""
+    if not url:
+        return ""
+    return f"\n[How reprobot got here: the job's page on its dashboard]({url}) (maintainers log in to see it)\n"
 
 
 def render_pr_body(ctx: PrContext) -> str:
@@ -121,7 +138,7 @@ def render_pr_body(ctx: PrContext) -> str:
         "</details>",
         "",
         "### Why this patch",
-        f"Selector: `{ctx.selector}`.",
+        f"Selector: `{ctx.selector}`." + (f" Selected patch: `{md_inline(ctx.patch_id)}`." if ctx.patch_id else ""),
         "",
         ctx.selection_explanation.strip() or "(no explanation recorded)",
         "",

@@ -851,8 +851,9 @@ _ROWS_RUNNER = (
         "runner",
         k.TEXT,
         None,
-        "the bot's address as readers see it: artifact links in comments (unset: relative), the dashboard's "
-        "GitHub login callback and the origin its forms must come from",
+        "the bot's address as readers see it: artifact links in comments (unset: relative), the link to the "
+        "job's dashboard page in PR bodies and comments (unset: none), the dashboard's GitHub login callback and "
+        "the origin its forms must come from",
     ),
     Setting(
         "REPROBOT_RUNNER_TOKEN",

@@ -159,6 +159,19 @@ class Jobs:
             )
             return cursor.rowcount == 1
 
+    def set_progress(self, job_id: int, stage: str, detail: str, *, since: float, now: float) -> bool:
+        """Note the stage a running job is in (its `result` until it finishes); False if it is not running.
+
+        The dashboard shows it with its elapsed time; finishing the job replaces it with the job's result.
+        """
+        progress = {"progress": {"stage": stage, "detail": detail[:300], "since": iso(since)}}
+        with self._conn.write() as db:
+            cursor = db.execute(
+                "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ? AND status = 'running'",
+                (dumps(progress), iso(now), job_id),
+            )
+            return cursor.rowcount == 1
+
     def cancel_job(self, job_id: int, *, now: float) -> bool:
         """Cancel a queued or running job; False if it is unknown or already finished."""
         with self._conn.write() as db:

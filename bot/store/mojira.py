@@ -120,3 +120,8 @@ class MojiraReports:
     def keys(self) -> list[str]:
         """Every seen report's key, in the order first seen."""
         return [str(r["key"]) for r in self._conn.rows("SELECT key FROM mojira_reports ORDER BY first_seen_at, key")]
+
+    def recent(self, limit: int = 500) -> list[MojiraRecord]:
+        """The seen reports, the latest first seen first (the dashboard's Mojira page)."""
+        sql = "SELECT * FROM mojira_reports ORDER BY first_seen_at DESC, key DESC LIMIT ?"
+        return self._conn.all(MojiraRecord, sql, (limit,))
