@@ -193,14 +193,32 @@ class Deliveries:
         if not self._conn.rows(waiting):
             return []
         now = iso(self._conn.clock())
+        if self._conn.set_based_inbox:
+            with contextlib.suppress(pg_batch.Unfit):  # rolled back: row by row decides
+                return self._promote_set(now, limit)
+        return self._promote_rows(now, limit)
+
+    def _pending(self, db: Database, limit: int) -> list[tuple[int, str, str]]:
+        return db.execute(
+            """SELECT id, delivery_id, planned FROM deliveries
+            WHERE planned IS NOT NULL AND promoted_at IS NULL ORDER BY id LIMIT ?""",
+            (limit,),
+        ).fetchall()
+
+    def _promote_set(self, now: str, limit: int) -> list[int]:
+        """Promote a batch in one statement (PostgreSQL); raises pg_batch.Unfit, having written nothing, if it can't."""
+        with self._conn.write() as db:
+            batch, failures = pg_batch.plan_promotion(self._pending(db, limit))
+            ids = pg_batch.promote(db.conn, now, batch)  # type: ignore[arg-type]
+        for delivery_id, exc in failures:
+            log.warning("delivery %s: planned jobs cannot be queued: %s", delivery_id, exc)
+        return ids
+
+    def _promote_rows(self, now: str, limit: int) -> list[int]:
+        """Promote a batch row by row, each delivery under its own savepoint."""
         ids: list[int] = []
         with self._conn.write() as db:
-            rows = db.execute(
-                """SELECT id, delivery_id, planned FROM deliveries
-                WHERE planned IS NOT NULL AND promoted_at IS NULL ORDER BY id LIMIT ?""",
-                (limit,),
-            ).fetchall()
-            for row_id, delivery_id, planned in rows:
+            for row_id, delivery_id, planned in self._pending(db, limit):
                 db.execute("SAVEPOINT promote")
                 try:
                     job_ids = [self._queue(db, now, PlannedJob.from_json(job)) for job in json.loads(planned)]
