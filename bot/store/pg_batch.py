@@ -4,7 +4,7 @@ On SQLite a statement is a function call; on PostgreSQL it is a network round tr
 (two INSERTs a delivery, savepoints, BEGIN, the lock, NOTIFY, COMMIT) made an ack batch cost about seven of
 them. So the webhook path writes a whole batch in one statement run in autocommit, which is its own
 transaction and commits with it (one round trip, durable before the 2xx: synchronous_commit stays on):
-unnest() turns the batch's columns, sent as arrays, back into rows, and data-modifying CTEs insert the
+unnest() turns the batch's columns, sent as arrays (in binary: no escaping of the bodies), back into rows, and data-modifying CTEs insert the
 deliveries, then the bodies of those that were new, take the write lock and NOTIFY the workers.
 
 These statements are PostgreSQL's alone (SQLite has no data-modifying CTE or unnest), and they cover the common
@@ -29,19 +29,19 @@ from bot.store.sql import check_choice, dumps
 #: The lock an ack takes, in the CTE `lock` below: the write lock, shared. Acknowledgements only insert rows
 #: keyed by their delivery id, so they may run beside each other (from several server processes); every
 #: other writer (promotion above all) takes it exclusively (BEGIN IMMEDIATE) and so still runs alone.
-_TRY_LOCK = "SELECT pg_try_advisory_xact_lock_shared(%(lock)s) AS got"
-_WAIT_LOCK = "SELECT true AS got FROM (SELECT pg_advisory_xact_lock_shared(%(lock)s)) AS held"
+_TRY_LOCK = "SELECT pg_try_advisory_xact_lock_shared(%(lock)b::bigint) AS got"
+_WAIT_LOCK = "SELECT true AS got FROM (SELECT pg_advisory_xact_lock_shared(%(lock)b::bigint)) AS held"
 
 # A redelivery inserts nothing (ON CONFLICT), and a delivery id twice in one batch is inserted once, for its
 # first occurrence (the rows are inserted in batch order): so `fresh` lists what the batch wrote.
 _ACK = f"""WITH lock AS ({{lock}}),
 batch AS (
-    SELECT * FROM unnest(%(ids)s::text[], %(sources)s::text[], %(events)s::text[], %(planned)s::text[],
+    SELECT * FROM unnest(%(ids)b::text[], %(sources)b::text[], %(events)b::text[], %(planned)b::text[],
         %(packed)b::bytea[]) WITH ORDINALITY AS t(delivery_id, source, event, planned, packed, ord)
 ),
 fresh AS (
     INSERT INTO deliveries (delivery_id, source, event, received_at, planned)
-    SELECT delivery_id, source, event, %(now)s, planned FROM batch WHERE (SELECT got FROM lock) ORDER BY ord
+    SELECT delivery_id, source, event, %(now)b, planned FROM batch WHERE (SELECT got FROM lock) ORDER BY ord
     ON CONFLICT (delivery_id) DO NOTHING
     RETURNING id, delivery_id, planned IS NOT NULL AS has_plan
 ),
@@ -96,20 +96,20 @@ def ack(conn: PgConnection, now: str, rows: Sequence[Prepared], *, wait: bool) -
 # by id and the others (a dedupe key taken before, or earlier in the batch) by their key; each delivery is then
 # marked promoted with its first job, and each delivery whose plan could not be read with its error.
 PROMOTE = """WITH issue_in AS (
-    SELECT * FROM unnest(%(i_forge)s::text[], %(i_repo)s::text[], %(i_key)s::text[], %(i_title)s::text[],
-        %(i_body)s::text[], %(i_url)s::text[]) WITH ORDINALITY AS t(forge, repo, number_or_key, title, body, url, ord)
+    SELECT * FROM unnest(%(i_forge)b::text[], %(i_repo)b::text[], %(i_key)b::text[], %(i_title)b::text[],
+        %(i_body)b::text[], %(i_url)b::text[]) WITH ORDINALITY AS t(forge, repo, number_or_key, title, body, url, ord)
 ),
 issue AS (
     INSERT INTO issues (forge, repo, number_or_key, title, body, url, created_at, updated_at)
-    SELECT forge, repo, number_or_key, title, body, url, %(now)s, %(now)s FROM issue_in ORDER BY ord
+    SELECT forge, repo, number_or_key, title, body, url, %(now)b, %(now)b FROM issue_in ORDER BY ord
     ON CONFLICT (forge, repo, number_or_key) DO UPDATE SET title = excluded.title,
         body = excluded.body, url = excluded.url, updated_at = excluded.updated_at
     RETURNING id, forge, repo, number_or_key
 ),
 job_in AS (
     SELECT t.*, nextval(pg_get_serial_sequence('jobs', 'id')) AS new_id
-    FROM unnest(%(j_delivery)s::bigint[], %(j_kind)s::text[], %(j_forge)s::text[], %(j_repo)s::text[],
-        %(j_key)s::text[], %(j_payload)s::text[], %(j_max)s::bigint[], %(j_dedupe)s::text[], %(j_conc)s::text[])
+    FROM unnest(%(j_delivery)b::bigint[], %(j_kind)b::text[], %(j_forge)b::text[], %(j_repo)b::text[],
+        %(j_key)b::text[], %(j_payload)b::text[], %(j_max)b::bigint[], %(j_dedupe)b::text[], %(j_conc)b::text[])
         WITH ORDINALITY AS t(delivery, kind, forge, repo, number_or_key, payload, max_attempts, dedupe_key,
             concurrency_key, ord)
     ORDER BY ord
@@ -117,8 +117,8 @@ job_in AS (
 job AS (
     INSERT INTO jobs (id, kind, issue_id, payload, status, max_attempts, run_after, dedupe_key, concurrency_key,
         created_at, updated_at)
-    SELECT j.new_id, j.kind, issue.id, j.payload, 'queued', j.max_attempts, %(now)s, j.dedupe_key, j.concurrency_key,
-        %(now)s, %(now)s
+    SELECT j.new_id, j.kind, issue.id, j.payload, 'queued', j.max_attempts, %(now)b, j.dedupe_key, j.concurrency_key,
+        %(now)b, %(now)b
     FROM job_in AS j JOIN issue USING (forge, repo, number_or_key) ORDER BY j.ord
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING id, dedupe_key
@@ -132,13 +132,13 @@ resolved AS (
 ),
 firsts AS (SELECT DISTINCT ON (delivery) delivery, job_id FROM resolved ORDER BY delivery, ord),
 promoted AS (
-    UPDATE deliveries AS d SET promoted_at = %(now)s, job_id = firsts.job_id
-    FROM unnest(%(ok)s::bigint[]) AS ok(id) LEFT JOIN firsts ON firsts.delivery = ok.id
+    UPDATE deliveries AS d SET promoted_at = %(now)b, job_id = firsts.job_id
+    FROM unnest(%(ok)b::bigint[]) AS ok(id) LEFT JOIN firsts ON firsts.delivery = ok.id
     WHERE d.id = ok.id
 ),
 failed AS (
-    UPDATE deliveries AS d SET promoted_at = %(now)s, promote_error = bad.error
-    FROM unnest(%(bad)s::bigint[], %(errors)s::text[]) AS bad(id, error)
+    UPDATE deliveries AS d SET promoted_at = %(now)b, promote_error = bad.error
+    FROM unnest(%(bad)b::bigint[], %(errors)b::text[]) AS bad(id, error)
     WHERE d.id = bad.id
 )
 SELECT job_id FROM resolved ORDER BY ord"""
