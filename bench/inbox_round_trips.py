@@ -5,33 +5,33 @@ ReadyForQuery message the server sends ends one exchange the client waited for, 
 Counted on the connection each step uses: the webhook path's no-wait connection for acks, the shared one for
 promotion, after one warm-up batch (a prepared statement's first use on a connection costs one more).
 
-    .venv/bin/python bench/inbox_round_trips.py [BATCH]
+    .venv/bin/python bench/inbox_round_trips.py [--batch N] [--baseline DIR]
 
-It runs against whatever `bot` is first on sys.path, so the same file measures another checkout too:
-`PYTHONPATH=/path/to/other/checkout .venv/bin/python bench/inbox_round_trips.py`.
+`--baseline DIR` measures the checkout at DIR (e.g. main's) too, in a fresh interpreter, after this one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-if not os.environ.get("PYTHONPATH"):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if TYPE_CHECKING:
+    from bot.store import Store
 
-from bot.store import PlannedJob, Store
-from tests.pg_server import pg_bin, running
+ROOT = Path(__file__).resolve().parents[1]
 
 PROMOTE = 600  # deliveries promoted for the per-delivery cost (three batches of 200)
 
 
 def _delivery(n: int) -> Any:
+    from bot.store import PlannedJob
+
     job = PlannedJob(
         "github.issue", "github", "o/r", str(n), {"delivery_id": f"d-{n}", "installation_id": 1}, f"o/r#{n}", None
     )
@@ -76,8 +76,13 @@ def _promotion_cost(store: Store) -> float:
 
 def main() -> None:
     """Print round trips per batch on PostgreSQL and promotion's cost on both engines."""
-    batch = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    argv = sys.argv[1:]
+    batch = int(argv[argv.index("--batch") + 1]) if "--batch" in argv else 8
+    # The checkout measured goes first on sys.path: this one, or --code's (how --baseline runs the other).
+    sys.path.insert(0, argv[argv.index("--code") + 1] if "--code" in argv else str(ROOT))
     import bot
+    from bot.store import Store
+    from tests.pg_server import pg_bin, running
 
     print(f"inbox_round_trips: code from {Path(bot.__file__).resolve().parent.parent}")
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "s.db") as store:
@@ -91,6 +96,9 @@ def main() -> None:
             print(f"  postgresql ack batch of {batch}: {acked} round trips; promoting it: {promoted} round trips")
         with Store.open(server.new_database()) as store:
             print(f"  postgresql promotion {_promotion_cost(store):7.0f} us/delivery")
+    if "--baseline" in argv:
+        code = argv[argv.index("--baseline") + 1]
+        subprocess.run([sys.executable, __file__, "--batch", str(batch), "--code", code], check=True)
 
 
 if __name__ == "__main__":

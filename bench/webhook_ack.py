@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import inspect
 import json
 import statistics
 import subprocess
@@ -37,6 +38,8 @@ from bot.intake.server import make_app
 from bot.settings.config import Settings
 from bot.store import Store
 
+#: This checkout (the code measured unless --baseline names another one too).
+ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"
 ROUNDS = 15
 BATCH = 200
@@ -137,7 +140,13 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    """Measure both deliveries and print one line per server plus the ratios against the targets."""
+    """Measure both deliveries and print one line per server plus the ratios against the targets.
+
+    `--baseline DIR`: the recorded delivery is measured a second time on each engine with the code of another
+    checkout at DIR (e.g. main's), right after this checkout's, so that before and after share one run.
+    """
+    argv = sys.argv[1:]
+    baseline = Path(argv[argv.index("--baseline") + 1]).resolve() if "--baseline" in argv else None
     print(
         f"webhook_ack: {REQUESTS} requests per server in {ROUNDS} alternating rounds, concurrency {CONCURRENCY}, "
         "loopback, side by side"
@@ -148,6 +157,8 @@ def main() -> None:
         print(f"  recorded GitHub payload: skipped, {RECORDED} is absent")
     else:
         _scenario("recorded GitHub issues.labeled", recorded)
+        if baseline is not None:
+            _scenario(f"recorded GitHub issues.labeled (baseline {baseline})", recorded, code=baseline)
     # The same recorded delivery with the store on PostgreSQL (REPROBOT_DATABASE_URL), a real local server.
     from tests.pg_server import pg_bin, running
 
@@ -156,14 +167,18 @@ def main() -> None:
         return
     with running() as server:
         _scenario("recorded GitHub issues.labeled [postgresql]", recorded or _payload(), server.new_database())
+        if baseline is not None:
+            name = f"recorded GitHub issues.labeled [postgresql] (baseline {baseline})"
+            _scenario(name, recorded or _payload(), server.new_database(), code=baseline)
 
 
-def _scenario(name: str, body: bytes, database_url: str | None = None) -> None:
+def _scenario(name: str, body: bytes, database_url: str | None = None, *, code: Path = ROOT) -> None:
     # A fresh interpreter running this file (not multiprocessing): it works the same under bench/run_all.py.
+    # `code`: the checkout whose bot serves (and promotes); its copy of this file puts it first on sys.path.
     with tempfile.TemporaryDirectory() as data_dir:
         cmd = [
             sys.executable,
-            str(Path(__file__).resolve()),
+            str(code / "bench" / Path(__file__).name),
             "--serve",
             data_dir,
             *([database_url] if database_url else []),
@@ -177,9 +192,7 @@ def _scenario(name: str, body: bytes, database_url: str | None = None) -> None:
         finally:
             proc.terminate()
             proc.wait()
-        promoted, promote_seconds = _promote_all(
-            Settings(data_dir=Path(data_dir), database_url=database_url).store_target
-        )
+        promoted, promote_seconds = _promote_elsewhere(code, data_dir, database_url)
     print(f" {name} delivery, {len(body):,} bytes:")
     rates = {}
     for server, (lat, spent) in res.items():
@@ -198,6 +211,20 @@ def _scenario(name: str, body: bytes, database_url: str | None = None) -> None:
         f"  worker-side promotion of the inbox into jobs (not in the ack path): {promoted} deliveries, "
         f"{promote_seconds / max(promoted, 1) * 1e6:.0f} us each"
     )
+
+
+def _promote_elsewhere(code: Path, data_dir: str, database_url: str | None) -> tuple[int, float]:
+    """`_promote_all` in a fresh interpreter with the bot of the checkout at `code`: (promoted, seconds)."""
+    snippet = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+        "from bot.settings.config import Settings; from bot.store import Store; import time\n"
+        + inspect.getsource(_promote_all)
+        + "\nurl = sys.argv[3] if len(sys.argv) > 3 else None\n"
+        "print(*_promote_all(Settings(data_dir=Path(sys.argv[2]), database_url=url).store_target))"
+    )
+    args = [sys.executable, "-c", snippet, str(code), data_dir, *([database_url] if database_url else [])]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout.split()
+    return int(out[0]), float(out[1])
 
 
 def _promote_all(store_path: Path | str) -> tuple[int, float]:

@@ -14,8 +14,8 @@ from sqlite_utils import Database
 from bot.store import pg_batch
 from bot.store.base import StoreConnection
 from bot.store.bodies import unpack_body
-from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.pg import PgConnection
+from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.publications import apply_action
 from bot.store.rows import DeliveryRow
 from bot.store.schema import FORGES
