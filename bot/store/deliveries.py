@@ -105,8 +105,8 @@ class Deliveries:
         the batch then goes row by row, where each delivery's error stays its own.
         """
         clean = [row for row in rows if not isinstance(row, DeliveryRejected)]
-        if not clean:
-            return list(rows)
+        if not clean:  # every one was refused before the transaction
+            return [row for row in rows if isinstance(row, DeliveryRejected)]
         try:
             written = pg_batch.ack(pg, now, clean, wait=wait)
         except _DATA_ERRORS as exc:
