@@ -68,11 +68,10 @@ class Deliveries:
         prepared = [prepare(delivery) for delivery in deliveries]
         now = iso(self._conn.clock())
         if self._conn.set_based_inbox and pg_batch.fits_ack(prepared):
-            with self._conn.autocommit() as pg:  # type: ignore[attr-defined]
-                with contextlib.suppress(_RowByRow):
-                    results = self._ack_set(pg, now, prepared, wait=True)
-                    assert results is not None  # it waited for the lock
-                    return results
+            with self._conn.autocommit() as pg, contextlib.suppress(_RowByRow):  # type: ignore[attr-defined]
+                results = self._ack_set(pg, now, prepared, wait=True)
+                assert results is not None  # it waited for the lock
+                return results
         with self._conn.write() as db:
             return self._record_all(db.conn, now, prepared)
 
