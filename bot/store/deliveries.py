@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -10,8 +11,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from bot.store import pg_batch
 from bot.store.base import StoreConnection
 from bot.store.bodies import unpack_body
+from bot.store.pg import PgConnection
 from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.publications import apply_action
 from bot.store.rows import DeliveryRow
@@ -22,6 +25,10 @@ log = logging.getLogger(__name__)
 
 #: Errors that belong to one delivery's data (the PostgreSQL engine raises them under these names too).
 _DATA_ERRORS = (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, ValueError)
+
+
+class _RowByRow(Exception):
+    """A batch the set-based statement did not write (a data error): write it row by row instead."""
 
 
 class Deliveries:
@@ -60,6 +67,11 @@ class Deliveries:
         """
         prepared = [prepare(delivery) for delivery in deliveries]
         now = iso(self._conn.clock())
+        if self._conn.set_based_inbox and pg_batch.fits_ack(prepared):
+            with self._conn.autocommit() as pg, contextlib.suppress(_RowByRow):  # type: ignore[attr-defined]
+                results = self._ack_set(pg, now, prepared, wait=True)
+                assert results is not None  # it waited for the lock
+                return results
         with self._conn.write() as db:
             return self._record_all(db.conn, now, prepared)
 
@@ -70,11 +82,38 @@ class Deliveries:
         return None at once, so the event loop can run it inline and hand a contended batch to a thread.
         """
         prepared = [prepare(delivery) for delivery in deliveries]
+        if self._conn.set_based_inbox and pg_batch.fits_ack(prepared):
+            with self._conn.try_autocommit() as pg:  # type: ignore[attr-defined]
+                if pg is None:
+                    return None
+                with contextlib.suppress(_RowByRow):
+                    return self._ack_set(pg, iso(self._conn.clock()), prepared, wait=False)
         with self._conn.try_write() as conn:
             if conn is None:
                 return None
             now = iso(self._conn.clock())
             return self._record_all(conn, now, prepared)
+
+    @staticmethod
+    def _ack_set(
+        pg: PgConnection, now: str, rows: list[Prepared | DeliveryRejected], *, wait: bool
+    ) -> list[bool | DeliveryRejected] | None:
+        """A batch in one statement on PostgreSQL (None when the lock is held and not `wait`).
+
+        Raises _RowByRow after a data error, which wrote nothing (the statement is its own transaction):
+        the batch then goes row by row, where each delivery's error stays its own.
+        """
+        clean = [row for row in rows if not isinstance(row, DeliveryRejected)]
+        if not clean:  # every one was refused before the transaction
+            return [row for row in rows if isinstance(row, DeliveryRejected)]
+        try:
+            written = pg_batch.ack(pg, now, clean, wait=wait)
+        except _DATA_ERRORS as exc:
+            raise _RowByRow from exc
+        if written is None:
+            return None
+        fresh = iter(written)
+        return [row if isinstance(row, DeliveryRejected) else next(fresh) for row in rows]
 
     def _record_all(
         self, conn: sqlite3.Connection, now: str, rows: list[Prepared | DeliveryRejected]
@@ -153,14 +192,32 @@ class Deliveries:
         if not self._conn.rows(waiting):
             return []
         now = iso(self._conn.clock())
+        if self._conn.set_based_inbox:
+            with contextlib.suppress(pg_batch.Unfit):  # rolled back: row by row decides
+                return self._promote_set(now, limit)
+        return self._promote_rows(now, limit)
+
+    def _pending(self, db: Database, limit: int) -> list[tuple[int, str, str]]:
+        return db.execute(
+            """SELECT id, delivery_id, planned FROM deliveries
+            WHERE planned IS NOT NULL AND promoted_at IS NULL ORDER BY id LIMIT ?""",
+            (limit,),
+        ).fetchall()
+
+    def _promote_set(self, now: str, limit: int) -> list[int]:
+        """Promote a batch in one statement (PostgreSQL); raises pg_batch.Unfit, having written nothing, if it can't."""
+        with self._conn.write() as db:
+            batch, failures = pg_batch.plan_promotion(self._pending(db, limit))
+            ids = pg_batch.promote(db.conn, now, batch)  # type: ignore[arg-type]
+        for delivery_id, exc in failures:
+            log.warning("delivery %s: planned jobs cannot be queued: %s", delivery_id, exc)
+        return ids
+
+    def _promote_rows(self, now: str, limit: int) -> list[int]:
+        """Promote a batch row by row, each delivery under its own savepoint."""
         ids: list[int] = []
         with self._conn.write() as db:
-            rows = db.execute(
-                """SELECT id, delivery_id, planned FROM deliveries
-                WHERE planned IS NOT NULL AND promoted_at IS NULL ORDER BY id LIMIT ?""",
-                (limit,),
-            ).fetchall()
-            for row_id, delivery_id, planned in rows:
+            for row_id, delivery_id, planned in self._pending(db, limit):
                 db.execute("SAVEPOINT promote")
                 try:
                     job_ids = [self._queue(db, now, PlannedJob.from_json(job)) for job in json.loads(planned)]

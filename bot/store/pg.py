@@ -168,6 +168,8 @@ class PgConnection:
         self._in_tx = False
         #: Set inside a transaction that made work for workers: COMMIT sends NOTIFY first.
         self.notify_at_commit = False
+        #: Messages this connection sent and waited for the answer to (one network round trip each).
+        self.round_trips = 0
         self.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
     @property
@@ -182,18 +184,22 @@ class PgConnection:
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
         """Run one statement (SQLite spelling accepted) and return its rows."""
-        if _BEGIN.match(sql):
-            self._run("BEGIN", ())
+        if begin := _BEGIN.match(sql):
+            # BEGIN and the write lock go in one message: one round trip, not two.
+            locked = begin.group(2) and begin.group(2).upper() != "DEFERRED"
+            self._run_script(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})" if locked else "BEGIN")
             self._in_tx = True
-            if (m := _BEGIN.match(sql)) and m.group(2) and m.group(2).upper() != "DEFERRED":
-                self._run("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
             return PgCursor(self, [], [], -1)
         stripped = sql.strip().upper()
         if stripped == "COMMIT" and self.notify_at_commit:
-            # One NOTIFY per transaction however many deliveries it holds (listeners hear it at commit).
+            # One NOTIFY per transaction however many deliveries it holds (listeners hear it at commit), sent
+            # with the COMMIT in one message.
             self.notify_at_commit = False
-            self._run(f"NOTIFY {QUEUE_CHANNEL}", ())
-        elif stripped == "ROLLBACK":
+            try:
+                return self._run_script(f"NOTIFY {QUEUE_CHANNEL}; COMMIT")
+            finally:
+                self._in_tx = False
+        if stripped == "ROLLBACK":
             self.notify_at_commit = False
         try:
             cursor = self._run(translate(sql), params)
@@ -204,9 +210,8 @@ class PgConnection:
 
     def try_begin(self) -> bool:
         """BEGIN and take the write lock if it is free right now; False (and no transaction) when it is held."""
-        self._run("BEGIN", ())
+        got = self._run_script(f"BEGIN; SELECT pg_try_advisory_xact_lock({WRITE_LOCK_KEY})").fetchone()
         self._in_tx = True
-        got = self._run("SELECT pg_try_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,)).fetchone()
         if got is not None and got[0]:
             return True
         self._run("ROLLBACK", ())
@@ -216,11 +221,45 @@ class PgConnection:
     def _run(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> PgCursor:
         import psycopg
 
+        self.round_trips += 1
         try:
             with self._raw.cursor() as cur:
                 cur.execute(sql, params if params else ([] if isinstance(params, Sequence) else {}))
                 columns = [c.name for c in cur.description] if cur.description else []
                 rows = [tuple(_value(v) for v in row) for row in cur.fetchall()] if cur.description else []
+                return PgCursor(self, rows, columns, cur.rowcount)
+        except (psycopg.Error, ValueError) as exc:
+            raise _error(exc) from exc
+
+    def _run_script(self, sql: str) -> PgCursor:
+        """Several statements without parameters in one message (simple query protocol): the last one's rows."""
+        import psycopg
+
+        self.round_trips += 1
+        try:
+            with self._raw.cursor() as cur:
+                cur.execute(sql)
+                while cur.nextset():
+                    pass
+                rows = [tuple(row) for row in cur.fetchall()] if cur.description else []
+                return PgCursor(self, rows, [], cur.rowcount)
+        except psycopg.Error as exc:
+            raise _error(exc) from exc
+
+    def run_prepared(self, sql: str, params: Mapping[str, Any]) -> PgCursor:
+        """Run one statement in PostgreSQL's own spelling as a prepared statement, with server-side parameters.
+
+        For the set-based statements of bot/store/pg_batch.py: their text never changes (a batch's rows go as
+        arrays), so the server parses and plans each once per connection. `%(name)b` sends a parameter binary.
+        """
+        import psycopg
+
+        self.round_trips += 1
+        try:
+            with psycopg.Cursor(self._raw) as cur:
+                cur.execute(sql, params, prepare=True)
+                columns = [c.name for c in cur.description] if cur.description else []
+                rows = [tuple(row) for row in cur.fetchall()] if cur.description else []
                 return PgCursor(self, rows, columns, cur.rowcount)
         except (psycopg.Error, ValueError) as exc:
             raise _error(exc) from exc
@@ -404,6 +443,27 @@ class PgStoreConnection(StoreConnection):
         with try_write(self._nowait_pg, self._nowait_lock) as conn:
             yield conn
 
+    @contextlib.contextmanager
+    def try_autocommit(self) -> Iterator[PgConnection | None]:
+        """The webhook path's connection outside any transaction, or None at once when this process holds it.
+
+        For a statement that is its own transaction and takes the lock itself (bot/store/pg_batch.py).
+        """
+        if not self._nowait_lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            yield self._nowait_pg()
+        finally:
+            self._nowait_lock.release()
+
+    @contextlib.contextmanager
+    def autocommit(self) -> Iterator[PgConnection]:
+        """The shared connection for a statement that is its own transaction (may wait: off the event loop)."""
+        self.check_thread()
+        with self._lock:
+            yield self.db.conn  # type: ignore[misc]
+
     def begin_statement(self, *, row_locks: bool) -> str:
         """A claim locks only its rows (FOR UPDATE SKIP LOCKED): plain BEGIN; any other write takes the write lock."""
         return "BEGIN" if row_locks else "BEGIN IMMEDIATE"
@@ -419,6 +479,7 @@ class PgStoreConnection(StoreConnection):
     #: Several machines share this store but no filesystem: artifact bytes are kept in the database too.
     shared_blobs: ClassVar[bool] = True
     row_lock_claims: ClassVar[bool] = True
+    set_based_inbox: ClassVar[bool] = True
 
     def wal_checkpointer(self, *, interval: float = 0.25) -> None:
         """No WAL to checkpoint on PostgreSQL."""
