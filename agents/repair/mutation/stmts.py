@@ -360,3 +360,66 @@ def _expected_types(stmt: ast.stmt, name: str) -> list[ast.expr]:
         if regex_call and any(isinstance(a, ast.Name) and a.id == name for a in node.args[1:]):
             found.setdefault("str", name_node("str"))
     return list(found.values())
+
+
+#: Conditions tried per statement by loop_exits (the function's own, nearest first).
+EXIT_CONDITION_LIMIT = 4
+
+
+def loop_exits(env: Env) -> Iterator[Edit]:
+    """Missing early exit in a loop: insert `if c: continue` / `if c: break` (and the negated test) before a
+    statement of the loop body, where c is a condition the function already tests elsewhere. Guards found by
+    mining small fixes are built from the function's own vocabulary, so only its conditions are tried."""
+    stmt = env.target.stmt
+    if env.target.header is not None or not env.target.loops or not env.target.functions:
+        return
+    if is_docstring(stmt) or isinstance(stmt, _JUMPS):
+        return
+    loop = env.target.loops[0]
+    if not any(s is stmt for s in getattr(loop, "body", [])):
+        return  # only directly in the loop body: deeper blocks have their own exits to mis-order
+    for test in _function_conditions(env.target.functions[0], stmt)[:EXIT_CONDITION_LIMIT]:
+        for jump in (ast.Continue(), ast.Break()):
+            for cond in (test, _negated(test)):
+                guard = ast.If(test=cond, body=[jump], orelse=[])
+                yield Edit("loop_exit", LATE_TIER, stmt, stmt, guard, "insert_before")
+
+
+def _function_conditions(func: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt) -> list[ast.expr]:
+    """Distinct if/while/ternary/comprehension tests of the function (not the statement's own), nearest
+    to the statement first."""
+    found: dict[str, tuple[int, ast.expr]] = {}
+    line = stmt.lineno
+    for node in ast.walk(func):
+        tests: list[ast.expr] = []
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            tests = [node.test]
+        elif isinstance(node, ast.comprehension):
+            tests = list(node.ifs)
+        for test in tests:
+            if getattr(test, "lineno", line) == line:
+                continue
+            key = ast.dump(test)
+            distance = abs(getattr(test, "lineno", line) - line)
+            if key not in found or distance < found[key][0]:
+                found[key] = (distance, test)
+    return [test for _, test in sorted(found.values(), key=lambda pair: pair[0])]
+
+
+_INVERSE: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    """`not test`, written as a person would: `x is not None` rather than `not x is None`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _INVERSE:
+        return ast.Compare(left=test.left, ops=[_INVERSE[type(test.ops[0])]()], comparators=test.comparators)
+    return ast.UnaryOp(op=ast.Not(), operand=test)

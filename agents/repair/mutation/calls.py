@@ -1,0 +1,149 @@
+"""Call-shaped mutation templates found by mining small real fixes (`bench/edit_classes.py`): the callee
+changed with the arguments kept, and a keyword argument forwarded or dropped.
+
+Both only use signatures the module itself defines (module functions, classes' `__init__`, the enclosing
+class's methods), so a candidate never calls something with an argument list its callee cannot take.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from agents.repair.mutation.exprs import NAME_LIMIT, name_node
+from agents.repair.mutation.types import Edit, Env
+
+#: Mined share (bench/edit_classes.py): callee changes are the most frequent call edit the older families
+#: lack, so they come right after the operand-level tier; keyword edits are rarer.
+CALLEE_TIER = 2
+KEYWORD_TIER = 3
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a callee accepts: positional bounds and keyword names (self/cls already removed)."""
+
+    least: int  # positional parameters without a default
+    most: float  # positional parameters in all (inf with *args)
+    names: tuple[str, ...]  # parameters that may be passed by keyword
+    any_keyword: bool  # **kwargs
+    is_class: bool = False  # a class called through its __init__
+
+    def accepts(self, positional: int, keywords: list[str]) -> bool:
+        """Can a call with this many positional arguments and these keyword names bind?"""
+        if not self.least <= positional <= self.most:
+            return False
+        return self.any_keyword or all(k in self.names for k in keywords)
+
+
+def signature_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> Signature:
+    """The signature of a def; `bound` drops its first parameter (a method called on an instance or class)."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args][1 if bound else 0 :]
+    required = max(0, len(positional) - len(args.defaults))
+    names = tuple(a.arg for a in [*args.args[1 if bound and not args.posonlyargs else 0 :], *args.kwonlyargs])
+    most = math.inf if args.vararg else float(len(positional))
+    return Signature(required, most, names, args.kwarg is not None)
+
+
+def module_signatures(tree: ast.Module | None) -> dict[str, Signature]:
+    """Module-level functions and classes (through their `__init__`) by name."""
+    found: dict[str, Signature] = {}
+    for node in tree.body if tree is not None else []:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list:
+            found[node.name] = signature_of(node, bound=False)
+        elif isinstance(node, ast.ClassDef):
+            init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+            if init is not None:
+                sig = signature_of(init, bound=True)
+                found[node.name] = Signature(sig.least, sig.most, sig.names, sig.any_keyword, is_class=True)
+    return found
+
+
+def method_signatures(env: Env) -> dict[str, Signature]:
+    """Plain methods of the class around the target, for `self.m(...)` calls."""
+    tree = env.ctx.tree
+    inner = env.target.functions[-1] if env.target.functions else None
+    for node in ast.walk(tree) if tree is not None and inner is not None else []:
+        if isinstance(node, ast.ClassDef) and any(s is inner for s in node.body):
+            return {
+                s.name: signature_of(s, bound=True)
+                for s in node.body
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list
+            }
+    return {}
+
+
+def _callee(node: ast.Call, env: Env, functions: dict[str, Signature]) -> tuple[str, Signature | None]:
+    """The called name and its signature when the module defines it (`f(...)` or `self.f(...)`)."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id not in env.scope.variables:
+        return func.id, functions.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        return func.attr, method_signatures(env).get(func.attr)
+    return "", None
+
+
+def _plain(node: ast.Call) -> bool:
+    """No `*args`/`**kwargs` at the call: its argument count is known."""
+    return not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords)
+
+
+def callee_swaps(env: Env) -> Iterator[Edit]:
+    """Wrong callee: `f(a, b)` -> `g(a, b)` for another module function (or `self.f` -> `self.g`, another
+    method of the class) whose signature takes the same arguments. Names the builtins family already swaps
+    (min/max, any/all...) are not module functions, so the two never overlap."""
+    functions = module_signatures(env.ctx.tree)
+    enclosing = {f.name for f in env.target.functions}
+    for node, root in env.of_type(ast.Call):
+        assert isinstance(node, ast.Call)
+        name, own = _callee(node, env, functions)
+        if own is None or not _plain(node):
+            continue
+        keywords = [k.arg for k in node.keywords if k.arg]
+        pool = method_signatures(env) if isinstance(node.func, ast.Attribute) else functions
+        count = 0
+        for other, sig in pool.items():
+            # The function being defined is not a likely replacement for a call inside it.
+            if other == name or other in enclosing or other.startswith("__") or count >= NAME_LIMIT:
+                continue
+            # A class for a function (or the reverse) changes what the value is, not which computation.
+            if sig.is_class != own.is_class or not sig.accepts(len(node.args), keywords):
+                continue
+            count += 1
+            func: ast.expr = (
+                name_node(other)
+                if isinstance(node.func, ast.Name)
+                else ast.Attribute(value=node.func.value, attr=other, ctx=ast.Load())  # type: ignore[attr-defined]
+            )
+            yield Edit("callee", CALLEE_TIER, root, node.func, func)
+
+
+def keyword_arguments(env: Env) -> Iterator[Edit]:
+    """Forgotten or extra keyword argument: drop one keyword; forward a parameter `p` of the enclosing
+    function as `p=p` to a module callee that takes a parameter of that name and is not given it yet."""
+    functions = module_signatures(env.ctx.tree)
+    func = env.target.functions[0] if env.target.functions else None
+    params = [a.arg for a in [*func.args.args, *func.args.kwonlyargs]] if func is not None else []
+    params = [p for p in params if p not in ("self", "cls")]
+    for node, root in env.of_type(ast.Call):
+        assert isinstance(node, ast.Call)
+        if not _plain(node):
+            continue
+        for index in range(len(node.keywords)):
+            kept = [k for j, k in enumerate(node.keywords) if j != index]
+            yield Edit("keyword", KEYWORD_TIER, root, node, ast.Call(func=node.func, args=node.args, keywords=kept))
+        _, sig = _callee(node, env, functions)
+        if sig is None:
+            continue
+        given = {k.arg for k in node.keywords}
+        # Parameters the positional arguments already fill cannot be passed again by keyword.
+        filled = set(sig.names[: len(node.args)])
+        for param in params:
+            if param in given or param in filled or param not in sig.names:
+                continue
+            extra = ast.keyword(arg=param, value=name_node(param))
+            new = ast.Call(func=node.func, args=node.args, keywords=[*node.keywords, extra])
+            yield Edit("keyword", KEYWORD_TIER, root, node, new)
