@@ -135,7 +135,7 @@ def fix_commits(repo: Path, max_lines: int) -> list[tuple[str, list[str]]]:
         source: list[str] = []
         lines, tests = 0, False
         for row in stats.strip().splitlines():
-            added, deleted, path = (row.split("\t") + ["", "", ""])[:3]
+            added, deleted, path = [*row.split("\t"), "", "", ""][:3]
             if is_test_path(path) and path.endswith(".py"):
                 tests = True
             elif is_source_path(path):
@@ -243,7 +243,10 @@ def _diff_uneven(olds: list[ast.stmt], news: list[ast.stmt]) -> list[Change]:
     return changes
 
 
-def _node_pairs(a: ast.AST, b: ast.AST, parent: ast.AST | None, out: list[tuple[ast.AST | None, ast.AST, ast.AST]]) -> None:
+Pair = tuple[ast.AST | None, ast.AST, ast.AST]
+
+
+def _node_pairs(a: ast.AST, b: ast.AST, parent: ast.AST | None, out: list[Pair]) -> None:
     """The smallest differing node pairs of two trees, each with the parent (in a) they hang from."""
     if type(a) is not type(b):
         out.append((parent, a, b))
@@ -262,10 +265,9 @@ def _node_pairs(a: ast.AST, b: ast.AST, parent: ast.AST | None, out: list[tuple[
                 elif xa != xb:
                     out.append((parent, a, b))
                     return
-        elif va != vb and not (isinstance(va, ast.AST) or isinstance(vb, ast.AST)):
-            out.append((parent, a, b))
-            return
-        elif (va is None) != (vb is None):
+        elif (va != vb and not isinstance(va, ast.AST) and not isinstance(vb, ast.AST)) or (
+            (va is None) != (vb is None)
+        ):
             out.append((parent, a, b))
             return
 
@@ -380,7 +382,7 @@ def classify_change(change: Change) -> list[str]:
         if isinstance(b, ast.If) and len(b.body) == 1 and isinstance(b.body[0], _EXITS):
             return ["guard inserted"]
         return ["other"]
-    pairs: list[tuple[ast.AST | None, ast.AST, ast.AST]] = []
+    pairs: list[Pair] = []
     _node_pairs(a, b, None, pairs)
     if not pairs:
         return []
@@ -427,10 +429,9 @@ def apply_diff(old: str, diff: str) -> str:
                 out.append(row[1:])
             elif row.startswith("-"):
                 pos += 1
-            elif row.startswith(" ") or row == "":
-                if pos < len(lines) and row[1:] == lines[pos]:
-                    out.append(lines[pos])
-                    pos += 1
+            elif (row.startswith(" ") or row == "") and pos < len(lines) and row[1:] == lines[pos]:
+                out.append(lines[pos])
+                pos += 1
     out.extend(lines[pos:])
     return "\n".join(out)
 

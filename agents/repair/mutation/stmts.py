@@ -386,8 +386,8 @@ def loop_exits(env: Env) -> Iterator[Edit]:
 
 
 def _function_conditions(func: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt) -> list[ast.expr]:
-    """Distinct if/while/ternary/comprehension tests of the function (not the statement's own), nearest
-    to the statement first."""
+    """Distinct if/while/ternary/comprehension tests of the function and their and/or operands (not the
+    statement's own), nearest to the statement first."""
     found: dict[str, tuple[int, ast.expr]] = {}
     line = stmt.lineno
     for node in ast.walk(func):
@@ -396,6 +396,8 @@ def _function_conditions(func: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast
             tests = [node.test]
         elif isinstance(node, ast.comprehension):
             tests = list(node.ifs)
+        # The operands of `a and b` are conditions of the function too (a guard often tests one of them).
+        tests += [v for t in tests if isinstance(t, ast.BoolOp) for v in t.values]
         for test in tests:
             if getattr(test, "lineno", line) == line:
                 continue

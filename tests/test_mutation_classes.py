@@ -1,0 +1,237 @@
+"""Edit classes added from mining small real fixes (bench/edit_classes.py): callee swaps, keyword
+arguments, loop exits. Each is checked on a made-up bug its edit fixes, and on a neutral function where it
+must stay quiet or bounded. Also the miner's classifier on made-up before/after pairs."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.repair.mutation.templates import OPERATOR_TIERS, Candidate, generate_candidates
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import edit_classes  # noqa: E402
+
+
+def _candidates(source: str, marker: str = "# BUG") -> list[Candidate]:
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if marker in text)
+    return list(generate_candidates(source, line))
+
+
+def _fixing(source: str, check: Callable[[dict[str, Any]], bool], operator: str) -> list[Candidate]:
+    """Candidates of `operator` whose program passes the check."""
+    fixed = []
+    for candidate in _candidates(source):
+        if candidate.operator != operator:
+            continue
+        namespace: dict[str, Any] = {}
+        try:
+            exec(compile(candidate.new_source, "<mutant>", "exec"), namespace)
+            ok = bool(check(namespace))
+        except Exception:  # a wrong mutant may raise anything
+            ok = False
+        if ok:
+            fixed.append(candidate)
+    return fixed
+
+
+CALLEE_BUG = textwrap.dedent(
+    """
+    def celsius(f):
+        return (f - 32) * 5 / 9
+
+    def fahrenheit(c):
+        return c * 9 / 5 + 32
+
+    def warmest_in_f(readings_c):
+        return max(celsius(r) for r in readings_c)  # BUG
+    """
+)
+
+
+def test_callee_swap_fixes_a_call_to_the_wrong_function() -> None:
+    fixed = _fixing(CALLEE_BUG, lambda ns: ns["warmest_in_f"]([0, 100]) == 212, "callee")
+    assert [c.description for c in fixed] == ["line 9: `celsius` -> `fahrenheit`"]
+    assert fixed[0].tier in OPERATOR_TIERS["callee"]
+
+
+METHOD_BUG = textwrap.dedent(
+    """
+    class Basket:
+        def __init__(self):
+            self.items = []
+
+        def add(self, item):
+            self.items.append(item)
+
+        def remove_all(self, item):
+            self.items = [i for i in self.items if i != item]
+
+        def add_many(self, items):
+            for item in items:
+                self.remove_all(item)  # BUG
+            return self
+    """
+)
+
+
+def test_callee_swap_fixes_a_call_to_the_wrong_method_of_the_class() -> None:
+    fixed = _fixing(METHOD_BUG, lambda ns: ns["Basket"]().add_many([1, 2]).items == [1, 2], "callee")
+    assert "`self.remove_all` -> `self.add`" in fixed[0].description
+
+
+def test_callee_swap_respects_arity_and_kind() -> None:
+    source = textwrap.dedent(
+        """
+        def one(a):
+            return a
+
+        def two(a, b):
+            return a + b
+
+        class Box:
+            def __init__(self, a):
+                self.a = a
+
+        def use(x):
+            return one(x)  # BUG
+        """
+    )
+    callees = [c.description for c in _candidates(source) if c.operator == "callee"]
+    # two() needs two arguments and Box is a class: neither replaces a one-argument function call.
+    assert callees == []
+
+
+KEYWORD_BUG = textwrap.dedent(
+    """
+    def tokens(text, lowercase=False):
+        words = text.split()
+        return [w.lower() for w in words] if lowercase else words
+
+    def unique_tokens(text, lowercase=False):
+        return sorted(set(tokens(text)))  # BUG
+    """
+)
+
+
+def test_keyword_forwarding_fixes_a_dropped_parameter() -> None:
+    fixed = _fixing(KEYWORD_BUG, lambda ns: ns["unique_tokens"]("A a b", lowercase=True) == ["a", "b"], "keyword")
+    assert [c.description for c in fixed] == ["line 7: `tokens(text)` -> `tokens(text, lowercase=lowercase)`"]
+
+
+def test_keyword_drop_fixes_an_extra_keyword() -> None:
+    source = textwrap.dedent(
+        """
+        def pad(text, width, fill=" "):
+            return text.rjust(width, fill)
+
+        def money(cents):
+            return pad(str(cents), 6, fill="0")  # BUG
+        """
+    )
+    fixed = _fixing(source, lambda ns: ns["money"](42) == "    42", "keyword")
+    assert [c.description for c in fixed] == ["line 6: `pad(str(cents), 6, fill='0')` -> `pad(str(cents), 6)`"]
+
+
+LOOP_EXIT_BUG = textwrap.dedent(
+    """
+    def total_valid(amounts):
+        total = 0
+        for amount in amounts:
+            if amount is not None and amount < 0:
+                raise ValueError(amount)
+            total += amount  # BUG
+        return total
+    """
+)
+
+
+def test_loop_exit_skips_an_item_with_a_condition_of_the_function() -> None:
+    fixed = _fixing(LOOP_EXIT_BUG, lambda ns: ns["total_valid"]([1, None, 2]) == 3, "loop_exit")
+    assert fixed, "no loop exit fixed the missing skip"
+    assert all("continue" in c.description for c in fixed)
+
+
+def test_loop_exit_is_bounded_and_quiet_outside_loops() -> None:
+    neutral = textwrap.dedent(
+        """
+        def describe(x, y):
+            if x > y:
+                label = "up"
+            else:
+                label = "down"
+            return label + str(x - y)  # BUG
+        """
+    )
+    assert [c for c in _candidates(neutral) if c.operator == "loop_exit"] == []
+    looped = textwrap.dedent(
+        """
+        def scan(rows, a, b, c, d, e):
+            out = []
+            for row in rows:
+                out.append(row)  # BUG
+            if a: pass
+            if b: pass
+            if c: pass
+            if d: pass
+            if e: pass
+            return out
+        """
+    )
+    exits = [c for c in _candidates(looped) if c.operator == "loop_exit"]
+    # At most four conditions, each as continue/break and negated.
+    assert 0 < len(exits) <= 16
+
+
+def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
+    neutral = textwrap.dedent(
+        """
+        import math
+
+        def hypotenuse(a, b):
+            return math.sqrt(a * a + b * b)  # BUG
+        """
+    )
+    new = [c for c in _candidates(neutral) if c.operator in ("callee", "keyword", "loop_exit")]
+    assert new == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("def f(x):\n    return g(x)\n", "def f(x):\n    return h(x)\n", ["callee change"]),
+        ("def f(x):\n    return g(x)\n", "def f(x):\n    return x\n", ["call unwrap"]),
+        ("def f(x):\n    return x\n", "def f(x):\n    return str(x)\n", ["call wrap"]),
+        ("def f(x):\n    return g(x)\n", "def f(x):\n    return g(x, 1)\n", ["argument added/removed"]),
+        ("def f(x):\n    return g(x)\n", "def f(x):\n    return g(x, k=1)\n", ["keyword argument added/removed"]),
+        ("def f(x):\n    return x.pop()\n", "def f(x):\n    return x.popleft()\n", ["method swap"]),
+        ("def f(a, b, c):\n    return a < b < c\n", "def f(a, b, c):\n    return a < b <= c\n", ["comparison chain change"]),
+        ("def f(a, b, c):\n    return a < b < c\n", "def f(a, b, c):\n    return a < b\n", ["comparison chain change"]),
+        ("def f(a):\n    return a + 1\n", "def f(a):\n    return a - 1\n", ["operator swap"]),
+        (
+            "def f(xs):\n    for x in xs:\n        g(x)\n",
+            "def f(xs):\n    for x in xs:\n        if x is None:\n            continue\n        g(x)\n",
+            ["guard inserted"],
+        ),
+        (
+            "def f(xs):\n    for x in xs:\n        g(x)\n",
+            "def f(xs):\n    for x in xs:\n        g(x)\n        break\n",
+            ["continue/break inserted"],
+        ),
+        ("def f(x):\n    g(x)\n    return x\n", "def f(x):\n    return x\n", ["statement deleted"]),
+        ('def f(x):\n    """Doc."""\n    return x\n', 'def f(x):\n    """Docs."""\n    return x\n', [edit_classes.NON_CODE]),
+    ],
+)
+def test_classifier_on_made_up_edits(old: str, new: str, expected: list[str]) -> None:
+    assert sorted(edit_classes.classify_sources(old, new)) == sorted(expected)
+
+
+def test_apply_diff_rebuilds_the_new_source() -> None:
+    old = "a\nb\nc\nd\n"
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -2,2 +2,2 @@\n b\n-c\n+C\n"
+    assert edit_classes.apply_diff(old, diff) == "a\nb\nC\nd\n"
