@@ -53,7 +53,8 @@ DEFAULT_PROJECTS = (
     "jpadilla+pyjwt",
 )
 
-#: class -> (mutation operators that emit this shape, how fully). "" = no family emits it.
+#: class -> (mutation operators that emit this shape, how fully). "" = no family emits it. "(new)" marks the
+#: families added from this table (agents/repair/mutation/calls.py, stmts.loop_exits).
 COVERAGE: dict[str, tuple[str, str]] = {
     "operator swap": ("cmpop, boolop, binop, augop", "yes"),
     "negation added/removed": ("negate", "yes"),
@@ -63,16 +64,16 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "method swap": ("attribute (_METHOD_SWAPS), builtin", "fixed pairs only"),
     "call unwrap": ("builtin", "single-argument calls"),
     "call wrap": ("builtin (len)", "len only"),
-    "callee change": ("builtin (_BUILTIN_SWAPS)", "fixed pairs only"),
+    "callee change": ("callee (new), builtin (_BUILTIN_SWAPS)", "module functions, class methods, builtin pairs"),
     "argument added/removed": ("call_args", "drop; add a local to module functions"),
-    "keyword argument added/removed": ("", "no"),
+    "keyword argument added/removed": ("keyword (new)", "drop one; forward a parameter the callee takes"),
     "comparison chain change": ("cmpop", "operators only, no link dropped"),
     "condition term added/removed": ("term_removal, none_guard", "removal; None checks"),
     "term added/removed": ("term_removal, term_addition", "yes"),
-    "guard inserted": ("early_return, empty_guard", "None/type/empty guards only"),
+    "guard inserted": ("early_return, empty_guard, loop_exit (new)", "None/type guards; loop exits on own tests"),
     "statement wrapped in guard": ("none_guard", "None checks only"),
     "return inserted": ("", "no"),
-    "continue/break inserted": ("", "no"),
+    "continue/break inserted": ("loop_exit (new)", "under a guard only"),
     "assignment inserted": ("insert_update, accumulate", "loop updates only"),
     "call statement inserted": ("insert_update (container updates)", "container updates only"),
     "statement deleted": ("delete", "yes"),

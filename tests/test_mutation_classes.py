@@ -15,7 +15,7 @@ import pytest
 from agents.repair.mutation.templates import OPERATOR_TIERS, Candidate, generate_candidates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import edit_classes  # noqa: E402
+import edit_classes
 
 
 def _candidates(source: str, marker: str = "# BUG") -> list[Candidate]:
@@ -210,7 +210,11 @@ def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
         ("def f(x):\n    return g(x)\n", "def f(x):\n    return g(x, 1)\n", ["argument added/removed"]),
         ("def f(x):\n    return g(x)\n", "def f(x):\n    return g(x, k=1)\n", ["keyword argument added/removed"]),
         ("def f(x):\n    return x.pop()\n", "def f(x):\n    return x.popleft()\n", ["method swap"]),
-        ("def f(a, b, c):\n    return a < b < c\n", "def f(a, b, c):\n    return a < b <= c\n", ["comparison chain change"]),
+        (
+            "def f(a, b, c):\n    return a < b < c\n",
+            "def f(a, b, c):\n    return a < b <= c\n",
+            ["comparison chain change"],
+        ),
         ("def f(a, b, c):\n    return a < b < c\n", "def f(a, b, c):\n    return a < b\n", ["comparison chain change"]),
         ("def f(a):\n    return a + 1\n", "def f(a):\n    return a - 1\n", ["operator swap"]),
         (
@@ -224,7 +228,11 @@ def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
             ["continue/break inserted"],
         ),
         ("def f(x):\n    g(x)\n    return x\n", "def f(x):\n    return x\n", ["statement deleted"]),
-        ('def f(x):\n    """Doc."""\n    return x\n', 'def f(x):\n    """Docs."""\n    return x\n', [edit_classes.NON_CODE]),
+        (
+            'def f(x):\n    """Doc."""\n    return x\n',
+            'def f(x):\n    """Docs."""\n    return x\n',
+            [edit_classes.NON_CODE],
+        ),
     ],
 )
 def test_classifier_on_made_up_edits(old: str, new: str, expected: list[str]) -> None:
