@@ -87,7 +87,7 @@ async def play(browser: Any, url: str, actions: list[dict[str, Any]]) -> Seen:
             try:
                 await _act(page, action, url)
             except Exception as exc:
-                raise RuntimeError(f"action {i} ({action}): {str(exc).splitlines()[0]}") from None
+                raise RuntimeError(f"action {i} ({action}): {str(exc)[-600:]}") from None
         seen.text = await page.evaluate("() => document.body.innerText")
     finally:
         await context.close()
