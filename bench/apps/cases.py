@@ -149,9 +149,12 @@ async def _ready(proc: asyncio.subprocess.Process, case: AppCase, deadline: floa
         if not line:
             raise RuntimeError(f"{case.name}: server.py exited ({await proc.wait()}) before the app was ready")
         if line.startswith(b"ready on "):
-            # Keep draining stdout so the app never blocks on a full pipe.
-            asyncio.ensure_future(_drain(proc.stdout))
+            # Keep draining stdout so the app never blocks on a full pipe (the task is kept: not collected).
+            _DRAINS.add(asyncio.ensure_future(_drain(proc.stdout)))
             return
+
+
+_DRAINS: set[asyncio.Future[None]] = set()
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from appenv import ensure_venv  # noqa: E402
-from cases import AppCase, load_app_cases, serve_case  # noqa: E402
+from appenv import ensure_venv
+from cases import AppCase, load_app_cases, serve_case
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -102,7 +102,7 @@ async def verify_case(browser: Any, case: AppCase, logs: Path) -> dict[str, Any]
         try:
             async with serve_case(case, fixed=release == "fixed", log=logs / f"{case.name}-{release}.log") as url:
                 record[release] = (await play(browser, url, truth["actions"])).shows(truth["failure"])
-        except Exception as exc:  # noqa: BLE001 - a broken case is reported, the others still run
+        except Exception as exc:  # a broken case is reported, the others still run
             record[release] = None
             record["error"] = f"{release}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     record["ok"] = record.get("buggy") is True and record.get("fixed") is False
