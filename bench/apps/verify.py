@@ -36,10 +36,12 @@ class Seen:
         self.text = ""
 
     def shows(self, failure: dict[str, Any]) -> bool:
-        """Whether the run shows `failure` ({"kind": ..., "match": regex or "text": snippet})."""
+        """Whether the run shows `failure` ({"kind": ..., "match": a regex, or "text": a snippet shown or absent})."""
         kind = failure["kind"]
         if kind == "text":
             return str(failure["text"]).lower() in self.text.lower()
+        if kind == "text_absent":  # the failure is something missing from the screen
+            return str(failure["text"]).lower() not in self.text.lower()
         pattern = re.compile(str(failure.get("match", "")), re.I)
         seen = {"page_error": self.page_errors, "console_error": self.console_errors, "http_5xx": self.http_5xx}
         return any(pattern.search(s) for s in seen[kind])
