@@ -111,6 +111,7 @@ async def real_apps(only: set[str] | None = None) -> list[dict[str, Any]]:
 
 async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
     """One real-app case: reproduce on the buggy release, then on the fixed one; the record of both."""
+    from appenv import venv_dir
     from cases import serve_case
 
     from agents.app import WebDriver, extraction_score, reproduce_app
@@ -119,6 +120,15 @@ async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
     truth = [Step.from_json(s) for s in case.truth["steps"]]
     record: dict[str, Any] = {"name": case.name, "app": case.meta["app"], "style": case.meta["style"]}
     record.update(oracle=case.oracle_kind, steps_total=len(truth))
+    missing = [
+        v
+        for v in (case.meta["buggy"], case.meta["fixed"])
+        if not (venv_dir(case.meta["package"], v) / ".installed").exists()
+    ]
+    if missing:
+        # Installing here would time the install and reach PyPI in the middle of a measurement.
+        reason = f"{case.meta['package']} {', '.join(missing)} not built: run `make bench-apps` first"
+        return {**record, "status": "not built", "reasons": [reason], "seconds": 0.0, "steps_found": 0}
     started = time.monotonic()
     try:
         async with serve_case(case, log=out / "buggy-server.log") as url:
@@ -165,11 +175,11 @@ def render_apps(records: list[dict[str, Any]]) -> str:
             f"| {r['status']} | {r.get('fired') or '-'} | {'yes' if r.get('reproduced') else 'no'} "
             f"| {'yes' if r.get('false_alarm') else 'no'} | {r.get('seconds', 0.0)} |"
         )
-    done = [r for r in records if r["status"] != "error"]
+    done = [r for r in records if r["status"] not in ("error", "not built")]
     found, total = sum(r.get("steps_found", 0) for r in records), sum(r["steps_total"] for r in records)
     lines += [
         "",
-        f"- cases: {len(records)} ({len(records) - len(done)} did not start)",
+        f"- cases: {len(records)} ({len(records) - len(done)} did not run: not built or did not start)",
         f"- steps extracted correctly: {found}/{total}" + (f" ({found / total:.1%})" if total else ""),
         f"- reproduced with the case's oracle: {sum(bool(r.get('reproduced')) for r in records)}/{len(records)}",
         f"- false alarms on the fixed release: {sum(bool(r.get('false_alarm')) for r in records)}/{len(done)}",

@@ -8,6 +8,7 @@ committed: only its name and version are.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -39,11 +40,15 @@ def ensure_venv(package: str, version: str, pins: list[str] | tuple[str, ...] = 
     if stamp.exists():
         return root / "bin"
     root.parent.mkdir(parents=True, exist_ok=True)
-    # A half-built venv (an interrupted install) is rebuilt from scratch: pip would keep its broken state.
-    venv.EnvBuilder(clear=True, with_pip=True).create(root)
-    pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, f"{package}=={version}", *pins], check=True, stdout=sys.stderr)
-    stamp.write_text(f"{package}=={version} {' '.join(pins)}\n")
+    # One builder at a time per release (verify.py and a server.py may both ask for it): the others wait.
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists():
+            # A half-built venv (an interrupted install) is rebuilt from scratch: pip would keep its broken state.
+            venv.EnvBuilder(clear=True, with_pip=True).create(root)
+            pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+            subprocess.run([*pip, f"{package}=={version}", *pins], check=True, stdout=sys.stderr)
+            stamp.write_text(f"{package}=={version} {' '.join(pins)}\n")
     return root / "bin"
 
 
