@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WEBAPPS = ROOT / "tests" / "samples" / "webapps"
 APPS = ROOT / "bench" / "apps"
 #: The agent's time budget per reproduction on a real app (its pages are slower than the samples').
-APP_BUDGET_SECONDS = 180.0
+APP_BUDGET_SECONDS = 90.0
 
 
 def main() -> None:

@@ -113,6 +113,8 @@ def server_command(case: AppCase, port: int, *, fixed: bool) -> list[str]:
 async def serve_case(case: AppCase, *, fixed: bool = False, log: Path | None = None) -> AsyncIterator[str]:
     """Start the case's release and yield the user's start URL once it is seeded; stopped on the way out."""
     port = free_port()
+    if log:
+        log.parent.mkdir(parents=True, exist_ok=True)
     sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed in the finally below
     proc = await asyncio.create_subprocess_exec(
         *server_command(case, port, fixed=fixed),
