@@ -37,12 +37,13 @@ def main() -> None:
     parser.add_argument("--set", choices=("all", "samples", "apps"), default="all")
     parser.add_argument("--only", nargs="*", help="real-app case names (bench/apps/<name>)")
     parser.add_argument("--json", type=Path, help="also write the real-app records to this file")
+    parser.add_argument("--out", type=Path, help="keep each real-app run's action log, screenshots and log here")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     if args.set in ("all", "samples"):
         samples()
     if args.set in ("all", "apps"):
-        records = asyncio.run(real_apps(set(args.only) if args.only else None))
+        records = asyncio.run(real_apps(set(args.only) if args.only else None, args.out))
         print(render_apps(records))
         if args.json:
             args.json.write_text(json.dumps(records, indent=2) + "\n")
@@ -93,8 +94,11 @@ async def _alternative_wordings() -> dict[str, int]:
     return counts
 
 
-async def real_apps(only: set[str] | None = None) -> list[dict[str, Any]]:
-    """Each real-app case on its buggy release (must reproduce) and its fixed release (must not)."""
+async def real_apps(only: set[str] | None = None, out: Path | None = None) -> list[dict[str, Any]]:
+    """Each real-app case on its buggy release (must reproduce) and its fixed release (must not).
+
+    `out` keeps every run's artifacts (out/<case>/buggy|fixed, and the servers' logs); else a temporary folder.
+    """
     from agents.app import shared_browser
 
     sys.path.insert(0, str(APPS))
@@ -104,7 +108,7 @@ async def real_apps(only: set[str] | None = None) -> list[dict[str, Any]]:
     async with shared_browser() as browser:
         with tempfile.TemporaryDirectory(prefix="app-repro-real-") as tmp:
             for case in load_app_cases(APPS, only):
-                records.append(await _real_case(case, browser, Path(tmp) / case.name))
+                records.append(await _real_case(case, browser, (out or Path(tmp)) / case.name))
                 print(json.dumps(records[-1]), file=sys.stderr, flush=True)
     return records
 
