@@ -146,7 +146,7 @@ async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
                 budget_seconds=APP_BUDGET_SECONDS,
             )  # fmt: skip
     except (RuntimeError, OSError) as exc:
-        return {**record, "status": "error", "reasons": [str(exc)], "seconds": 0.0, "steps_found": 0}
+        return {**record, "status": "not started", "reasons": [str(exc)], "seconds": 0.0, "steps_found": 0}
     fired = str(res.oracle["fired"]) if res.oracle else None
     record.update(
         status=res.status,
@@ -179,7 +179,8 @@ def render_apps(records: list[dict[str, Any]]) -> str:
             f"| {r['status']} | {r.get('fired') or '-'} | {'yes' if r.get('reproduced') else 'no'} "
             f"| {'yes' if r.get('false_alarm') else 'no'} | {r.get('seconds', 0.0)} |"
         )
-    done = [r for r in records if r["status"] not in ("error", "not built")]
+    # "error" is the agent's own outcome (a driver error): it ran; a release that never started did not.
+    done = [r for r in records if r["status"] not in ("not started", "not built")]
     found, total = sum(r.get("steps_found", 0) for r in records), sum(r["steps_total"] for r in records)
     lines += [
         "",
