@@ -29,6 +29,9 @@ WEBAPPS = ROOT / "tests" / "samples" / "webapps"
 APPS = ROOT / "bench" / "apps"
 #: The agent's time budget per reproduction on a real app (its pages are slower than the samples').
 APP_BUDGET_SECONDS = 90.0
+#: The driver's timeout per page load and action on a real app: a Flask development server on a loaded machine
+#: takes more than the default 5 s to serve its first page with its fonts, which is no bug of the app.
+APP_DRIVER_TIMEOUT_MS = 15000
 
 
 def main() -> None:
@@ -137,12 +140,12 @@ async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
     try:
         async with serve_case(case, log=out / "buggy-server.log") as url:
             res = await reproduce_app(
-                case.report, url, out_dir=out / "buggy", driver=WebDriver(url, browser=browser),
+                case.report, url, out_dir=out / "buggy", driver=WebDriver(url, browser=browser, timeout_ms=APP_DRIVER_TIMEOUT_MS),
                 budget_seconds=APP_BUDGET_SECONDS,
             )  # fmt: skip
         async with serve_case(case, fixed=True, log=out / "fixed-server.log") as url:
             fixed = await reproduce_app(
-                case.report, url, out_dir=out / "fixed", driver=WebDriver(url, browser=browser),
+                case.report, url, out_dir=out / "fixed", driver=WebDriver(url, browser=browser, timeout_ms=APP_DRIVER_TIMEOUT_MS),
                 budget_seconds=APP_BUDGET_SECONDS,
             )  # fmt: skip
     except (RuntimeError, OSError) as exc:
