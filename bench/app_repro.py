@@ -121,7 +121,7 @@ async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
     from appenv import venv_dir
     from cases import serve_case
 
-    from agents.app import WebDriver, extraction_score, reproduce_app
+    from agents.app import extraction_score
     from agents.app.s2r import Step
 
     truth = [Step.from_json(s) for s in case.truth["steps"]]
@@ -139,15 +139,9 @@ async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
     started = time.monotonic()
     try:
         async with serve_case(case, log=out / "buggy-server.log") as url:
-            res = await reproduce_app(
-                case.report, url, out_dir=out / "buggy", driver=WebDriver(url, browser=browser, timeout_ms=APP_DRIVER_TIMEOUT_MS),
-                budget_seconds=APP_BUDGET_SECONDS,
-            )  # fmt: skip
+            res = await _reproduce(case.report, url, browser, out / "buggy")
         async with serve_case(case, fixed=True, log=out / "fixed-server.log") as url:
-            fixed = await reproduce_app(
-                case.report, url, out_dir=out / "fixed", driver=WebDriver(url, browser=browser, timeout_ms=APP_DRIVER_TIMEOUT_MS),
-                budget_seconds=APP_BUDGET_SECONDS,
-            )  # fmt: skip
+            fixed = await _reproduce(case.report, url, browser, out / "fixed")
     except (RuntimeError, OSError) as exc:
         return {**record, "status": "not started", "reasons": [str(exc)], "seconds": 0.0, "steps_found": 0}
     fired = str(res.oracle["fired"]) if res.oracle else None
@@ -166,6 +160,14 @@ async def _real_case(case: Any, browser: Any, out: Path) -> dict[str, Any]:
         reasons=res.reasons,
     )
     return record
+
+
+async def _reproduce(report: str, url: str, browser: Any, out: Path) -> Any:
+    """The agent on one release, with the real apps' budget and driver timeout."""
+    from agents.app import WebDriver, reproduce_app
+
+    driver = WebDriver(url, browser=browser, timeout_ms=APP_DRIVER_TIMEOUT_MS)
+    return await reproduce_app(report, url, out_dir=out, driver=driver, budget_seconds=APP_BUDGET_SECONDS)
 
 
 def render_apps(records: list[dict[str, Any]]) -> str:
