@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint docs bench bench-data soak venv wheelhouse clean system-packages image-wheels image base-image up down
+.PHONY: demo test lint docs bench bench-data bench-apps soak venv wheelhouse clean system-packages image-wheels image base-image up down
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -111,6 +111,13 @@ ifeq ($(strip $(MIRRORS)),)
 else
 	PYTHONPATH=$(CURDIR) $(BIN)/python bench/data/mine.py build --mirrors $(MIRRORS) --out $(REALBUGS_DATA) $(MINE_FLAGS)
 endif
+
+# The real-app cases (bench/apps, docs/benchmarks.md): each case's buggy and fixed PyPI releases installed in
+# cached venvs ($$REPROBOT_BENCH_CACHE, default ~/.cache/reprobot-bench-apps), then every case checked by its
+# scripted ground truth (the failure shows on the buggy release only). `python bench/app_repro.py --set apps`
+# then measures the agent on them.
+bench-apps: $(STAMP)
+	$(BIN)/python bench/apps/verify.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
