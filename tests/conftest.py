@@ -17,6 +17,7 @@ from bot.store.base import StoreConnection
 from bot.store.pg import is_postgres_url
 from tests.pg_server import PgServer, pg_bin
 from tests.pg_server import running as pg_running
+from tests.xdist_shared import shared_dir, shared_pg_server, stop_shared_pg_server, worker_id
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
@@ -52,10 +53,22 @@ def _no_store_calls_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(StoreConnection, "loop_guard", True)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller of a parallel run stops the PostgreSQL server its workers shared (they never do)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # a worker, or a run without xdist (its server is the pg_server fixture's own)
+    stop_shared_pg_server(config._tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session")
 def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One environment cache per test session, so virtualenvs are built once."""
-    return tmp_path_factory.mktemp("env-cache")
+    """One environment cache per test run, so virtualenvs are built once.
+
+    Shared by the workers of a parallel run: builds take a per-environment flock (sandboxes/environment.py),
+    so two workers wanting the same environment build it once and the second gets a cache hit.
+    """
+    return shared_dir(tmp_path_factory, "env-cache")
 
 
 @pytest.fixture
@@ -96,10 +109,17 @@ def one_module_project(path: Path, source: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    """A real PostgreSQL server from Debian's package for the whole session (skips when there is no pg_ctl)."""
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+    """A real PostgreSQL server from Debian's package for the whole run (skips when there is no pg_ctl).
+
+    In a parallel run the workers share one server (tests/xdist_shared.py); each test still gets its own
+    databases from new_database().
+    """
     if pg_bin() is None:
         pytest.skip("no pg_ctl under /usr/lib/postgresql/*/bin: apt-get install postgresql (.ci/system-packages)")
+    if worker_id() != "master":
+        yield shared_pg_server(tmp_path_factory)
+        return
     with pg_running() as server:
         yield server
 
