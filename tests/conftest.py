@@ -17,6 +17,7 @@ from bot.store.base import StoreConnection
 from bot.store.pg import is_postgres_url
 from tests.pg_server import PgServer, pg_bin
 from tests.pg_server import running as pg_running
+from tests.runner_procs import free_port as pick_free_port
 from tests.xdist_shared import shared_dir, shared_pg_server, stop_shared_pg_server, worker_id
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +52,30 @@ def _no_store_calls_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     tests that read the store from a coroutine do it with asyncio.to_thread, as the product code does.
     """
     monkeypatch.setattr(StoreConnection, "loop_guard", True)
+
+
+@pytest.fixture(autouse=True)
+def _private_data_dir(
+    tmp_path_factory: pytest.TempPathFactory, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test gets its own REPROBOT_DATA_DIR (its cache: the run's shared environment cache).
+
+    So a test that runs the bot without naming a data dir never shares one with a test running beside it in
+    another worker (nor reads the developer's, or CI's REPROBOT_DATA_DIR). A test that sets its own wins.
+    A folder of its own, not under tmp_path: tests may check what tmp_path holds.
+    """
+    data = tmp_path_factory.mktemp("data")
+    (data / "cache").symlink_to(env_cache)
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(data))
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A port on 127.0.0.1 free now, for a server the test starts in another process (`--port`).
+
+    A server started in the test's own process binds port 0 instead and reads the port it got.
+    """
+    return pick_free_port()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
