@@ -1,4 +1,4 @@
-# reprobot: make demo · make test · make lint · make docs · make bench
+# reprobot: make demo · make test · make test-all · make lint · make docs · make bench
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,7 +13,7 @@ OLD_PYTEST := 'pytest<8' nose
 # The interpreter test environments are built with (REPROBOT_SANDBOX_PYTHON's default): wheels must fit it.
 SANDBOX_PY ?= /usr/bin/python3
 
-.PHONY: demo test lint docs bench bench-data soak venv wheelhouse clean system-packages image-wheels image base-image up down
+.PHONY: demo test test-all lint docs bench bench-data bench-apps soak venv wheelhouse clean system-packages image-wheels image base-image up down
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -84,8 +84,19 @@ docs: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(BIN)/python -m bot.settings.docs > docs/configuration.md.new
 	mv docs/configuration.md.new docs/configuration.md
 
+# The suite runs on every core (pytest-xdist): TEST_WORKERS=0 runs it in one process, TEST_WORKERS=4 on four.
+# Tests marked xdist_group run in one worker; what workers share (environments, PostgreSQL) is in
+# tests/xdist_shared.py. `make test` leaves out the long scenarios (marker `long`: more Minetest reports,
+# longer kill soaks), whose short siblings it runs; `make test-all` runs everything. TEST_ARGS adds options.
+TEST_WORKERS ?= auto
+TEST_ARGS ?=
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=20 -n $(TEST_WORKERS) --dist loadgroup
+
 test: lint wheelhouse image-wheels
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20
+	$(PYTEST) -m 'not long' $(TEST_ARGS)
+
+test-all: lint wheelhouse image-wheels
+	$(PYTEST) $(TEST_ARGS)
 
 # The soak suite, long (tests/test_soak.py; make test runs its short form). Bounded: pytest's timeout is set from it.
 SOAK_SECONDS ?= 600
@@ -111,6 +122,13 @@ ifeq ($(strip $(MIRRORS)),)
 else
 	PYTHONPATH=$(CURDIR) $(BIN)/python bench/data/mine.py build --mirrors $(MIRRORS) --out $(REALBUGS_DATA) $(MINE_FLAGS)
 endif
+
+# The real-app cases (bench/apps, docs/benchmarks.md): each case's buggy and fixed PyPI releases installed in
+# cached venvs ($$REPROBOT_BENCH_CACHE, default ~/.cache/reprobot-bench-apps), then every case checked by its
+# scripted ground truth (the failure shows on the buggy release only). `python bench/app_repro.py --set apps`
+# then measures the agent on them.
+bench-apps: $(STAMP)
+	$(BIN)/python bench/apps/verify.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

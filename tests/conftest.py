@@ -17,6 +17,8 @@ from bot.store.base import StoreConnection
 from bot.store.pg import is_postgres_url
 from tests.pg_server import PgServer, pg_bin
 from tests.pg_server import running as pg_running
+from tests.runner_procs import free_port as pick_free_port
+from tests.xdist_shared import shared_dir, shared_pg_server, stop_shared_pg_server, worker_id
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
@@ -52,10 +54,46 @@ def _no_store_calls_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(StoreConnection, "loop_guard", True)
 
 
+@pytest.fixture(autouse=True)
+def _private_data_dir(
+    tmp_path_factory: pytest.TempPathFactory, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test gets its own REPROBOT_DATA_DIR (its cache: the run's shared environment cache).
+
+    So a test that runs the bot without naming a data dir never shares one with a test running beside it in
+    another worker (nor reads the developer's, or CI's REPROBOT_DATA_DIR). A test that sets its own wins.
+    A folder of its own, not under tmp_path: tests may check what tmp_path holds.
+    """
+    data = tmp_path_factory.mktemp("data")
+    (data / "cache").symlink_to(env_cache)
+    monkeypatch.setenv("REPROBOT_DATA_DIR", str(data))
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A port on 127.0.0.1 free now, for a server the test starts in another process (`--port`).
+
+    A server started in the test's own process binds port 0 instead and reads the port it got.
+    """
+    return pick_free_port()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller of a parallel run stops the PostgreSQL server its workers shared (they never do)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # a worker, or a run without xdist (its server is the pg_server fixture's own)
+    stop_shared_pg_server(config._tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session")
 def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One environment cache per test session, so virtualenvs are built once."""
-    return tmp_path_factory.mktemp("env-cache")
+    """One environment cache per test run, so virtualenvs are built once.
+
+    Shared by the workers of a parallel run: builds take a per-environment flock (sandboxes/environment.py),
+    so two workers wanting the same environment build it once and the second gets a cache hit.
+    """
+    return shared_dir(tmp_path_factory, "env-cache")
 
 
 @pytest.fixture
@@ -96,10 +134,17 @@ def one_module_project(path: Path, source: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    """A real PostgreSQL server from Debian's package for the whole session (skips when there is no pg_ctl)."""
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+    """A real PostgreSQL server from Debian's package for the whole run (skips when there is no pg_ctl).
+
+    In a parallel run the workers share one server (tests/xdist_shared.py); each test still gets its own
+    databases from new_database().
+    """
     if pg_bin() is None:
         pytest.skip("no pg_ctl under /usr/lib/postgresql/*/bin: apt-get install postgresql (.ci/system-packages)")
+    if worker_id() != "master":
+        yield shared_pg_server(tmp_path_factory)
+        return
     with pg_running() as server:
         yield server
 

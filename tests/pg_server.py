@@ -71,6 +71,25 @@ class PgServer:
             with (self.data / "pg_hba.conf").open("a") as hba:
                 hba.write(f"host all all {allow} trust\n")
 
+    @classmethod
+    def attach(cls, root: Path, port: int, *, owned: bool = False) -> PgServer:
+        """A handle on a server another process started under `root` on `port` (127.0.0.1), without initdb.
+
+        The workers of a parallel test run share one server this way (tests/xdist_shared.py); `owned` lets
+        stop() remove `root` too, as the starter's own handle would.
+        """
+        binary = pg_bin()
+        if binary is None:
+            raise RuntimeError("no pg_ctl under /usr/lib/postgresql/*/bin (apt-get install postgresql)")
+        server = cls.__new__(cls)
+        server._owned = owned
+        server.bin = binary
+        server.root = root
+        server.data = root / "data"
+        server.port = port
+        server.listen = server.host = "127.0.0.1"
+        return server
+
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         opts = f"-h {self.listen} -p {self.port} -k {self.root} -c fsync=off -c max_connections=200"

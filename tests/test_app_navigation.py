@@ -154,7 +154,7 @@ async def test_unreachable_steps_are_reported_after_a_bounded_exploration(browse
 
 async def test_the_runners_app_job_is_confined_too_and_the_comment_lists_what_was_blocked(tmp_path: Path) -> None:
     """The self-hosted runner's `reproduce.app` executor drives the same confined browser (its own chromium)."""
-    from bot.render.report import render_app_reproduction
+    from bot.render.app_report import render_app_reproduction
     from bot.selfhosted import execute
 
     issue = "1. Go to the about page\n2. Click Our partner\n3. Click Say hello"

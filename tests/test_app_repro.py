@@ -28,6 +28,9 @@ CASES = load_web_cases(WEBAPPS)
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium)"),
     pytest.mark.asyncio(loop_scope="module"),
+    # One xdist worker runs the whole module, in order: the summary reads the per-case RECORDS, and the
+    # browser is started once.
+    pytest.mark.xdist_group("app_repro"),
 ]
 
 

@@ -284,6 +284,10 @@ def test_image_builds_from_the_local_base_and_runs_non_root(tmp_path: Path) -> N
         timeout=1200,
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    # Run the image this build made, by its id (what -q prints): a test run beside this one (another worker,
+    # another checkout on the machine) may move the shared tag meanwhile.
+    built = build.stdout.strip().splitlines()[-1]
+    assert built.startswith("sha256:"), build.stdout[-3000:]
     run = subprocess.run(
         [
             "docker",
@@ -291,7 +295,7 @@ def test_image_builds_from_the_local_base_and_runs_non_root(tmp_path: Path) -> N
             "--rm",
             "--network",
             "none",
-            image,
+            built,
             "sh",
             "-c",
             "id -u && reprobot --help >/dev/null && python3 -c 'import bot.dashboard, prometheus_client' && echo ok",

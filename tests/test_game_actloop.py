@@ -225,7 +225,7 @@ def test_loop_settings_are_read_and_checked() -> None:
 
 
 def test_the_closing_note_reports_what_the_model_cost() -> None:
-    from bot.render.report import render_app_reproduction
+    from bot.render.app_report import render_app_reproduction
 
     usage = {"calls": 4, "prompt_tokens": 2122, "completion_tokens": 96, "cost_usd": 0.006265}
     body = render_app_reproduction({"status": "reproduced", "actions": [{}] * 5, "model_usage": usage}, {})

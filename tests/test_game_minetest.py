@@ -79,7 +79,14 @@ def _run(args: list[str], display: str, tmp: Path, extra: dict[str, str] | None 
     raise AssertionError(f"no JSON from {args}: {proc.stdout[-500:]} {proc.stderr[-2000:]}")
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+#: The report `make test` runs (its oracle is the visible-state one; the scripted-model test below reproduces a
+#: crash on the real game too). The other four are `long` (about 40 s each): `make test-all` runs them.
+SHORT_CASE = "coin_purse"
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, marks=() if case == SHORT_CASE else pytest.mark.long) for case in sorted(CASES)]
+)
 def test_report_reproduces_replays_and_the_fix_does_not(case: str, display: str, tmp_path: Path) -> None:
     buggy, fixed, report = SAMPLES / case / "buggy", SAMPLES / case / "fixed", SAMPLES / case / "report.md"
     out = tmp_path / "run"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.jobs.queue import Queue
-from bot.render.report import render_app_reproduction
+from bot.render.app_report import render_app_reproduction
 from bot.selfhosted import execute
 from bot.selfhosted.execute import CACHE_ENV
 from bot.selfhosted.runner import RunnerAgent, RunnerConfig, scrubbed_env

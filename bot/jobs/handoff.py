@@ -13,10 +13,9 @@ from bot.forges.base import Forge, PermanentJobError
 from bot.jobs.queue import Queue
 from bot.jobs.recorder import JobDeps, Recorder
 from bot.pipeline.record import RECORD_VERSION
+from bot.render.app_report import artifact_url, render_app_reproduction
 from bot.render.report import (
-    artifact_url,
     job_page_url,
-    render_app_reproduction,
     render_job_link,
     render_policy_error,
     render_progress,

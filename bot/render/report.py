@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,11 +75,11 @@ def clip_output(text: str, limit: int = _MAX_OUTPUT) -> str:
     return "[... earlier output omitted ...]\n" + text[-limit:]
 
 
-def _fence(text: str, lang: str = "") -> str:
-    # A body containing ``` must not break out of the block: use a longer fence.
+def fence(text: str, lang: str = "") -> str:
+    """`text` as a fenced code block; a body containing ``` cannot break out of it (the fence is longer)."""
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
+    marks = "`" * max(3, longest + 1)
+    return f"{marks}{lang}\n{text}\n{marks}"
 
 
 def job_page_url(public_url: str | None, job_id: int) -> str | None:
@@ -127,13 +126,13 @@ def render_pr_body(ctx: PrContext) -> str:
         "",
         "<details><summary>BRT output before the fix</summary>",
         "",
-        _fence(clip_output(brt.before_output)),
+        fence(clip_output(brt.before_output)),
         "",
         "</details>",
         "",
         "<details><summary>BRT output after the fix</summary>",
         "",
-        _fence(clip_output(brt.after_output) or "(not run)"),
+        fence(clip_output(brt.after_output) or "(not run)"),
         "",
         "</details>",
         "",
@@ -153,7 +152,7 @@ def render_pr_body(ctx: PrContext) -> str:
         lines.append("")
     lines += _cost_lines(ctx)
     if ctx.rerun_command:
-        lines += ["### Run the BRT yourself", _fence(ctx.rerun_command, "sh"), ""]
+        lines += ["### Run the BRT yourself", fence(ctx.rerun_command, "sh"), ""]
     for title, text in ctx.extra.items():
         lines += [f"### {title}", text, ""]
     if ctx.notes:
@@ -255,11 +254,11 @@ def _brt_failing(brt: BrtEvidence) -> list[str]:
     return [
         f"**`{brt.path}`**",
         "",
-        _fence(brt.source.rstrip(), "python"),
+        fence(brt.source.rstrip(), "python"),
         "",
         "**Output on the current code:**",
         "",
-        _fence(clip_output(brt.before_output)),
+        fence(clip_output(brt.before_output)),
         "",
     ]
 
@@ -276,7 +275,7 @@ def render_reproduction_comment(ctx: ReproductionContext) -> str:
         *_brt_failing(brt),
         "**Run it yourself:**",
         "",
-        _fence(ctx.rerun_command, "sh"),
+        fence(ctx.rerun_command, "sh"),
         "",
         *render_no_tests(ctx.no_tests, delivers="reproduction"),
     ]
@@ -321,12 +320,12 @@ def render_suggestion(ctx: SuggestionContext) -> str:
         *_brt_failing(brt),
         "**Suggested patch (fix and test):**",
         "",
-        _fence(ctx.patch.rstrip(), "diff"),
+        fence(ctx.patch.rstrip(), "diff"),
         "",
     ]
     lines += render_no_tests(ctx.no_tests, ctx.assessment, delivers="suggestion")
     lines += render_assessment(ctx.assessment)
-    lines += ["**Run the test yourself:**", "", _fence(ctx.rerun_command, "sh"), ""]
+    lines += ["**Run the test yourself:**", "", fence(ctx.rerun_command, "sh"), ""]
     return "\n".join(lines)
 
 
@@ -394,113 +393,6 @@ def render_final_status(
             "",
             "**Output on the current code:**",
             "",
-            _fence(clip_output(evidence.before_output, 1500)),
+            fence(clip_output(evidence.before_output, 1500)),
         ]
     return "\n".join(lines) + "\n"
-
-
-# -- app reproductions on self-hosted runners ---------------------------------------------------------------
-
-_APP_HEADINGS = {
-    "reproduced": "✅ Reproduced on a runner",
-    "not_reproduced": "❌ Not reproduced on a runner",
-    "abstained": "⏸️ The runner's agent abstained",
-    "error": "⚠️ The app reproduction failed",
-}
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-_MAX_STEPS_SHOWN = 30
-
-
-def artifact_url(public_url: str | None, sha256: str, name: str) -> str:
-    """Where readers open a runner's artifact on the bot's server (relative without a public URL)."""
-    return f"{(public_url or '').rstrip('/')}/artifacts/{sha256}/{name}"
-
-
-def _inline(value: object, limit: int = 160) -> str:
-    """Text from a report or an app as inline code: no markdown, links or @mentions can come alive."""
-    text = " ".join(str(value).split()).replace("`", "'")
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return f"`{text}`" if text else "—"
-
-
-def _step_line(n: int, step: Mapping[str, Any]) -> str:
-    action = _inline(step.get("action") or "?", 40)
-    parts = [f"{n}. {action}"]
-    if step.get("target"):
-        parts.append(f"on {_inline(step['target'])}")
-    if step.get("input") not in (None, ""):
-        parts.append(f"with {_inline(step['input'])}")
-    return " ".join(parts)
-
-
-def _artifact_order(result: Mapping[str, Any], names: Sequence[str]) -> list[str]:
-    """Screenshot artifacts in the order the agent took them (its `screenshots`), the rest after by name."""
-    images = [n for n in names if n.lower().endswith(_IMAGE_SUFFIXES)]
-    wanted = [str(p).replace("\\", "/").rsplit("/", 1)[-1] for p in result.get("screenshots") or []]
-    ordered = [n for w in wanted for n in images if n == w or n.endswith("__" + w)]
-    ordered = list(dict.fromkeys(ordered))
-    return ordered + sorted(n for n in images if n not in ordered)
-
-
-def render_app_reproduction(result_json: Mapping[str, Any], artifact_urls: Mapping[str, str]) -> str:
-    """The reproduction comment of an app job run on a runner: steps, the oracle's evidence, screenshots, replay.
-
-    `result_json` is the agent's result (status, steps, actions, oracle, screenshots, replay, seconds, reasons);
-    `artifact_urls` maps each uploaded artifact's name to its address.
-    """
-    status = str(result_json.get("status") or "error")
-    lines = [f"### {_APP_HEADINGS.get(status, _APP_HEADINGS['error'])}", ""]
-    steps = [s for s in result_json.get("steps") or [] if isinstance(s, Mapping)]
-    if steps:
-        lines += ["**Steps to reproduce** (as the agent understood the report):", ""]
-        lines += [_step_line(i, s) for i, s in enumerate(steps[:_MAX_STEPS_SHOWN], 1)]
-        if len(steps) > _MAX_STEPS_SHOWN:
-            lines.append(f"… and {len(steps) - _MAX_STEPS_SHOWN} more (see the action log)")
-        lines.append("")
-    oracle = result_json.get("oracle")
-    if isinstance(oracle, Mapping) and oracle:
-        kind = oracle.get("kind") or oracle.get("type") or oracle.get("fired") or "oracle"
-        lines += [f"**Evidence**: the oracle {_inline(kind, 60)} fired.", ""]
-        evidence = oracle.get("evidence", {k: v for k, v in oracle.items() if k not in ("kind", "type", "fired")})
-        text = evidence if isinstance(evidence, str) else json.dumps(evidence, indent=2, ensure_ascii=False)
-        lines += [_fence(clip_output(text)), ""]
-    elif status == "not_reproduced":
-        lines += ["No oracle fired: no page error, console error, HTTP 5xx or wrong text was seen.", ""]
-    reasons = [str(r) for r in result_json.get("reasons") or []]
-    if reasons:
-        lines += ["**Why**:", "", *[f"- {_inline(r, 300)}" for r in reasons], ""]
-    blocked = [str(u) for u in result_json.get("blocked") or []]
-    if blocked:
-        # The browser is confined to the app's origin: say what it was kept from, the run went on without it.
-        lines += ["**Blocked** (requests to other hosts than the app's, not made):", ""]
-        lines += [f"- {_inline(u, 200)}" for u in blocked[:_MAX_STEPS_SHOWN]]
-        if len(blocked) > _MAX_STEPS_SHOWN:
-            lines.append(f"… and {len(blocked) - _MAX_STEPS_SHOWN} more (see the log)")
-        lines.append("")
-    shots = _artifact_order(result_json, list(artifact_urls))
-    if shots:
-        lines += ["**Screenshots** (one per step):", ""]
-        lines += [f"![{_inline(n, 80).strip('`')}]({artifact_urls[n]})" for n in shots]
-        lines.append("")
-    actions = result_json.get("actions") or []
-    links = [
-        f"[{name}]({artifact_urls[name]})"
-        for name in ("actions.json", "log.txt", "runner.log")
-        if name in artifact_urls
-    ]
-    summary = f"{len(actions)} action(s)"
-    if isinstance(result_json.get("seconds"), int | float):
-        summary += f" in {float(result_json['seconds']):.1f} s"
-    usage = result_json.get("model_usage")
-    if isinstance(usage, Mapping) and usage.get("calls"):
-        # A model drove the actions (game loop): say what it cost.
-        summary += (
-            f" · model: {int(usage['calls'])} call(s), {int(usage.get('prompt_tokens') or 0):,} prompt + "
-            f"{int(usage.get('completion_tokens') or 0):,} completion tokens, "
-            f"${float(usage.get('cost_usd') or 0):.4f}"
-        )
-    lines += [f"{summary}" + (f" · {' · '.join(links)}" if links else ""), ""]
-    if result_json.get("replay"):
-        lines += ["**Replay it yourself**:", "", _fence(str(result_json["replay"]), "sh"), ""]
-    return "\n".join(lines).rstrip() + "\n"

@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.jobs.queue import LeaseLost, Queue
-from bot.render.report import artifact_url
+from bot.render.app_report import artifact_url
 from bot.settings.config import Settings
 from bot.store import JobRow, Store, forbid_store_calls_on_loop, iso
 from bot.store.runners import Lease, RunnerGrant, RunnerRow, WriteOutcome, runner_owner
