@@ -101,10 +101,11 @@ def reap_leftovers(client: Any | None = None) -> int:
 _reaped = False
 
 
-#: Kill every other process of this uid, then poll /proc until init has reaped them all (100 x 20 ms).
+#: Kill every other process of this uid, then poll /proc until init has reaped them all (up to 500 x 20 ms: on a
+#: loaded machine init reaps late, and an unreaped zombie still counts against the next command's pids limit).
 _KILL_AND_WAIT = """kill -9 -1
 me=$(id -u); i=0
-while [ $i -lt 100 ]; do
+while [ $i -lt 500 ]; do
   left=0
   for p in /proc/[0-9]*; do
     [ "${p#/proc/}" = "$$" ] && continue
