@@ -31,10 +31,8 @@ from patch_selectors.patch import Patch
 from patch_selectors.probe_harness import _variants, norm_repr
 from patch_selectors.records import Review, make_record
 from patch_selectors.reviewers import ReviewEnv
-from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import Baseline, TestSuite, build_environment, detect_python_spec
-from sandboxes.factory import make_sandbox
 from tests.conftest import make_git_repo
+from tests.review_envs import sandboxed_review_env
 
 SHAPES = """\
 class Box:
@@ -298,17 +296,9 @@ async def middle_env(tmp_path: Path, settings: Settings) -> AsyncIterator[Review
         'pythonpath = ["."]\ntestpaths = ["tests"]\n',
     }
     base = make_git_repo(tmp_path / "base", files)
-    env = await build_environment(detect_python_spec(base), settings.cache_dir, python=settings.sandbox_python)
-    runner = TestSuite(env, timeout=120)
-
-    def open_sandbox(workspace: Path):  # type: ignore[no-untyped-def]
-        spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=Limits(wall_seconds=120))
-        return make_sandbox(settings.sandbox, spec)
-
-    async with open_sandbox(base) as sb:
-        run = await runner.run(sb, [])
+    env, run = await sandboxed_review_env(base, tmp_path / "scratch", settings)
     assert run.all_passed, run.result.output
-    yield ReviewEnv(base, tmp_path / "scratch", runner, Baseline(tests=run.tests), open_sandbox)
+    yield env
     shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
 
 

@@ -17,10 +17,8 @@ from bot.settings.config import Settings
 from patch_selectors.assess_run import assess_records
 from patch_selectors.records import Review, make_record
 from patch_selectors.reviewers import ReviewEnv
-from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import Baseline, TestSuite, build_environment, detect_python_spec
-from sandboxes.factory import make_sandbox
-from tests.conftest import QUIXBUGS, make_git_repo, require_shared
+from tests.conftest import QUIXBUGS, require_shared
+from tests.review_envs import case_checkout, sandboxed_review_env
 
 # The reproduction test the bot wrote from the report (its graph, its expected order).
 TOPOLOGICAL_BRT = """\
@@ -70,19 +68,9 @@ def _brt_part() -> str:
 @pytest.fixture
 async def topological_env(tmp_path: Path, settings: Settings) -> AsyncIterator[ReviewEnv]:
     """The development case's buggy repo, with its environment and baseline, in real sandboxes."""
-    case = require_shared(QUIXBUGS / "topological_ordering")
-    files = {str(p.relative_to(case / "repo")): p.read_text() for p in (case / "repo").rglob("*") if p.is_file()}
-    base = make_git_repo(tmp_path / "base", files)
-    env = await build_environment(detect_python_spec(base), settings.cache_dir, python=settings.sandbox_python)
-    runner = TestSuite(env, timeout=120)
-
-    def open_sandbox(workspace: Path):  # type: ignore[no-untyped-def]
-        spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=Limits(wall_seconds=120))
-        return make_sandbox(settings.sandbox, spec)
-
-    async with open_sandbox(base) as sb:
-        run = await runner.run(sb, [])
-    yield ReviewEnv(base, tmp_path / "scratch", runner, Baseline(tests=run.tests), open_sandbox)
+    base = case_checkout(require_shared(QUIXBUGS / "topological_ordering"), tmp_path / "base")
+    env, _ = await sandboxed_review_env(base, tmp_path / "scratch", settings)
+    yield env
     shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
 
 

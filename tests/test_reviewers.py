@@ -18,10 +18,8 @@ from patch_selectors.reviewers import (
     SmellReviewer,
     review_patch,
 )
-from sandboxes.base import Limits, SandboxSpec
-from sandboxes.environment import Baseline, TestSuite, build_environment, detect_python_spec
-from sandboxes.factory import make_sandbox
-from tests.conftest import QUIXBUGS, make_git_repo, require_shared
+from tests.conftest import QUIXBUGS, require_shared
+from tests.review_envs import case_checkout, sandboxed_review_env
 
 pytestmark = pytest.mark.shared
 
@@ -77,20 +75,10 @@ IMPORT_ERROR_BRT = (
 @pytest.fixture
 async def review_env(tmp_path: Path, settings: Settings) -> ReviewEnv:
     """The gcd case as a git checkout, its environment, and its baseline run."""
-    case = require_shared(QUIXBUGS / "gcd")
-    files = {str(p.relative_to(case / "repo")): p.read_text() for p in (case / "repo").rglob("*") if p.is_file()}
-    base = make_git_repo(tmp_path / "base", files)
-    env = await build_environment(detect_python_spec(base), settings.cache_dir, python=settings.sandbox_python)
-    runner = TestSuite(env, timeout=120)
-
-    def open_sandbox(workspace: Path):  # type: ignore[no-untyped-def]
-        spec = SandboxSpec(workspace=workspace, mounts=(env.mount,), limits=Limits(wall_seconds=120))
-        return make_sandbox(settings.sandbox, spec)
-
-    async with open_sandbox(base) as sb:
-        run = await runner.run(sb, [])
+    base = case_checkout(require_shared(QUIXBUGS / "gcd"), tmp_path / "base")
+    env, run = await sandboxed_review_env(base, tmp_path / "scratch", settings)
     assert run.tests and all(s == "passed" for s in run.tests.values())
-    yield ReviewEnv(base, tmp_path / "scratch", runner, Baseline(tests=run.tests), open_sandbox)
+    yield env
     shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
 
 
