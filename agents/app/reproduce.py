@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.app.driver import Driver, DriverError, Element
+from agents.app.forms import submits
 from agents.app.navigate import Navigator, find_page, origin_of
 from agents.app.oracle import OracleSpec, Verdict, judge_signals, judge_text, oracle_spec
 from agents.app.phrasing import control_of
@@ -231,6 +232,13 @@ async def _play_step(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
             run.note(f"step {i}: opening the app, which every run starts with")
             return True
         step = replace(step, action="click", opens=True)  # no page of that name: a control of that name
+    if step.action == "input" and not step.target:
+        field_ = _next_field(await run.driver.observe(), run.actions)
+        if field_ is None:
+            reasons.append(f"step {i} (input {step.input!r}): no field left to type it into")
+            return False
+        run.note(f"step {i}: {step.input!r} names no field: typed into the next one, {field_.describe()}")
+        return await _repeat(run, reasons, i, step, field_)
     found = await _target_of(run, reasons, i, step, plan)
     if isinstance(found, bool):
         return found
@@ -254,6 +262,11 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
         if opened is not None:
             return opened
     element = element or await _locate(run, step)
+    if element is None and step.action == "click" and run.actions and run.actions[-1]["action"] == "input":
+        if submits(step.target):
+            # "log in" on a form whose button says "Next": Enter in the field just filled sends its form.
+            run.note(f"step {i}: no control is named {step.target!r}; submitting the form just filled")
+            return await _do_step(run, reasons, i, {"action": "key", "target": step.target, "input": "Enter"}, None)
     if element is None:
         element = await _find_by_utg(run, step, plan.utg, plan.deadline, plan.depth)
     if element is None and plan.complete is not None and run.verdict is None:
@@ -267,6 +280,17 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
             run.note(reasons[-1])
         return run.verdict is not None
     return element
+
+
+def _next_field(elements: list[Element], actions: list[dict[str, object]]) -> Element | None:
+    """The text field after the one filled last (the first field when none was): where a value the report gives
+    without naming its field goes ("log in to my account (dana / tulip)")."""
+    fields = [e for e in elements if e.editable and e.role == "textbox"]
+    filled = [a.get("locator") for a in actions if a.get("action") == "input"]
+    last = next((k for k, e in enumerate(fields) if filled and e.locator == filled[-1]), None)
+    if last is None:
+        return fields[0] if fields else None
+    return fields[last + 1] if last + 1 < len(fields) else None
 
 
 async def _open_control(
