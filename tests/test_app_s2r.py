@@ -388,3 +388,18 @@ def test_forms_named_by_purpose_and_values_beside_labels(report: str, expected: 
 def test_a_form_phrase_without_values_stays_a_click() -> None:
     """No value given: "log in" is the button of that name, as before."""
     assert _triples("Log in, then click Profile") == [("click", "log in", ""), ("click", "Profile", "")]
+
+
+def test_matching_prefers_the_element_naming_more_of_the_steps_words() -> None:
+    """ "Edit Reports" after "Reports": the button "Edit Reports beta" (icon, text and a badge), not the tab link
+    "Reports" that also contains a word of it; an icon-only button is named by its title."""
+    from agents.app.reproduce import match_element
+
+    screen = [
+        Element("link", "Reports", locator="#tab"),
+        Element("button", "\xa0Edit Reports beta", label="Open the editor", locator="#edit"),
+        Element("button", "", label="Upload a photo", locator="#up"),
+    ]
+    assert match_element(Step("click", "Edit Reports"), screen).locator == "#edit"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Reports"), screen).locator == "#tab"  # type: ignore[union-attr]
+    assert match_element(Step("click", "upload"), screen).locator == "#up"  # type: ignore[union-attr]

@@ -24,7 +24,7 @@ from agents.app.oracle import OracleSpec, Verdict, judge_signals, judge_text, or
 from agents.app.phrasing import control_of
 from agents.app.propose import propose_action
 from agents.app.s2r import Complete, Step, extract_steps, split_report
-from agents.app.textmatch import coverage, similarity
+from agents.app.textmatch import core_words, coverage, similarity
 from agents.app.utg import UTG, click_action, explore
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,15 @@ def match_element(step: Step | dict[str, object], elements: list[Element]) -> El
     if not target:
         return None
     best, best_score = None, 0.0
+    wanted = set(core_words(target))
     for element in elements:
         names = [element.text, element.label, element.id.replace("-", " ").replace("_", " ")]
         score = max(similarity(target, n) for n in names if n) if any(names) else 0.0
+        if score >= MATCH_THRESHOLD and wanted:
+            # "Edit Options" is the button "Edit Options alpha" more than the tab "Options": the element naming
+            # more of the step's words wins a tie of containment.
+            have = set(core_words(" ".join(n for n in names if n)))
+            score += 0.08 * len(wanted & have) / len(wanted)
         if within and score >= MATCH_THRESHOLD:
             # "Sort from the price column's menu": of the look-alikes, the one in the part the report names.
             score += 0.3 * coverage(within, f"{element.context} {element.label}")
@@ -250,7 +256,7 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
     action, or opening the app), False when nothing matches even after exploring."""
     elements = await run.driver.observe()
     plan.utg.add_state(elements)
-    element = match_element(step, elements)
+    element = _not_again(run, step, elements, match_element(step, elements))
     if element is None and step.action == "click" and step.target.lower() in KEYS:
         key: dict[str, object] = {"action": "key", "target": "", "input": KEYS[step.target.lower()]}
         return await _do_step(run, reasons, i, key, None)
@@ -280,6 +286,18 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
             run.note(reasons[-1])
         return run.verdict is not None
     return element
+
+
+def _not_again(run: _Run, step: Step, elements: list[Element], element: Element | None) -> Element | None:
+    """A step naming another target than the step before does not press the same element again ("Options", then
+    "Edit Options"): another element that matches is taken, else none (the UTG looks further)."""
+    last = run.actions[-1] if run.actions else None
+    if element is None or last is None or last.get("locator") != element.locator:
+        return element
+    if similarity(str(last.get("target") or ""), step.target) >= 0.99:
+        return element  # the report repeats the step
+    others = [e for e in elements if e.locator != element.locator]
+    return match_element(step, others)
 
 
 def _next_field(elements: list[Element], actions: list[dict[str, object]]) -> Element | None:
