@@ -65,7 +65,8 @@ class Step:
         target, value = data.get("target") or "", data.get("input") or ""
         if not isinstance(target, str) or not isinstance(value, str):
             raise ValueError("target and input must be strings")
-        if action in ("click", "long_click", "input") and not target:
+        # An input may leave its field unnamed ("log in (dana / tulip)"): the value goes into the next field.
+        if (action in ("click", "long_click") or (action == "input" and not value)) and not target:
             raise ValueError(f"a {action} step needs a target")
         repeat, within = data.get("repeat", 1), data.get("within") or ""
         if not isinstance(repeat, int) or not 1 <= repeat <= REPEAT_BOUND:
