@@ -179,7 +179,7 @@ async def test_a_5xx_counts_on_the_page_or_its_calls_not_on_an_image(browser: An
 
 
 async def test_a_sign_in_named_by_purpose_fills_the_form_and_sends_it(browser: Any, tmp_path: Path) -> None:
-    """"Sign in as dana (PIN 4321)": the values are typed (not clicked), the form is sent although its button
+    """ "Sign in as dana (PIN 4321)": the values are typed (not clicked), the form is sent although its button
     says "Next", and the upload button, an icon with only a title, is found by that title."""
     report = (
         "# Upload does nothing\n\n1. Open /account\n2. Sign in as dana (PIN 4321)\n"
@@ -198,7 +198,7 @@ async def test_a_sign_in_named_by_purpose_fills_the_form_and_sends_it(browser: A
 
 
 async def test_a_state_phrase_logs_in_and_an_address_is_opened(browser: Any, tmp_path: Path) -> None:
-    """"While signed in (dana / 4321)": unnamed values fill the form's fields in order; the address the report
+    """ "While signed in (dana / 4321)": unnamed values fill the form's fields in order; the address the report
     gives ("an old bookmark to /files/...") is opened."""
     report = (
         "I opened /account and signed in (dana / 4321). Opening an old bookmark to /files/2019/plan.pdf "

@@ -347,21 +347,28 @@ def _triples(report: str) -> list[tuple[str, str, str]]:
         # "as X" is who signs in; a parenthesised "field value" names its field.
         (
             "I signed in as dana (password tulip), clicked the upload button",
-            [("input", "username", "dana"), ("input", "password", "tulip"), ("click", "sign in", "")]
-            + [("click", "upload", "")],
+            [
+                ("input", "username", "dana"),
+                ("input", "password", "tulip"),
+                ("click", "sign in", ""),
+                ("click", "upload", ""),
+            ],
         ),
         # A state phrase implies the steps; unnamed values fill the form's fields in order; an address is opened.
         (
             "While logged in to my account (dana / tulip), opening an old link to /team/archive gives an error.",
-            [("input", "", "dana"), ("input", "", "tulip"), ("click", "log in", "")]
-            + [("navigate", "/team/archive", "")],
+            [("input", "", "dana"), ("input", "", "tulip"), ("click", "log in", ""), ("navigate", "/team/archive", "")],
         ),
         # Creating something with several named values, an unquoted e-mail among them; the rest of the sentence
         # ("which ...") is not the form's.
         (
             'Create a board with the title "Chores", the owner "Sam" and the email sam@example.org, which fails',
-            [("input", "title", "Chores"), ("input", "owner", "Sam"), ("input", "email", "sam@example.org")]
-            + [("click", "create", "")],
+            [
+                ("input", "title", "Chores"),
+                ("input", "owner", "Sam"),
+                ("input", "email", "sam@example.org"),
+                ("click", "create", ""),
+            ],
         ),
         # Labels with a question mark or a colon beside quoted values; "it says: ..." quotes the app instead.
         (
@@ -371,8 +378,14 @@ def _triples(report: str) -> list[tuple[str, str, str]]:
         # A field named again without a value takes the value typed into it before.
         (
             'Sign in with the PIN "1234", go to Security, set the name to "Bo", enter the current PIN and save.',
-            [("input", "PIN", "1234"), ("click", "sign in", ""), ("navigate", "security", "")]
-            + [("input", "name", "Bo"), ("input", "current PIN", "1234"), ("click", "save", "")],
+            [
+                ("input", "PIN", "1234"),
+                ("click", "sign in", ""),
+                ("navigate", "security", ""),
+                ("input", "name", "Bo"),
+                ("input", "current PIN", "1234"),
+                ("click", "save", ""),
+            ],
         ),
         # A press only the expected part names was done last.
         (

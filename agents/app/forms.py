@@ -91,7 +91,7 @@ def _values(rest: str) -> list[tuple[str, str]]:
         if text.startswith("("):
             pairs += _paren_values(text[1:-1])
         else:
-            pairs.append((noun, text.strip("`\"“”")))
+            pairs.append((noun, text.strip('`"“”')))
         pos = m.end()
     return pairs
 
@@ -149,8 +149,25 @@ def join_labels(text: str) -> str:
 #: Names of the control that sends a form: when none is on the page right after a field was filled, the form's
 #: own submit control is meant ("log in" on a form whose button says "Next").
 SUBMIT_WORDS = frozenset(
-    ["log", "login", "sign", "signin", "register", "create", "submit", "send", "save", "continue", "next", "ok"]
-    + ["search", "go", "enter", "confirm", "apply"]
+    [
+        "log",
+        "login",
+        "sign",
+        "signin",
+        "register",
+        "create",
+        "submit",
+        "send",
+        "save",
+        "continue",
+        "next",
+        "ok",
+        "search",
+        "go",
+        "enter",
+        "confirm",
+        "apply",
+    ]
 )
 
 
@@ -168,4 +185,4 @@ _PRESSED = re.compile(
 
 def pressed_in_outcome(outcome: str) -> list[str]:
     """The controls the expected or actual part says were pressed: "the list after pressing Next" -> ["Next"]."""
-    return [m.group("x").strip("`\"“”") for m in _PRESSED.finditer(outcome)]
+    return [m.group("x").strip('`"“”') for m in _PRESSED.finditer(outcome)]

@@ -268,11 +268,11 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
         if opened is not None:
             return opened
     element = element or await _locate(run, step)
-    if element is None and step.action == "click" and run.actions and run.actions[-1]["action"] == "input":
-        if submits(step.target):
-            # "log in" on a form whose button says "Next": Enter in the field just filled sends its form.
-            run.note(f"step {i}: no control is named {step.target!r}; submitting the form just filled")
-            return await _do_step(run, reasons, i, {"action": "key", "target": step.target, "input": "Enter"}, None)
+    just_filled = bool(run.actions) and run.actions[-1]["action"] == "input"
+    if element is None and step.action == "click" and just_filled and submits(step.target):
+        # "log in" on a form whose button says "Next": Enter in the field just filled sends its form.
+        run.note(f"step {i}: no control is named {step.target!r}; submitting the form just filled")
+        return await _do_step(run, reasons, i, {"action": "key", "target": step.target, "input": "Enter"}, None)
     if element is None:
         element = await _find_by_utg(run, step, plan.utg, plan.deadline, plan.depth)
     if element is None and plan.complete is not None and run.verdict is None:
