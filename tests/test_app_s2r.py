@@ -416,3 +416,9 @@ def test_matching_prefers_the_element_naming_more_of_the_steps_words() -> None:
     assert match_element(Step("click", "Edit Reports"), screen).locator == "#edit"  # type: ignore[union-attr]
     assert match_element(Step("click", "Reports"), screen).locator == "#tab"  # type: ignore[union-attr]
     assert match_element(Step("click", "upload"), screen).locator == "#up"  # type: ignore[union-attr]
+
+
+def test_what_the_app_refuses_or_fails_with_is_the_actual_text() -> None:
+    """ "The form refuses with "X"" / "saving fails with "X"": the quoted answer is what the oracle looks for."""
+    report = 'I set the title to "Q3" and saved. The form refuses with "Title already taken by another board", always.'
+    assert split_report(report).actual == '"Title already taken by another board"'
