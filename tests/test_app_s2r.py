@@ -420,5 +420,7 @@ def test_matching_prefers_the_element_naming_more_of_the_steps_words() -> None:
 
 def test_what_the_app_refuses_or_fails_with_is_the_actual_text() -> None:
     """ "The form refuses with "X"" / "saving fails with "X"": the quoted answer is what the oracle looks for."""
-    report = 'I set the title to "Q3" and saved. The form refuses with "Title already taken by another board", always.'
-    assert split_report(report).actual == '"Title already taken by another board"'
+    message = "Title already taken by another board of this workspace, choose another one"
+    report = f'I set the title to "Q3" and saved. The form refuses with "{message}", always.'
+    assert split_report(report).actual == f'"{message}"'
+    assert oracle_spec(split_report(report)).actual == (message,), "a long message is quoted whole"
