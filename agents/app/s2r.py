@@ -147,7 +147,8 @@ def split_report(text: str) -> Report:
 _SAYS = re.compile(
     # "The page refuses with "X"", "saving fails with "X"": what the app answers with is what it shows.
     r"\b(?:says|shows|displays|reads|prints|I get|I see|I got|it's|is|(?:refuse|fail|error|reject|respond|answer|"
-    r"complain|stop)(?:s|ed)?(?:\s+it)?\s+with)\s+(?P<a>[\"“`'][^\n]{1,120}?[\"”`'])", re.I
+    r"complain|stop)(?:s|ed)?(?:\s+it)?\s+with)\s+(?P<a>[\"“`'][^\n]{1,120}?[\"”`'])",
+    re.I,
 )
 _EXPECTS = re.compile(
     r"\b(?:I\s+)?(?:expected|expect|would expect|should (?:see|show|say|display|be|list))\s+(?P<e>[^.\n]+)", re.I
