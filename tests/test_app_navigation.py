@@ -176,3 +176,39 @@ async def test_a_5xx_counts_on_the_page_or_its_calls_not_on_an_image(browser: An
     assert res.blocked == ["ws://chat.example.test/live"], "a WebSocket to another host is blocked too"
     fixed = await _run(report, browser, tmp_path / "fixed", fixed=True)
     assert fixed.status == "not_reproduced", fixed.oracle
+
+
+async def test_a_sign_in_named_by_purpose_fills_the_form_and_sends_it(browser: Any, tmp_path: Path) -> None:
+    """ "Sign in as dana (PIN 4321)": the values are typed (not clicked), the form is sent although its button
+    says "Next", and the upload button, an icon with only a title, is found by that title."""
+    report = (
+        "# Upload does nothing\n\n1. Open /account\n2. Sign in as dana (PIN 4321)\n"
+        "3. Click the upload button\n\nActual: nothing happens"
+    )
+    res = await _run(report, browser, tmp_path / "buggy")
+    assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "page_error", res.reasons
+    assert [(a["action"], a.get("input")) for a in res.actions[1:4]] == [
+        ("input", "dana"),
+        ("input", "4321"),
+        ("key", "Enter"),
+    ]
+    assert res.actions[-1]["target"] == "upload"
+    fixed = await _run(report, browser, tmp_path / "fixed", fixed=True)
+    assert fixed.status == "not_reproduced" and len(fixed.actions) == len(res.actions)
+
+
+async def test_a_state_phrase_logs_in_and_an_address_is_opened(browser: Any, tmp_path: Path) -> None:
+    """ "While signed in (dana / 4321)": unnamed values fill the form's fields in order; the address the report
+    gives ("an old bookmark to /files/...") is opened."""
+    report = (
+        "I opened /account and signed in (dana / 4321). Opening an old bookmark to /files/2019/plan.pdf "
+        "then gives an error instead of the not-found page."
+    )
+    res = await _run(report, browser, tmp_path / "buggy")
+    assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
+    assert res.actions[-1] | {"locator": ""} == {"action": "navigate", "target": "/files/2019/plan.pdf"} | {
+        "input": "/files/2019/plan.pdf",
+        "locator": "",
+    }
+    fixed = await _run(report, browser, tmp_path / "fixed", fixed=True)
+    assert fixed.status == "not_reproduced"

@@ -329,3 +329,98 @@ def test_signals_raised_after_a_blocked_script_are_not_the_bug() -> None:
     blocked = Signal("page_error", "$ is not defined", {"after_blocked_script": True})
     assert judge_signals([blocked], OracleSpec(), 1) is None
     assert judge_signals([blocked, Signal("http_5xx", "500 GET /api")], OracleSpec(), 1).kind == "http_5xx"  # type: ignore[union-attr]
+
+
+def _triples(report: str) -> list[tuple[str, str, str]]:
+    return [(s.action, s.target, s.input) for s in extract_rules(report)]
+
+
+@pytest.mark.parametrize(
+    ("report", "expected"),
+    [
+        # A form named by its purpose: the quoted values are typed into the fields the words before them name,
+        # then the form is sent; no element is called "acme".
+        (
+            '1. Log in to the shop "acme" with the PIN "1234"\n2. Click Orders',
+            [("input", "shop", "acme"), ("input", "PIN", "1234"), ("click", "log in", ""), ("click", "Orders", "")],
+        ),
+        # "as X" is who signs in; a parenthesised "field value" names its field.
+        (
+            "I signed in as dana (password tulip), clicked the upload button",
+            [
+                ("input", "username", "dana"),
+                ("input", "password", "tulip"),
+                ("click", "sign in", ""),
+                ("click", "upload", ""),
+            ],
+        ),
+        # A state phrase implies the steps; unnamed values fill the form's fields in order; an address is opened.
+        (
+            "While logged in to my account (dana / tulip), opening an old link to /team/archive gives an error.",
+            [("input", "", "dana"), ("input", "", "tulip"), ("click", "log in", ""), ("navigate", "/team/archive", "")],
+        ),
+        # Creating something with several named values, an unquoted e-mail among them; the rest of the sentence
+        # ("which ...") is not the form's.
+        (
+            'Create a board with the title "Chores", the owner "Sam" and the email sam@example.org, which fails',
+            [
+                ("input", "title", "Chores"),
+                ("input", "owner", "Sam"),
+                ("input", "email", "sam@example.org"),
+                ("click", "create", ""),
+            ],
+        ),
+        # Labels with a question mark or a colon beside quoted values; "it says: ..." quotes the app instead.
+        (
+            '1. Title? "Milk", Amount: "2", keep the rest\n2. Press Add\n3. It says: "Oops"',
+            [("input", "Title?", "Milk"), ("input", "Amount", "2"), ("click", "Add", "")],
+        ),
+        # A field named again without a value takes the value typed into it before.
+        (
+            'Sign in with the PIN "1234", go to Security, set the name to "Bo", enter the current PIN and save.',
+            [
+                ("input", "PIN", "1234"),
+                ("click", "sign in", ""),
+                ("navigate", "security", ""),
+                ("input", "name", "Bo"),
+                ("input", "current PIN", "1234"),
+                ("click", "save", ""),
+            ],
+        ),
+        # A press only the expected part names was done last.
+        (
+            "user: dana\npass: tulip\n\nExpected: my dashboard after pressing Continue\nActual: an error",
+            [("input", "user", "dana"), ("input", "pass", "tulip"), ("click", "Continue", "")],
+        ),
+    ],
+)
+def test_forms_named_by_purpose_and_values_beside_labels(report: str, expected: list[tuple[str, str, str]]) -> None:
+    assert _triples(report) == expected
+
+
+def test_a_form_phrase_without_values_stays_a_click() -> None:
+    """No value given: "log in" is the button of that name, as before."""
+    assert _triples("Log in, then click Profile") == [("click", "log in", ""), ("click", "Profile", "")]
+
+
+def test_matching_prefers_the_element_naming_more_of_the_steps_words() -> None:
+    """ "Edit Reports" after "Reports": the button "Edit Reports beta" (icon, text and a badge), not the tab link
+    "Reports" that also contains a word of it; an icon-only button is named by its title."""
+    from agents.app.reproduce import match_element
+
+    screen = [
+        Element("link", "Reports", locator="#tab"),
+        Element("button", "\xa0Edit Reports beta", label="Open the editor", locator="#edit"),
+        Element("button", "", label="Upload a photo", locator="#up"),
+    ]
+    assert match_element(Step("click", "Edit Reports"), screen).locator == "#edit"  # type: ignore[union-attr]
+    assert match_element(Step("click", "Reports"), screen).locator == "#tab"  # type: ignore[union-attr]
+    assert match_element(Step("click", "upload"), screen).locator == "#up"  # type: ignore[union-attr]
+
+
+def test_what_the_app_refuses_or_fails_with_is_the_actual_text() -> None:
+    """ "The form refuses with "X"" / "saving fails with "X"": the quoted answer is what the oracle looks for."""
+    message = "Title already taken by another board of this workspace, choose another one"
+    report = f'I set the title to "Q3" and saved. The form refuses with "{message}", always.'
+    assert split_report(report).actual == f'"{message}"'
+    assert oracle_spec(split_report(report)).actual == (message,), "a long message is quoted whole"

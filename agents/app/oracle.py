@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from agents.app.driver import Signal
 from agents.app.s2r import Report
 
-_QUOTED = re.compile(r"[\"“”'‘’`]([^\"“”'‘’`]{1,60})[\"“”'‘’`]")
+_QUOTED = re.compile(r"[\"“”'‘’`]([^\"“”'‘’`]{1,120})[\"“”'‘’`]")
 #: Words that describe the outcome rather than quote it ("it shows", "is displayed").
 _FILLER = re.compile(
     r"\b(?:it|the|page|screen|app|shows?|showing|displays?|displayed|says|reads|is|are|was|were|still|instead|"

@@ -77,6 +77,8 @@ _NAV = re.compile(
     r"visiting|browse\s+to|browsed\s+to|load|loaded|loading|open|opened|opening)\s+(?P<x>.+)$",
     re.I,
 )
+#: An address in a navigation phrase: a URL, or a path of the app ("/team/archive", not "and/or").
+_ADDRESS = re.compile(r"https?://[^\s`'\"<>]+[\w/]|(?<![\w/.])/(?:[\w%~.-]+/?)+(?:\?[\w=&%.-]*)?")
 _OPEN_VERBS = re.compile(r"^(?:open|opened|opening|load|loaded|loading)\b", re.I)
 _WHERE = re.compile(
     r"^(?:(?:i'?m|i\s+am|am|i\s+was|was|we'?re|we\s+are|are|while|when|whilst|being|currently|still|now|user\s+is|"
@@ -126,6 +128,13 @@ def navigation(clause: str) -> tuple[str, str] | None:
     x = m.group("x").strip(" .,")
     if re.match(r"^back\b", x, re.I):
         return None  # "go back": the history's back, not a page
+    # Up to the next move ("... and visit /b" is a move of its own); a comma may stand between ("an old link,
+    # for example /team/archive").
+    address = _ADDRESS.search(re.split(r"\s+(?:and|then|and then)\s+", x, maxsplit=1, flags=re.I)[0])
+    if address:
+        # "open an old bookmark to /team/archive": the address the phrase gives is the page, wherever it stands.
+        after = _NEXT.split(x[address.end() :], maxsplit=1)
+        return page_name(address.group(0)), after[1].strip() if len(after) > 1 else ""
     names_page = re.search(r"\b" + _PAGE_WORDS + r"\b|https?://|^/|^(?:the\s+)?(?:home|main|start)\b", x, re.I)
     if _OPEN_VERBS.match(clause) and not names_page:
         return None

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from agents.app.driver import Driver, DriverError, Element
+from agents.app.forms import submits
 from agents.app.navigate import Navigator, find_page, origin_of
 from agents.app.oracle import OracleSpec, Verdict, judge_signals, judge_text, oracle_spec
 from agents.app.phrasing import control_of
 from agents.app.propose import propose_action
 from agents.app.s2r import Complete, Step, extract_steps, split_report
-from agents.app.textmatch import coverage, similarity
+from agents.app.textmatch import core_words, coverage, similarity
 from agents.app.utg import UTG, click_action, explore
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,15 @@ def match_element(step: Step | dict[str, object], elements: list[Element]) -> El
     if not target:
         return None
     best, best_score = None, 0.0
+    wanted = set(core_words(target))
     for element in elements:
         names = [element.text, element.label, element.id.replace("-", " ").replace("_", " ")]
         score = max(similarity(target, n) for n in names if n) if any(names) else 0.0
+        if score >= MATCH_THRESHOLD and wanted:
+            # "Edit Options" is the button "Edit Options alpha" more than the tab "Options": the element naming
+            # more of the step's words wins a tie of containment.
+            have = set(core_words(" ".join(n for n in names if n)))
+            score += 0.08 * len(wanted & have) / len(wanted)
         if within and score >= MATCH_THRESHOLD:
             # "Sort from the price column's menu": of the look-alikes, the one in the part the report names.
             score += 0.3 * coverage(within, f"{element.context} {element.label}")
@@ -231,6 +238,13 @@ async def _play_step(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
             run.note(f"step {i}: opening the app, which every run starts with")
             return True
         step = replace(step, action="click", opens=True)  # no page of that name: a control of that name
+    if step.action == "input" and not step.target:
+        field_ = _next_field(await run.driver.observe(), run.actions)
+        if field_ is None:
+            reasons.append(f"step {i} (input {step.input!r}): no field left to type it into")
+            return False
+        run.note(f"step {i}: {step.input!r} names no field: typed into the next one, {field_.describe()}")
+        return await _repeat(run, reasons, i, step, field_)
     found = await _target_of(run, reasons, i, step, plan)
     if isinstance(found, bool):
         return found
@@ -242,7 +256,7 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
     action, or opening the app), False when nothing matches even after exploring."""
     elements = await run.driver.observe()
     plan.utg.add_state(elements)
-    element = match_element(step, elements)
+    element = _not_again(run, step, elements, match_element(step, elements))
     if element is None and step.action == "click" and step.target.lower() in KEYS:
         key: dict[str, object] = {"action": "key", "target": "", "input": KEYS[step.target.lower()]}
         return await _do_step(run, reasons, i, key, None)
@@ -254,6 +268,11 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
         if opened is not None:
             return opened
     element = element or await _locate(run, step)
+    just_filled = bool(run.actions) and run.actions[-1]["action"] == "input"
+    if element is None and step.action == "click" and just_filled and submits(step.target):
+        # "log in" on a form whose button says "Next": Enter in the field just filled sends its form.
+        run.note(f"step {i}: no control is named {step.target!r}; submitting the form just filled")
+        return await _do_step(run, reasons, i, {"action": "key", "target": step.target, "input": "Enter"}, None)
     if element is None:
         element = await _find_by_utg(run, step, plan.utg, plan.deadline, plan.depth)
     if element is None and plan.complete is not None and run.verdict is None:
@@ -267,6 +286,29 @@ async def _target_of(run: _Run, reasons: list[str], i: int, step: Step, plan: _P
             run.note(reasons[-1])
         return run.verdict is not None
     return element
+
+
+def _not_again(run: _Run, step: Step, elements: list[Element], element: Element | None) -> Element | None:
+    """A step naming another target than the step before does not press the same element again ("Options", then
+    "Edit Options"): another element that matches is taken, else none (the UTG looks further)."""
+    last = run.actions[-1] if run.actions else None
+    if element is None or last is None or last.get("locator") != element.locator:
+        return element
+    if similarity(str(last.get("target") or ""), step.target) >= 0.99:
+        return element  # the report repeats the step
+    others = [e for e in elements if e.locator != element.locator]
+    return match_element(step, others)
+
+
+def _next_field(elements: list[Element], actions: list[dict[str, object]]) -> Element | None:
+    """The text field after the one filled last (the first field when none was): where a value the report gives
+    without naming its field goes ("log in to my account (dana / tulip)")."""
+    fields = [e for e in elements if e.editable and e.role == "textbox"]
+    filled = [a.get("locator") for a in actions if a.get("action") == "input"]
+    last = next((k for k, e in enumerate(fields) if filled and e.locator == filled[-1]), None)
+    if last is None:
+        return fields[0] if fields else None
+    return fields[last + 1] if last + 1 < len(fields) else None
 
 
 async def _open_control(

@@ -22,8 +22,9 @@ from typing import Any
 from rank_bm25 import BM25Okapi
 
 from agents.app.driver import ACTIONS
+from agents.app.forms import join_labels, labelled_values, pressed_in_outcome, purpose_steps
 from agents.app.phrasing import REPEAT_BOUND, bare_page, navigation, repetition, scope, whereabouts
-from agents.app.textmatch import WIDGET_WORDS, similarity, words
+from agents.app.textmatch import WIDGET_WORDS, core_words, similarity, words
 
 #: A model call: chat messages in, the reply text out, plain or awaitable (the runner passes the bot's client in).
 Complete = Callable[[list[dict[str, str]]], "str | Awaitable[str]"]
@@ -64,7 +65,8 @@ class Step:
         target, value = data.get("target") or "", data.get("input") or ""
         if not isinstance(target, str) or not isinstance(value, str):
             raise ValueError("target and input must be strings")
-        if action in ("click", "long_click", "input") and not target:
+        # An input may leave its field unnamed ("log in (dana / tulip)"): the value goes into the next field.
+        if (action in ("click", "long_click") or (action == "input" and not value)) and not target:
             raise ValueError(f"a {action} step needs a target")
         repeat, within = data.get("repeat", 1), data.get("within") or ""
         if not isinstance(repeat, int) or not 1 <= repeat <= REPEAT_BOUND:
@@ -143,7 +145,10 @@ def split_report(text: str) -> Report:
 
 
 _SAYS = re.compile(
-    r"\b(?:says|shows|displays|reads|prints|I get|I see|I got|it's|is)\s+(?P<a>[\"“`'][^\n]{1,60}?[\"”`'])", re.I
+    # "The page refuses with "X"", "saving fails with "X"": what the app answers with is what it shows.
+    r"\b(?:says|shows|displays|reads|prints|I get|I see|I got|it's|is|(?:refuse|fail|error|reject|respond|answer|"
+    r"complain|stop)(?:s|ed)?(?:\s+it)?\s+with)\s+(?P<a>[\"“`'][^\n]{1,120}?[\"”`'])",
+    re.I,
 )
 _EXPECTS = re.compile(
     r"\b(?:I\s+)?(?:expected|expect|would expect|should (?:see|show|say|display|be|list))\s+(?P<e>[^.\n]+)", re.I
@@ -218,7 +223,7 @@ def clauses(steps_text: str) -> list[str]:
     out: list[str] = []
     for unit in _units(steps_text):
         protected, saved = _protect_quotes(unit)
-        for piece in _THEN.split(protected):
+        for piece in _THEN.split(join_labels(protected)):
             for sub in _and_verb_split(piece):
                 sub = _restore(sub, saved).strip(" ,.")
                 if sub:
@@ -536,7 +541,25 @@ def extract_rules(report_text: str) -> list[Step]:
             steps += step
         elif step is not None:
             steps.append(replace(step, repeat=times) if times != 1 else step)
+    steps = _reuse_values(steps)
+    for name in pressed_in_outcome(f"{report.expected}\n{report.actual}"):
+        if not any(s.action == "click" and similarity(s.target, name) >= 0.8 for s in steps):
+            steps.append(Step("click", name))  # "Expected: my list after pressing Next": Next was pressed last
     return steps
+
+
+def _reuse_values(steps: list[Step]) -> list[Step]:
+    """A field named again without a value ("entered the current PIN") gets the value typed into it before."""
+    out: list[Step] = []
+    for step in steps:
+        if step.action == "input" and step.target and not step.input:
+            wanted = set(core_words(step.target))
+            earlier = [s for s in out if s.action == "input" and s.input and s.target]
+            same = [s for s in earlier if set(core_words(s.target)) <= wanted]
+            if same:
+                step = replace(step, input=same[-1].input)
+        out.append(step)
+    return out
 
 
 def _moves(clause: str, steps: list[Step]) -> str:
@@ -558,7 +581,11 @@ def _moves(clause: str, steps: list[Step]) -> str:
 
 def _clause_step(clause: str) -> Step | list[Step] | None:
     """The step of one clause (or its `field: value` inputs), None when it names none."""
-    pairs = _field_values(clause)
+    purpose = purpose_steps(clause)
+    if purpose is not None:
+        return [Step(action, target, value) for action, target, value in purpose]
+    labelled = [Step(a, t, v) for a, t, v in labelled_values(clause)]
+    pairs = max(_field_values(clause), labelled, key=len)  # the reading that finds more of the clause's values
     if pairs:
         return pairs
     found = _match_verb(clause)

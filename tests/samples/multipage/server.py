@@ -6,7 +6,9 @@ whose "Sort descending" throws (the Status column has a look-alike menu that wor
 button named only by its image's alt text, a settings page whose currency dropdown fails on GBP (HTTP 500), an
 about page with a link to another host before a button that logs a console error, and a gallery that opens a
 WebSocket to another host, whose thumbnail always answers 500 (not the bug) and whose comments' fetch fails only
-in the buggy version.
+in the buggy version. An account area has a sign-in form whose button says "Next"; once signed in, its page has
+an upload button that is only an icon with a title (its handler throws in the buggy version), and an address
+under /files that does not exist answers 500 instead of 404 in the buggy version while signed in.
 """
 
 import argparse
@@ -143,6 +145,39 @@ async def gallery(request: web.Request) -> web.Response:
     )
 
 
+SIGN_IN = """<h1>Sign in</h1><form method="post" action="/account">
+<label>Username <input name="user"></label><label>PIN <input name="pin" type="password"></label>
+<button type="submit">Next</button></form>"""
+
+
+async def account(request: web.Request) -> web.Response:
+    if request.method == "POST":
+        form = await request.post()
+        if form.get("user") == "dana" and form.get("pin") == "4321":
+            response = web.HTTPFound("/account/home")
+            response.set_cookie("member", "dana")
+            raise response
+        return page("Sign in", "<p>Wrong username or PIN</p>" + SIGN_IN)
+    return page("Sign in", SIGN_IN)
+
+
+async def account_home(request: web.Request) -> web.Response:
+    if request.cookies.get("member") != "dana":
+        raise web.HTTPFound("/account")
+    handler = "document.getElementById('up').textContent = 'Choose a file'" if request.app[FIXED] else "picker.open()"
+    return page(
+        "Your account",
+        f"""<h1>Hello dana</h1><button title="Upload a photo" onclick="{handler}"><img alt="" width="16"
+        height="16" src="data:image/gif;base64,R0lGODlhAQABAAAAACw="></button><p id="up"></p>""",
+    )
+
+
+async def files(request: web.Request) -> web.Response:
+    if request.cookies.get("member") == "dana" and not request.app[FIXED]:
+        raise web.HTTPInternalServerError(text="no member menu on error pages")
+    raise web.HTTPNotFound(text="no such file")
+
+
 async def thumbnail(request: web.Request) -> web.Response:
     raise web.HTTPInternalServerError(text="thumbnail service down")
 
@@ -177,6 +212,9 @@ def make_app(fixed: bool) -> web.Application:
     app.router.add_get("/about", about)
     app.router.add_get("/gallery", gallery)
     app.router.add_get("/thumbs/{name}", thumbnail)
+    app.router.add_route("*", "/account", account)
+    app.router.add_get("/account/home", account_home)
+    app.router.add_get("/files/{name:.*}", files)
     app.router.add_get("/api/comments", comments)
     app.router.add_post("/api/wishlist", wishlist)
     app.router.add_post("/api/currency", currency)
