@@ -83,3 +83,24 @@ def test_fields_blocks_markers_and_links_hold_their_shape() -> None:
         "https://evil.example\\@bugs.mojang.com/x",
     ):
         assert live_markdown(md_inline(lookalike, hosts), NO_LINKS) == [], lookalike
+
+
+def test_model_written_summary_and_selection_explanation_are_inert_in_the_pr_body() -> None:
+    """A fix summary or a selection explanation a model wrote cannot ping people or link away from the PR."""
+    from agents.trajectory import BrtEvidence
+    from bot.render.report import PrContext, render_pr_body
+
+    brt = BrtEvidence("tests/test_x.py", "", "assertion", True, "F", True, ".")
+    ctx = PrContext(
+        "#7",
+        "Crash",
+        brt,
+        ["a.py"],
+        ["tests/test_x.py"],
+        "ranked",
+        "Picked 1-t2 <img src=x onerror=alert(1)> cc @org/team",
+        fix_summary="Fixed it, thanks @octocat! See [here](https://evil.example/x) #12",
+    )
+    body = render_pr_body(ctx)
+    assert "@octocat" not in body.replace("`@octocat`", "") and "](https://evil.example" not in body
+    assert re.search(r"(?<!\\)<img", body) is None and "@org/team" not in body.replace("`@org/team`", "")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.trajectory import BrtEvidence
-from bot.render.inert import md_cell, md_inline
+from bot.render.inert import md_block, md_cell, md_inline
 from sandboxes.text import clean_title
 
 #: Hidden marker so a retried job can find and edit what it already posted.
@@ -114,7 +114,8 @@ def render_pr_body(ctx: PrContext) -> str:
         "",
     ]
     if ctx.fix_summary:
-        lines += [f"**Change:** {ctx.fix_summary}", ""]
+        # A model or the repo's own code wrote it: inert like every other text from another party (DESIGN §8).
+        lines += [f"**Change:** {md_inline(ctx.fix_summary)}", ""]
     before = "fails ✅" if brt.fails_before else "does NOT fail ⚠️"
     after = {True: "passes ✅", False: "fails ⚠️", None: "not run"}[brt.passes_after]
     lines += [
@@ -139,7 +140,7 @@ def render_pr_body(ctx: PrContext) -> str:
         "### Why this patch",
         f"Selector: `{ctx.selector}`." + (f" Selected patch: `{md_inline(ctx.patch_id)}`." if ctx.patch_id else ""),
         "",
-        ctx.selection_explanation.strip() or "(no explanation recorded)",
+        md_block(ctx.selection_explanation.strip()) or "(no explanation recorded)",
         "",
     ]
     lines += render_no_tests(ctx.no_tests, ctx.assessment)
