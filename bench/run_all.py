@@ -12,7 +12,7 @@ HERE = Path(__file__).resolve().parent
 #: Long-running benchmarks go last so the quick ratios print first.
 LAST = ("quixbugs_eval",)
 #: Scripts run on their own (they take many minutes or fetch from a package index).
-STANDALONE = ("external_projects",)
+STANDALONE = ("external_projects", "realbugs_latency")
 
 
 def bench_modules() -> list[Path]:

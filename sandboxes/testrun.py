@@ -268,6 +268,8 @@ class Baseline:
     #: Why the repo has no test to keep passing ("pytest collected no tests ..."); "" when it has some. Such a
     #: repo is validated on the BRT, the assessment's near inputs and the report's examples only.
     no_tests: str = ""
+    #: True when this baseline was read from the cache (sandboxes/baseline_cache.py), not run by this job.
+    cached: bool = field(default=False, compare=False)
 
     @property
     def passing(self) -> set[str]:

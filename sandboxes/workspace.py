@@ -46,8 +46,13 @@ class GitResult:
     stderr: str
 
 
-async def git(cwd: Path, *args: str, check: bool = True, stdin: bytes | None = None) -> GitResult:
-    """Run git on the host with hooks and external drivers disabled."""
+async def git(
+    cwd: Path, *args: str, check: bool = True, stdin: bytes | None = None, index: Path | None = None
+) -> GitResult:
+    """Run git on the host with hooks and external drivers disabled; `index` is a scratch index file to use."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "GIT_TERMINAL_PROMPT": "0"}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
     proc = await asyncio.create_subprocess_exec(
         *SAFE_GIT,
         *args,
@@ -55,7 +60,7 @@ async def git(cwd: Path, *args: str, check: bool = True, stdin: bytes | None = N
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "GIT_TERMINAL_PROMPT": "0"},
+        env=env,
     )
     out, err = await proc.communicate(stdin)
     result = GitResult(proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))

@@ -145,3 +145,59 @@ async def test_coverage_too_large_to_read_falls_back_to_the_full_suite() -> None
             raise SandboxError(f"{relpath!r} is larger than 33554432 bytes")
 
     assert await impact.read_coverage(Oversized(), "python3") is None  # type: ignore[arg-type]
+
+
+NORM = "def norm(x):\n    return x\n"
+SHARED_LINE = {
+    "setup.py": "from setuptools import setup\nsetup(name='norm', version='0.1', py_modules=['norm'])\n",
+    "norm.py": NORM,
+    "tests/test_norm.py": "".join(
+        f"import norm\n\n\ndef test_{name}():\n    assert norm.norm({value}) {op}\n\n\n"
+        for name, value, op in (
+            ("a_loose", 5, "is not None"),
+            ("b_loose", 6, "> -100"),
+            ("c_exact", 7, "== 7"),
+            ("d_loose", 8, "< 100"),
+        )
+    ),
+}
+
+
+async def test_impacted_tests_stop_at_the_first_failure_and_earlier_killers_run_first(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """Four tests execute the edited line; only one pins its value. The first wrong candidate runs tests until that
+    one fails and no further; the next wrong candidate runs it first, so one test decides."""
+    if (problem := available_backends()["bwrap"]) is not None:
+        pytest.skip(f"bwrap unavailable: {problem}")
+    workspace = write(tmp_path / "ws", SHARED_LINE)
+    env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
+    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
+    async with make_sandbox("bwrap", spec) as sb:
+        baseline, run = await run_baseline(sb, env, timeout=300, coverage_rc=impact.coverage_rc(sb))
+        coverage = await impact.read_coverage(sb, env.python)
+        assert coverage is not None, run.result.output[-2000:]
+        baseline = dataclasses.replace(baseline, coverage=coverage)
+        runner = RecordingRunner(env)
+        brt = SimpleNamespace(brt=SimpleNamespace(path="tests/test_brt.py", source=""))
+        search = ClassicSearch(brt, runner, baseline, CandidateCache(), SearchLimits())  # type: ignore[arg-type]
+        exact = "tests/test_norm.py::test_c_exact"
+
+        async def check(new: str) -> tuple[bool, str, TestRun, list[str]]:
+            runner.selections.clear()
+            sb.write_file("norm.py", new)
+            try:
+                ok, reason, first = await search._regressions(sb, ("norm.py", NORM, new))
+            finally:
+                sb.write_file("norm.py", NORM)
+            return ok, reason, first, runner.selections[0]
+
+        ok, reason, first, order = await check(NORM.replace("return x", "return x + 1"))
+        assert not ok and reason == f"broke: {exact}"
+        assert order.index(exact) == 2 and first.tests[exact] == "failed"
+        assert "tests/test_norm.py::test_d_loose" not in first.tests  # stopped at the failure
+        ok, reason, first, order = await check(NORM.replace("return x", "return x - 1"))
+        assert not ok and order[0] == exact and list(first.tests) == [exact]
+        # A candidate every test accepts still runs them all, then the full suite.
+        ok, reason, first, order = await check(NORM.replace("return x", "return x * 1"))
+        assert ok and len(runner.selections) == 2 and runner.selections[1] == []

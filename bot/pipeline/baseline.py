@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path, PurePosixPath
 
@@ -9,6 +10,7 @@ from agents.localize import coverage_rc, read_coverage
 from bot.pipeline.state import JobState, need
 from bot.pipeline.stops import EnvironmentFailed
 from bot.pipeline.types import JobContext, JobRequest, sandbox_spec
+from sandboxes import baseline_cache
 from sandboxes import environment as envlayer
 from sandboxes.environment import Baseline, BuiltEnvironment, EnvironmentError_
 from sandboxes.factory import make_sandbox
@@ -16,9 +18,35 @@ from sandboxes.workspace import tracked_files
 
 
 async def run_baseline(ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest) -> Baseline:
-    """Run the suite once on the base commit and record which tests already fail."""
+    """The base commit's baseline: from the cache when this tree ran in this environment before, else run."""
     # Test impact selection needs to know which test executed which line: the one baseline run measures it.
     measure = ctx.settings.test_impact and env.spec.report_format == "junit-xml"
+    if not ctx.settings.baseline_cache:
+        return await _run_suite(ctx, workspace, env, request, measure)
+    key = baseline_cache.baseline_key(
+        await baseline_cache.workspace_tree(workspace),
+        {
+            "env": env.path.name,
+            "spec": env.spec.to_json(),
+            "measure": measure,
+            "sandbox": request.sandbox,
+            "rootfs": str(ctx.settings.rootfs or ""),
+            "timeout": request.test_timeout,
+        },
+    )
+    # Reading and writing a large suite's coverage takes a while: off the event loop.
+    cached = await asyncio.to_thread(baseline_cache.load, ctx.settings.cache_dir, key)
+    if cached is not None:
+        return cached
+    baseline = await _run_suite(ctx, workspace, env, request, measure)
+    await asyncio.to_thread(baseline_cache.store, ctx.settings.cache_dir, key, baseline)
+    return baseline
+
+
+async def _run_suite(
+    ctx: JobContext, workspace: Path, env: BuiltEnvironment, request: JobRequest, measure: bool
+) -> Baseline:
+    """Run the suite once on the base commit and record which tests already fail."""
     async with make_sandbox(request.sandbox, sandbox_spec(workspace, env, ctx.settings, request.test_timeout)) as sb:
         rc = coverage_rc(sb) if measure else None
         baseline, run = await envlayer.run_baseline(sb, env, timeout=request.test_timeout, coverage_rc=rc)
@@ -66,6 +94,9 @@ async def run(state: JobState) -> None:
     except EnvironmentError_ as exc:
         raise EnvironmentFailed(str(exc)) from exc
     state.baseline = baseline
+    if baseline.cached:
+        # The same tree ran in the same environment before (an earlier job on this commit): not run again.
+        state.environment["baseline_cached"] = True
     if baseline.no_tests:
         # Shown with the outcome, and by the PR or comment: nothing but the bot's own checks validated the fix.
         state.environment["no_tests"] = baseline.no_tests

@@ -50,6 +50,7 @@ class Settings:
     sandbox_reap_interval: float = _d("sandbox_reap_interval")
     sandbox_session: str = _d("sandbox_session")
     test_impact: bool = _d("test_impact")
+    baseline_cache: bool = _d("baseline_cache")
     pytest_server: bool = _d("pytest_server")
     candidate_timeout_factor: float = _d("candidate_timeout_factor")
     early_stop: bool = _d("early_stop")

@@ -180,6 +180,15 @@ _ROWS_STORE_SANDBOX_SEARCH = (
         "1: a candidate's BRT, then the tests covering its changed lines, then the full suite; 0: the full suite",
     ),
     Setting(
+        "REPROBOT_BASELINE_CACHE",
+        "baseline_cache",
+        "search",
+        k.FLAG,
+        True,
+        "1: a commit's baseline run is kept and reused by later jobs on the same tree and environment; 0: every job"
+        " runs it",
+    ),
+    Setting(
         "REPROBOT_PYTEST_SERVER",
         "pytest_server",
         "search",

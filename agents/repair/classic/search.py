@@ -6,7 +6,8 @@ import asyncio
 import hashlib
 import logging
 import random
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -84,6 +85,8 @@ class CandidateCache:
         self._futures: dict[str, asyncio.Future[tuple[bool, bool]]] = {}
         #: Regression verdicts (the impacted tests, then the full suite) of an edit, shared the same way.
         self.suites: dict[str, asyncio.Future[tuple[bool, str, TestRun]]] = {}
+        #: How many candidates each test has rejected so far in this job (see `killers_first`).
+        self.kills: Counter[str] = Counter()
         self.hits = 0
         self.misses = 0
 
@@ -95,6 +98,15 @@ class CandidateCache:
             digest.update(part.encode())
             digest.update(b"\0")
         return digest.hexdigest()
+
+    def killers_first(self, tests: Iterable[str]) -> list[str]:
+        """`tests` with the ones that rejected most earlier candidates first, the rest in their given order.
+
+        The order mutation testing tools use: a wrong edit near a line tends to break the same few tests, so
+        the run that stops at the first failure stops after one test instead of after the whole selection.
+        """
+        given = list(tests)
+        return sorted(given, key=lambda t: -self.kills[t])
 
     def get(self, key: str) -> asyncio.Future[tuple[bool, bool]] | None:
         """The pending or finished check for key, counting hits."""
@@ -226,11 +238,16 @@ class ClassicSearch:
         if edit is not None and self.limits.test_impact and coverage is not None:
             impact = select_tests(coverage, *edit, sorted(self.baseline.passing))
             if not impact.full and impact.tests:
-                first = await self.runner.run(sandbox, list(impact.tests))
-                broken = [t for t in impact.tests if first.tests.get(t) != "passed"]
+                # Every impacted test passed at baseline, so the first failure rejects the candidate: stop there.
+                ordered = self.cache.killers_first(impact.tests)
+                first = await self.runner.run(sandbox, ordered, extra_args=["--exitfirst"])
                 if first.result.timed_out:
                     return False, "the impacted tests timed out", first
+                failed = [t for t in ordered if first.tests.get(t) not in (None, "passed")]
+                # Without a failure, a test that did not run at all is still broken (it no longer collects).
+                broken = failed or [t for t in ordered if first.tests.get(t) != "passed"]
                 if broken:
+                    self.cache.kills.update(broken)
                     return False, "broke: " + ", ".join(broken[:10]), first
         run = await self.runner.run(sandbox, [])
         broken = sorted(t for t in self.baseline.passing if run.tests.get(t) != "passed")
