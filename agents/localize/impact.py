@@ -146,14 +146,28 @@ def select_tests(
     reason = fallback_reason(path, old, lines)
     if reason is not None:
         return Impact(full=True, reason=reason)
-    if path not in coverage:
+    chosen = tests_covering(coverage, path, lines, node_ids)
+    if chosen is None:
         return Impact(full=True, reason=f"{path} is not in the baseline coverage")
-    per_line = coverage[path]
-    contexts = {c for line in lines for c in per_line.get(line, ())}
-    ids = list(node_ids)
-    chosen = tuple(n for n in ids if contexts and split_outcomes(contexts, [], [n])[1])
     lines_text = ", ".join(str(n) for n in sorted(lines)[:5])
     return Impact(tests=chosen, reason=f"{len(chosen)} tests executed {path} lines {lines_text}")
+
+
+def tests_covering(
+    coverage: Mapping[str, Mapping[int, set[str]]], path: str, lines: Iterable[int], node_ids: Iterable[str]
+) -> tuple[str, ...] | None:
+    """The tests (pytest node ids from `node_ids`) that executed any of `lines` of `path` at baseline.
+
+    None when `path` is not in the coverage at all (nothing is known about it), an empty tuple when it is and no
+    test ran those lines.
+    """
+    if path not in coverage:
+        return None
+    per_line = coverage[path]
+    contexts = {c for line in lines for c in per_line.get(line, ())}
+    if not contexts:
+        return ()
+    return tuple(n for n in node_ids if split_outcomes(contexts, [], [n])[1])
 
 
 def coverage_rc(sandbox: Sandbox) -> str:

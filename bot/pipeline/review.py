@@ -56,6 +56,8 @@ async def run(state: JobState) -> None:
         out.trajectories[record.id] = traj
         out.patch_ids[record.id] = await asyncio.to_thread(_record_patch, ctx.store, ctx.job_id, traj, record)
     if any(r.accepted for r in out.records):
+        # Timed apart from the reviews: near inputs, probes and peers cost more than the reviews on real suites.
+        await ctx.stage("assess", "checking the accepted patches on near inputs, probes and alternative fixes")
         out.assessments = await assess_records(out.records, review_env, _alternatives(trajectories, out.records))
     state.reviewed = out
 

@@ -426,7 +426,7 @@ class JobContext:
 #: Announced stage -> the name its seconds are reported under ("generate" is the search for candidates).
 STAGE_TIMING_NAMES = {"generate": "search"}
 #: Stages every run's JSON reports seconds for (0.0 when a stage did not run).
-TIMED_STAGES = ("environment", "baseline", "reproduce", "search", "review", "publish")
+TIMED_STAGES = ("environment", "baseline", "reproduce", "search", "review", "assess", "publish")
 
 
 def stage_timing(seconds: Mapping[str, float]) -> dict[str, float]:
