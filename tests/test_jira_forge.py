@@ -141,3 +141,26 @@ async def test_plain_git_code_side_pushes_a_branch_and_reads_the_policy(double: 
     assert "s3cret" not in str(failed.value)
     with pytest.raises(ValueError, match="credentials"):
         GitRemoteForge("https://user:pw@git.example/x.git")
+
+
+async def test_a_runner_result_for_a_jira_issue_publishes_on_that_issue(double: JiraDouble, tmp_path: Path) -> None:
+    """The runner job carries the Jira issue's fields back: its result job finds the same issue and repository."""
+    import aiohttp
+
+    from bot.forges.jira import jira_forge_for_job
+    from bot.jobs.handoff import publish_fields
+    from bot.store.rows import JobRow
+
+    issue = double.add_issue("SHOP", "crash", "it crashes")
+    mapping = parse_mapping(f"projects: [{{site: '{double.site}', project: SHOP, git: 'file://{_bare_repo(tmp_path)}'}}]")
+    payload = {"site": double.site, "project": "SHOP", "components": [], "key": issue.key, "mode": "reproduce"}
+    row = {"id": 1, "kind": "jira.reproduce", "issue_id": None, "payload": payload, "status": "running"}
+    row |= {"attempts": 1, "max_attempts": 3, "run_after": "", "lease_owner": None, "lease_expires_at": None}
+    row |= {"last_error": None, "result": None, "concurrency_key": f"jira:{issue.key}", "dedupe_key": None}
+    job = JobRow(**row, created_at="", updated_at="")
+    publish = publish_fields(job)
+    assert publish["kind"] == "jira.app_result" and publish["concurrency_key"] == f"jira:{issue.key}"
+    settings = Settings(data_dir=tmp_path, jira_token=TOKEN)
+    async with aiohttp.ClientSession() as session:
+        forge = await jira_forge_for_job(7, publish, settings, session, None, mapping)  # type: ignore[arg-type]
+    assert forge.ref == issue.key and (await forge.get_issue())["body"] == "it crashes"

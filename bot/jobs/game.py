@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.forges.base import Forge, PermanentJobError
-from bot.jobs.handoff import FORGE_FIELDS
+from bot.jobs.handoff import publish_fields
 from bot.jobs.queue import Queue
 from bot.render.report import render_policy_error, render_progress
 from bot.settings.config import Settings
@@ -56,8 +56,7 @@ async def queue_game_job(
     """Queue a `reproduce.game` job (the report and the packed repo) for a runner with the policy's labels."""
     store, settings = deps.store, deps.settings
     labels = sorted(runner.labels)
-    publish = {k: job.payload[k] for k in FORGE_FIELDS if k in job.payload}
-    publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
+    publish = publish_fields(job)
 
     async def status(body: str) -> None:
         await rec.status(forge, "reproduce", body)

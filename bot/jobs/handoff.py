@@ -26,10 +26,27 @@ from bot.store import JobRow
 from bot.store.tenants import tenant_of
 from sandboxes.text import clean_text, clean_title
 
-__all__ = ["FORGE_FIELDS", "publish_app_result", "queue_for_runner"]
+__all__ = ["FORGE_FIELDS", "publish_app_result", "publish_fields", "queue_for_runner"]
 
-#: The forge job's fields a runner job carries back to publish its result on the issue (bot/selfhosted/api.py).
-FORGE_FIELDS = ("installation_id", "repo", "number", "default_branch", "comment_id")
+#: The forge job's fields a runner job carries back to publish its result on the issue (bot/selfhosted/api.py):
+#: a GitHub issue's (installation, repo, number) and a Jira issue's (site, project, components, key).
+FORGE_FIELDS = (
+    "installation_id",
+    "repo",
+    "number",
+    "default_branch",
+    "comment_id",
+    "site",
+    "project",
+    "components",
+    "key",
+)
+
+
+def publish_fields(job: JobRow) -> dict[str, Any]:
+    """What the runner job carries back: the issue's fields, the result job's kind and the issue's concurrency key."""
+    publish = {k: job.payload[k] for k in FORGE_FIELDS if k in job.payload}
+    return publish | {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
 
 
 async def queue_for_runner(
@@ -49,8 +66,7 @@ async def queue_for_runner(
     issue = await forge.get_issue()
     text = clean_text(f"# {clean_title(str(issue.get('title') or ''), 256)}\n\n{issue.get('body') or ''}")
     task = {"issue_text": text, "app_url": runner.app_url, "driver": runner.driver, "issue_ref": forge.ref}
-    publish = {k: job.payload[k] for k in FORGE_FIELDS if k in job.payload}
-    publish |= {"kind": f"{job.kind.split('.', 1)[0]}.app_result", "concurrency_key": job.concurrency_key}
+    publish = publish_fields(job)
     runner_job = await asyncio.to_thread(
         Queue(deps.store).enqueue,
         "reproduce.app",
