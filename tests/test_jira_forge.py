@@ -152,7 +152,9 @@ async def test_a_runner_result_for_a_jira_issue_publishes_on_that_issue(double: 
     from bot.store.rows import JobRow
 
     issue = double.add_issue("SHOP", "crash", "it crashes")
-    mapping = parse_mapping(f"projects: [{{site: '{double.site}', project: SHOP, git: 'file://{_bare_repo(tmp_path)}'}}]")
+    mapping = parse_mapping(
+        f"projects: [{{site: '{double.site}', project: SHOP, git: 'file://{_bare_repo(tmp_path)}'}}]"
+    )
     payload = {"site": double.site, "project": "SHOP", "components": [], "key": issue.key, "mode": "reproduce"}
     row = {"id": 1, "kind": "jira.reproduce", "issue_id": None, "payload": payload, "status": "running"}
     row |= {"attempts": 1, "max_attempts": 3, "run_after": "", "lease_owner": None, "lease_expires_at": None}
