@@ -195,8 +195,9 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         for fp in record.fix_part.files:
             if fp.old_path:
                 old_lines.setdefault(fp.old_path, set()).update(changed_lines(fp)[0])
-        sizes[record.id] = semantic_size(old, new)
-        deletions[record.id] = deletes_only(old, new)
+        # Whole-module token diffs: CPU work, off the event loop.
+        sizes[record.id] = await asyncio.to_thread(semantic_size, old, new)
+        deletions[record.id] = await asyncio.to_thread(deletes_only, old, new)
         workspaces[record.id] = workspace
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
     if not workspaces:

@@ -21,12 +21,12 @@ flag, or no evidence at all, gives ``unsure``, and the bot then suggests instead
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from patch_selectors.patch import FilePatch, Patch
+from sandboxes.seqdiff import edit_opcodes
 
 Verdict = Literal["confident", "unsure", "not_assessed"]
 _SHOWN = 3
@@ -187,8 +187,7 @@ def semantic_size(old_sources: Mapping[str, str], new_sources: Mapping[str, str]
             new = _tokens(new_sources.get(path, ""))
         except (SyntaxError, ValueError):
             return -1
-        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-        total += sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+        total += sum(max(i2 - i1, j2 - j1) for _tag, i1, i2, j1, j2 in edit_opcodes(old, new))
     return total
 
 
@@ -207,7 +206,7 @@ def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str])
             new = [t for t in (x.strip("[]") for x in _tokens(new_sources.get(path, ""))) if t]
         except (SyntaxError, ValueError):
             return False
-        ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+        ops = edit_opcodes(old, new)
         if any(op[0] != "delete" for op in ops):
             return False
         changed = changed or bool(ops)

@@ -16,7 +16,6 @@ Anything whose effect coverage contexts cannot see falls back to the full suite:
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -25,6 +24,7 @@ from pathlib import PurePosixPath
 
 from agents.localize.ranking import coverage_from_json, split_outcomes
 from sandboxes.base import WORKSPACE_MOUNT, Sandbox, SandboxError
+from sandboxes.seqdiff import edit_opcodes
 from sandboxes.workspace import SCRATCH_DIR
 
 log = logging.getLogger(__name__)
@@ -80,10 +80,7 @@ class Impact:
 def changed_lines(old: str, new: str) -> set[int]:
     """Lines of `old` (1-based) that the edit replaces or deletes; a pure insertion names its neighbours."""
     lines: set[int] = set()
-    matcher = difflib.SequenceMatcher(a=old.splitlines(), b=new.splitlines(), autojunk=False)
-    for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
+    for _tag, i1, i2, _j1, _j2 in edit_opcodes(old.splitlines(), new.splitlines()):
         if i2 > i1:
             lines.update(range(i1 + 1, i2 + 1))
         else:
