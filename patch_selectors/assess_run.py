@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.localize import tests_covering
 from patch_selectors.assessment import (
     Assessment,
     Target,
@@ -24,7 +23,6 @@ from patch_selectors.assessment import (
     departures,
     disagreements,
     documented_examples,
-    function_spans,
     judge,
     not_assessed,
     semantic_size,
@@ -33,7 +31,6 @@ from patch_selectors.assessment import (
 from patch_selectors.records import PatchRecord
 from patch_selectors.reviewers import ReviewEnv
 from sandboxes.base import WORKSPACE_MOUNT
-from sandboxes.testrun import selection_collect_args
 from sandboxes.workspace import SCRATCH_DIR, GitError, apply_patch
 
 log = logging.getLogger(__name__)
@@ -42,30 +39,6 @@ HARNESS = Path(__file__).with_name("probe_harness.py")
 _HARNESS_REL = f"{SCRATCH_DIR}/probe_harness.py"
 _CONFIG_REL = f"{SCRATCH_DIR}/probe_config.json"
 _OUT_REL = f"{SCRATCH_DIR}/probe_out.json"
-
-
-def trace_selection(env: ReviewEnv, targets: Sequence[Target], base_sources: dict[str, str]) -> list[str] | None:
-    """The tests the trace run needs: those that ran a touched function's body at baseline; None: the whole suite.
-
-    The trace records calls of the touched functions, and a test that never entered one of them at baseline
-    has nothing to record (its outcome is the build-test review's business, which runs the whole suite). On a
-    real suite that is a handful of tests instead of thousands under a tracer. Without baseline coverage, or for
-    a function the base version lacks or coverage does not know, the whole suite runs, as before.
-    """
-    coverage = env.baseline.coverage
-    if coverage is None or not targets:
-        return None
-    chosen: set[str] = set()
-    for target in targets:
-        spans = [s for s in function_spans(base_sources.get(target.file, "")) if s[2] == target.qualname]
-        if len(spans) != 1:
-            return None
-        _, end, _, body = spans[0]
-        tests = tests_covering(coverage, target.file, range(body, end + 1), env.baseline.tests)
-        if tests is None:
-            return None
-        chosen.update(tests)
-    return sorted(chosen)
 
 
 def _brt_path(record: PatchRecord) -> str:
@@ -91,9 +64,8 @@ async def _harness_run(
     brt: str,
     lines: dict[str, list[int]],
     examples: Sequence[dict[str, str]] = (),
-    selection: Sequence[str] | None = None,
 ) -> TraceRun:
-    """Run the harness over the suite (or `selection` of it) plus the BRT in a sandbox on `workspace`; parse it."""
+    """Run the harness over the whole suite plus the BRT in a sandbox on `workspace`; parse its JSON."""
     runner = env.runner
     (workspace / SCRATCH_DIR).mkdir(exist_ok=True)
     (workspace / _HARNESS_REL).write_text(HARNESS.read_text())
@@ -116,11 +88,7 @@ async def _harness_run(
         "no:cacheprovider",
         f"--timeout={runner.per_test_timeout}",
         # The harness adds the BRT itself when the suite's paths do not cover it.
-        *(
-            runner.suite_args()
-            if selection is None
-            else [*selection_collect_args(runner.env.spec), *selection, brt.split("::")[0]]
-        ),
+        *runner.suite_args(),
     ]
     # A fixed hash seed keeps set and dict reprs comparable between the two runs.
     env_vars = {**runner.env_vars(), "PYTHONHASHSEED": "0"}
@@ -211,7 +179,6 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         for example in documented_examples(text, {t.qualname for t in union if t.file == path})
     ] + list(env.report_examples)
     original_ws = await env.fresh_copy("assess-original")
-    selection = trace_selection(env, union, base_sources)
 
     async def run_original() -> TraceRun:
         try:
@@ -219,12 +186,12 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         except GitError as exc:
             return TraceRun(error=f"the test part does not apply: {exc}")
         old_by_file = {f: sorted(ls) for f, ls in old_lines.items()}
-        return await _harness_run(env, original_ws, union, brt, old_by_file, examples, selection)
+        return await _harness_run(env, original_ws, union, brt, old_by_file, examples)
 
     # The original and every candidate run in their own workspaces: all at once, as the sandbox slots allow.
     before, *runs = await asyncio.gather(
         run_original(),
-        *(_harness_run(env, ws, union, brt, new_lines[rid], examples, selection) for rid, ws in workspaces.items()),
+        *(_harness_run(env, ws, union, brt, new_lines[rid], examples) for rid, ws in workspaces.items()),
     )
     after = dict(zip(workspaces, runs, strict=True))
     own = {
