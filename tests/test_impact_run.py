@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -49,12 +50,14 @@ class RecordingRunner(TestSuite):
         return await super().run(sandbox, chosen, **kwargs)
 
 
-async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_full_suite(
-    tmp_path: Path, env_cache: Path
-) -> None:
+@contextlib.asynccontextmanager
+async def _measured(
+    tmp_path: Path, env_cache: Path, files: dict[str, str]
+) -> AsyncIterator[tuple[Sandbox, RecordingRunner, ClassicSearch]]:
+    """A bwrap sandbox on `files` with its baseline measured under coverage, and a search over it."""
     if (problem := available_backends()["bwrap"]) is not None:
         pytest.skip(f"bwrap unavailable: {problem}")
-    workspace = write(tmp_path / "ws", PROJECT)
+    workspace = write(tmp_path / "ws", files)
     env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
     spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
     async with make_sandbox("bwrap", spec) as sb:
@@ -62,10 +65,16 @@ async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_fu
         coverage = await impact.read_coverage(sb, env.python)
         assert coverage is not None, run.result.output[-2000:]
         baseline = dataclasses.replace(baseline, coverage=coverage)
-        assert len(baseline.passing) == 3, run.tests
         runner = RecordingRunner(env)
         brt = SimpleNamespace(brt=SimpleNamespace(path="tests/test_brt.py", source=""))
-        search = ClassicSearch(brt, runner, baseline, CandidateCache(), SearchLimits())  # type: ignore[arg-type]
+        yield sb, runner, ClassicSearch(brt, runner, baseline, CandidateCache(), SearchLimits())  # type: ignore[arg-type]
+
+
+async def test_candidate_checks_run_impacted_tests_first_and_fall_back_to_the_full_suite(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    async with _measured(tmp_path, env_cache, PROJECT) as (sb, runner, search):
+        assert len(search.baseline.passing) == 3, search.baseline.tests
 
         async def check(path: str, old: str, new: str) -> tuple[bool, list[list[str]]]:
             runner.selections.clear()
@@ -168,19 +177,7 @@ async def test_impacted_tests_stop_at_the_first_failure_and_earlier_killers_run_
 ) -> None:
     """Four tests execute the edited line; only one pins its value. The first wrong candidate runs tests until that
     one fails and no further; the next wrong candidate runs it first, so one test decides."""
-    if (problem := available_backends()["bwrap"]) is not None:
-        pytest.skip(f"bwrap unavailable: {problem}")
-    workspace = write(tmp_path / "ws", SHARED_LINE)
-    env = await prepare_environment(workspace, env_cache, python=Path("/usr/bin/python3"))
-    spec = SandboxSpec(workspace=workspace, mounts=env.mounts, limits=Limits(wall_seconds=300))
-    async with make_sandbox("bwrap", spec) as sb:
-        baseline, run = await run_baseline(sb, env, timeout=300, coverage_rc=impact.coverage_rc(sb))
-        coverage = await impact.read_coverage(sb, env.python)
-        assert coverage is not None, run.result.output[-2000:]
-        baseline = dataclasses.replace(baseline, coverage=coverage)
-        runner = RecordingRunner(env)
-        brt = SimpleNamespace(brt=SimpleNamespace(path="tests/test_brt.py", source=""))
-        search = ClassicSearch(brt, runner, baseline, CandidateCache(), SearchLimits())  # type: ignore[arg-type]
+    async with _measured(tmp_path, env_cache, SHARED_LINE) as (sb, runner, search):
         exact = "tests/test_norm.py::test_c_exact"
 
         async def check(new: str) -> tuple[bool, str, TestRun, list[str]]:
