@@ -71,20 +71,20 @@ def changed_lines(fp: FilePatch) -> tuple[set[int], set[int]]:
     return old, new
 
 
-def function_spans(source: str) -> list[tuple[int, int, str, int]]:
-    """(first line with decorators, last line, qualified name, first body line) of every function in `source`."""
+def enclosing_functions(source: str, lines: Iterable[int]) -> set[str]:
+    """Qualified names of the innermost functions containing any of `lines` (module level gives none)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
-    spans: list[tuple[int, int, str, int]] = []
+        return set()
+    spans: list[tuple[int, int, str]] = []
 
     def walk(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 qual = prefix + child.name
                 start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                spans.append((start, child.end_lineno or child.lineno, qual, child.body[0].lineno))
+                spans.append((start, child.end_lineno or child.lineno, qual))
                 walk(child, qual + ".<locals>.")
             elif isinstance(child, ast.ClassDef):
                 walk(child, prefix + child.name + ".")
@@ -92,12 +92,6 @@ def function_spans(source: str) -> list[tuple[int, int, str, int]]:
                 walk(child, prefix)
 
     walk(tree, "")
-    return spans
-
-
-def enclosing_functions(source: str, lines: Iterable[int]) -> set[str]:
-    """Qualified names of the innermost functions containing any of `lines` (module level gives none)."""
-    spans = function_spans(source)
     found: set[str] = set()
     for line in lines:
         inside = [s for s in spans if s[0] <= line <= s[1]]

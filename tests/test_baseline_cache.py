@@ -14,7 +14,7 @@ from bot.settings.config import Settings
 from bot.store import Store
 from sandboxes import baseline_cache
 from sandboxes.testrun import Baseline
-from sandboxes.workspace import clone_workspace
+from sandboxes.workspace import clone_workspace, git
 from tests.conftest import make_git_repo
 
 REPO = {
@@ -62,8 +62,6 @@ async def test_the_tree_hash_follows_content_not_the_clone(tmp_path: Path) -> No
 
 
 async def _git_status(repo: Path) -> str:
-    from sandboxes.workspace import git
-
     return (await git(repo, "diff", "--cached", "--name-only")).stdout
 
 

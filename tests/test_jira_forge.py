@@ -7,13 +7,16 @@ import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from jira import JIRAError
 
 from bot.forges.git import GitRemoteForge
-from bot.forges.jira import JiraForge, jira_client
+from bot.forges.jira import JiraForge, jira_client, jira_forge_for_job
+from bot.jobs.handoff import publish_fields
 from bot.settings.config import Settings
 from bot.settings.jira_mapping import parse_mapping
+from bot.store.rows import JobRow
 from sandboxes.workspace import GitError
 from tests.conftest import FIXTURES, make_git_repo, require_shared
 from tests.fakes.jira import JiraDouble
@@ -145,12 +148,6 @@ async def test_plain_git_code_side_pushes_a_branch_and_reads_the_policy(double: 
 
 async def test_a_runner_result_for_a_jira_issue_publishes_on_that_issue(double: JiraDouble, tmp_path: Path) -> None:
     """The runner job carries the Jira issue's fields back: its result job finds the same issue and repository."""
-    import aiohttp
-
-    from bot.forges.jira import jira_forge_for_job
-    from bot.jobs.handoff import publish_fields
-    from bot.store.rows import JobRow
-
     issue = double.add_issue("SHOP", "crash", "it crashes")
     mapping = parse_mapping(
         f"projects: [{{site: '{double.site}', project: SHOP, git: 'file://{_bare_repo(tmp_path)}'}}]"

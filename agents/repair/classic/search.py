@@ -105,8 +105,7 @@ class CandidateCache:
         The order mutation testing tools use: a wrong edit near a line tends to break the same few tests, so
         the run that stops at the first failure stops after one test instead of after the whole selection.
         """
-        given = list(tests)
-        return sorted(given, key=lambda t: -self.kills[t])
+        return sorted(tests, key=lambda t: -self.kills[t])
 
     def get(self, key: str) -> asyncio.Future[tuple[bool, bool]] | None:
         """The pending or finished check for key, counting hits."""
