@@ -38,6 +38,11 @@ def _delivery(delivery_id: str) -> tuple[str, str, str, list[PlannedJob], bytes]
     return (delivery_id, "github", "issues", [_job(delivery_id)], b'{"x": 1}')
 
 
+def _direct(commits: GroupCommit) -> int:
+    """Commits made without a thread: inline on the loop (SQLite), on an asynchronous connection (PostgreSQL)."""
+    return commits.inline_commits + commits.async_commits
+
+
 def _hold_write_lock(path: Path) -> Any:
     """Another connection (as another process would) that holds the store's write lock until it commits.
 
@@ -93,7 +98,7 @@ async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tm
     with Store.open(path) as store:
         commits = GroupCommit(store)
         assert await commits.accept(_delivery("d-0")) is True
-        assert (commits.inline_commits, commits.thread_commits) == (1, 0)
+        assert (_direct(commits), commits.thread_commits) == (1, 0)
 
         other = _hold_write_lock(path)
         pending = [asyncio.create_task(commits.accept(_delivery(f"d-{i}"))) for i in (1, 2)]
@@ -106,12 +111,16 @@ async def test_group_commit_waits_for_a_held_lock_on_a_thread_not_on_the_loop(tm
         other.close()
         results = await asyncio.gather(*pending)
         assert results == [True, True]
-        assert commits.thread_commits >= 1
+        if store.conn.set_based_inbox:  # PostgreSQL: the batch waited on its asynchronous connection
+            assert (commits.async_commits, commits.thread_commits) == (2, 0)
+        else:
+            assert commits.thread_commits >= 1
         # Once the thread is idle again, the next batch is committed inline.
-        before = commits.inline_commits
+        before = _direct(commits)
         assert await commits.accept(_delivery("d-1")) is False  # redelivery
-        assert commits.inline_commits == before + 1
+        assert _direct(commits) == before + 1
         assert len(store.deliveries.promote_deliveries()) == 3 and len(store.jobs.list_jobs()) == 3
+        await commits.close()
 
 
 async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path) -> None:
@@ -128,6 +137,7 @@ async def test_drain_waits_for_a_batch_still_waiting_for_the_lock(tmp_path: Path
     other.close()
     await drained
     assert waiting.done() and waiting.result() is True
+    await commits.close()
     store.close()  # nothing is left running on the connection
     with Store.open(path) as again:
         assert again.deliveries.get_delivery("d-1") is not None  # recorded durably, seen after a restart
@@ -145,27 +155,43 @@ async def test_a_bad_delivery_fails_alone_and_its_neighbours_are_stored(tmp_path
         assert results[0] is True and results[3] is True
         assert isinstance(results[1], DeliveryRejected) and "forge" in str(results[1])
         assert isinstance(results[2], DeliveryRejected) and "surrogate" in str(results[2])
-        assert commits.inline_commits == 1  # one commit for the whole batch, bad bodies and all
+        assert _direct(commits) == 1  # one commit for the whole batch, bad bodies and all
         assert store.deliveries.get_delivery("d-1") is not None and store.deliveries.get_delivery("d-2") is not None
         assert store.deliveries.get_delivery("d-bad") is None and store.deliveries.get_delivery("d-sur") is None
         # The same through the thread path (a batch that had to wait for the lock).
         assert store.deliveries.accept_deliveries([_delivery("d-3"), bad])[0] is True
         with pytest.raises(DeliveryRejected):
             store.deliveries.accept_delivery(*bad)
+        await commits.close()
+
+
+def _refuse_writes(store: Store, refuse: bool) -> None:
+    """Make the inbox refuse every write, or stop: SQLite's query_only; on PostgreSQL a "disk full" trigger."""
+    if not store.conn.set_based_inbox:
+        store.conn.nowait_connection().execute(f"PRAGMA query_only = {'ON' if refuse else 'OFF'}")
+    elif refuse:
+        store.db.execute(
+            "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no space left' USING ERRCODE = 'disk_full'; END $$"
+        )
+        store.db.execute("CREATE TRIGGER full_disk BEFORE INSERT ON deliveries EXECUTE FUNCTION full_disk()")
+    else:
+        store.db.execute("DROP TRIGGER full_disk ON deliveries")
 
 
 async def test_a_store_error_reaches_every_request_of_the_batch(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
         commits = GroupCommit(store)
         # The store itself refuses writes (as with a full disk): that is not one delivery's fault.
-        store.conn.nowait_connection().execute("PRAGMA query_only = ON")
+        _refuse_writes(store, True)
         results = await asyncio.gather(
             commits.accept(_delivery("d-1")), commits.accept(_delivery("d-2")), return_exceptions=True
         )
         assert all(isinstance(r, sqlite3.OperationalError) for r in results), results
-        store.conn.nowait_connection().execute("PRAGMA query_only = OFF")
+        _refuse_writes(store, False)
         assert store.deliveries.get_delivery("d-1") is None  # the batch's transaction rolled back as a whole
         assert await commits.accept(_delivery("d-1")) is True  # and the commit path still works
+        await commits.close()
 
 
 @pytest.mark.sqlite_only
@@ -295,7 +321,8 @@ async def test_deliveries_accepted_in_consecutive_loop_turns_share_one_commit(tm
         await asyncio.sleep(0)  # d-1 reaches accept in this turn ...
         second = asyncio.create_task(commits.accept(_delivery("d-2")))  # ... and d-2 in the next
         assert await asyncio.gather(first, second) == [True, True]
-        assert (commits.inline_commits, commits.thread_commits) == (1, 0)
+        assert (_direct(commits), commits.thread_commits) == (1, 0)
+        await commits.close()
 
 
 def test_old_delivery_bodies_are_dropped_and_the_delivery_still_dedupes(tmp_path: Path) -> None:

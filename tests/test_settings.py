@@ -31,6 +31,7 @@ def test_values_are_parsed_to_their_types() -> None:
         ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "-1", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive"),
         ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "nan", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR must be 0 (off) or a positive"),
         ("REPROBOT_REVIEW_PARALLEL", "-1", "REPROBOT_REVIEW_PARALLEL must be 0 (one per core) or a positive"),
+        ("REPROBOT_ACK_CONNECTIONS", "0", "REPROBOT_ACK_CONNECTIONS must be at least 1"),
         ("REPROBOT_CANDIDATE_TIMEOUT_FACTOR", "fast", "REPROBOT_CANDIDATE_TIMEOUT_FACTOR='fast': expected a number"),
     ],
 )

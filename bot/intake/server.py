@@ -301,7 +301,7 @@ def make_app(
         else:
             assert store is not None
             app[STORE] = store
-        app[COMMITS] = commits = GroupCommit(app[STORE])
+        app[COMMITS] = commits = GroupCommit(app[STORE], settings.ack_connections)
         checkpointer = app[STORE].wal_checkpointer()
         if checkpointer is not None:
             await asyncio.to_thread(checkpointer.start)
@@ -317,7 +317,7 @@ def make_app(
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        await commits.drain()
+        await commits.close()
         if checkpointer is not None:
             await asyncio.to_thread(checkpointer.stop)
         if own_store:

@@ -142,6 +142,7 @@ class Settings:
     minecraft_rcon: str | None = _d("minecraft_rcon")
     minecraft_rcon_password: str | None = field(default=_d("minecraft_rcon_password"), repr=False)
     database_url: str | None = _d("database_url")
+    ack_connections: int = _d("ack_connections")
 
     @property
     def store_path(self) -> Path:

@@ -958,6 +958,16 @@ _ROWS_GAME = (
         None,
         "postgresql://user@host:port/db moves the store and the queue to PostgreSQL (unset: SQLite in the data dir)",
     ),
+    Setting(
+        "REPROBOT_ACK_CONNECTIONS",
+        "ack_connections",
+        "store",
+        k.INT,
+        1,
+        "PostgreSQL: webhook ack batches one server process commits at once, each on its own connection; "
+        "while they commit the next batch gathers (more helps only when the database has cores of its own)",
+        rule=k.at_least(1, "at least 1"),
+    ),
 )
 
 #: Every setting, in the order they are parsed (and Settings' field order).

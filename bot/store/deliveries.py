@@ -14,7 +14,8 @@ from sqlite_utils import Database
 from bot.store import pg_batch
 from bot.store.base import StoreConnection
 from bot.store.bodies import unpack_body
-from bot.store.pg import PgConnection
+from bot.store.pg import PgConnection, PgStoreConnection
+from bot.store.pg_async import AsyncAcks
 from bot.store.plans import DeliveryRecord, DeliveryRejected, PlannedAction, PlannedJob, Prepared, prepare
 from bot.store.publications import apply_action
 from bot.store.rows import DeliveryRow
@@ -93,6 +94,34 @@ class Deliveries:
                 return None
             now = iso(self._conn.clock())
             return self._record_all(conn, now, prepared)
+
+    def async_acks(self, size: int = 1) -> AsyncAcks | None:
+        """`size` asynchronous ack connections on PostgreSQL (the caller closes them); None on SQLite, whose
+        commits are short enough to run on the loop (bot/intake/group_commit.py)."""
+        if not isinstance(self._conn, PgStoreConnection):
+            return None
+        return AsyncAcks(self._conn.url, size)
+
+    async def accept_deliveries_async(
+        self, acks: AsyncAcks, deliveries: Sequence[DeliveryRecord]
+    ) -> list[bool | DeliveryRejected] | None:
+        """`accept_deliveries` in one statement on one of `acks`' connections, never blocking the loop.
+
+        None when the batch is not for the one statement (bookkeeping actions, or a data error that wrote
+        nothing): `accept_deliveries` then writes it row by row, on a thread.
+        """
+        rows = [prepare(delivery) for delivery in deliveries]
+        if not pg_batch.fits_ack(rows):
+            return None
+        clean = [row for row in rows if not isinstance(row, DeliveryRejected)]
+        if not clean:  # every one was refused before the statement
+            return [row for row in rows if isinstance(row, DeliveryRejected)]
+        try:
+            written = await acks.ack(iso(self._conn.clock()), clean)
+        except _DATA_ERRORS:
+            return None
+        fresh = iter(written)
+        return [row if isinstance(row, DeliveryRejected) else next(fresh) for row in rows]
 
     @staticmethod
     def _ack_set(

@@ -98,7 +98,7 @@ def translate(sql: str) -> str:
     return text + " ON CONFLICT DO NOTHING" if ignore else text
 
 
-def _error(exc: Exception) -> sqlite3.Error:
+def sqlite_error(exc: Exception) -> sqlite3.Error:
     """The sqlite3 DB-API class the store's concerns catch for this psycopg error."""
     import psycopg
 
@@ -164,7 +164,7 @@ class PgConnection:
         try:
             self._raw = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor)
         except psycopg.Error as exc:
-            raise _error(exc) from exc
+            raise sqlite_error(exc) from exc
         self._in_tx = False
         #: Set inside a transaction that made work for workers: COMMIT sends NOTIFY first.
         self.notify_at_commit = False
@@ -229,7 +229,7 @@ class PgConnection:
                 rows = [tuple(_value(v) for v in row) for row in cur.fetchall()] if cur.description else []
                 return PgCursor(self, rows, columns, cur.rowcount)
         except (psycopg.Error, ValueError) as exc:
-            raise _error(exc) from exc
+            raise sqlite_error(exc) from exc
 
     def _run_script(self, sql: str) -> PgCursor:
         """Several statements without parameters in one message (simple query protocol): the last one's rows."""
@@ -244,7 +244,7 @@ class PgConnection:
                 rows = [tuple(row) for row in cur.fetchall()] if cur.description else []
                 return PgCursor(self, rows, [], cur.rowcount)
         except psycopg.Error as exc:
-            raise _error(exc) from exc
+            raise sqlite_error(exc) from exc
 
     def run_prepared(self, sql: str, params: Mapping[str, Any]) -> PgCursor:
         """Run one statement in PostgreSQL's own spelling as a prepared statement, with server-side parameters.
@@ -262,7 +262,7 @@ class PgConnection:
                 rows = [tuple(row) for row in cur.fetchall()] if cur.description else []
                 return PgCursor(self, rows, columns, cur.rowcount)
         except (psycopg.Error, ValueError) as exc:
-            raise _error(exc) from exc
+            raise sqlite_error(exc) from exc
 
     def lastval(self) -> int | None:
         """lastval() inside a savepoint, so that a session without one yet does not abort the transaction."""
@@ -322,6 +322,9 @@ class _Table:
 
 class PgDatabase:
     """The part of sqlite_utils.Database the store uses, over a PgConnection."""
+
+    #: For the few schema steps that differ by engine (bot/store/schema.py).
+    engine: ClassVar[str] = "postgresql"
 
     def __init__(self, conn: PgConnection) -> None:
         """Wrap an open connection."""

@@ -70,7 +70,13 @@ def ack(conn: PgConnection, now: str, rows: Sequence[Prepared], *, wait: bool) -
 
     Returns, per delivery, False for a redelivery. A data error (sqlite3's classes) leaves nothing written.
     """
-    params = {
+    row = conn.run_prepared(ACK_WAIT if wait else ACK_TRY, ack_params(now, rows)).fetchone()
+    return ack_results(rows, row)
+
+
+def ack_params(now: str, rows: Sequence[Prepared]) -> dict[str, Any]:
+    """The ack statement's parameters for a batch of prepared deliveries (pure)."""
+    return {
         "lock": WRITE_LOCK_KEY,
         "now": now,
         "ids": [row[0] for row in rows],
@@ -79,7 +85,11 @@ def ack(conn: PgConnection, now: str, rows: Sequence[Prepared], *, wait: bool) -
         "planned": [row[3] for row in rows],
         "packed": [row[4] for row in rows],
     }
-    got, fresh, _ = conn.run_prepared(ACK_WAIT if wait else ACK_TRY, params).fetchone() or (False, [], 0)
+
+
+def ack_results(rows: Sequence[Prepared], answer: Sequence[Any] | None) -> list[bool] | None:
+    """Per delivery, whether the ack statement's `answer` row says it was new; None when the lock was not got."""
+    got, fresh, _ = answer or (False, [], 0)
     if not got:
         return None
     new = set(fresh)
