@@ -2,8 +2,8 @@
 
 Round trips are counted from libpq's own protocol trace (PQtrace through psycopg's `pgconn.trace`): each
 ReadyForQuery message the server sends ends one exchange the client waited for, whatever the statements were.
-Counted on the connection each step uses: the webhook path's no-wait connection for acks, the shared one for
-promotion, after one warm-up batch (a prepared statement's first use on a connection costs one more).
+Counted on the connection each step uses: for acks the no-wait connection and the server's asynchronous one, for
+promotion the shared one; after one warm-up batch (a prepared statement's first use on a connection costs one more).
 
     .venv/bin/python bench/inbox_round_trips.py [--batch N] [--baseline DIR]
 
@@ -64,6 +64,29 @@ def _round_trips(store: Store, batch: int) -> tuple[int, int]:
     return acked[0], promoted[0]
 
 
+def _async_round_trips(store: Store, batch: int) -> int | None:
+    """Round trips of one ack batch on the server's path (an asynchronous connection); None if the code has none."""
+    make = getattr(store.deliveries, "async_acks", None)
+    if make is None:
+        return None
+    import asyncio
+
+    async def measure() -> int:
+        acks = make(1)
+        try:
+            await store.deliveries.accept_deliveries_async(acks, [_delivery(-500 - i) for i in range(batch)])
+            with _trace(acks._idle[0]) as acked:  # the connection the warm-up opened and prepared
+                results = await store.deliveries.accept_deliveries_async(
+                    acks, [_delivery(500 + i) for i in range(batch)]
+                )
+            assert results == [True] * batch, results
+            return acked[0]
+        finally:
+            await acks.close()
+
+    return asyncio.run(measure())
+
+
 def _promotion_cost(store: Store) -> float:
     """Microseconds per delivery to promote PROMOTE acknowledged deliveries."""
     for start in range(0, PROMOTE, 50):
@@ -94,6 +117,9 @@ def main() -> None:
         with Store.open(server.new_database()) as store:
             acked, promoted = _round_trips(store, batch)
             print(f"  postgresql ack batch of {batch}: {acked} round trips; promoting it: {promoted} round trips")
+            on_loop = _async_round_trips(store, batch)
+            if on_loop is not None:
+                print(f"  postgresql ack batch of {batch} on the server's async connection: {on_loop} round trips")
         with Store.open(server.new_database()) as store:
             print(f"  postgresql promotion {_promotion_cost(store):7.0f} us/delivery")
     if "--baseline" in argv:
