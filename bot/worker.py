@@ -26,6 +26,7 @@ from bot.jobs.queue import LeaseLost, Queue
 from bot.mojira.poller import poll_periodically
 from bot.settings.config import Settings
 from bot.store import JobRow, Store, forbid_store_calls_on_loop
+from sandboxes import cache_prune
 from sandboxes.reaper import reap_periodically
 
 log = logging.getLogger(__name__)
@@ -147,14 +148,40 @@ class Worker:
         return None
 
     async def _prune_if_due(self) -> None:
-        days = self.settings.delivery_body_days
+        """Hourly: drop old delivery bodies, and keep the cache folder within its limits."""
         now = self.queue.clock()
-        if days <= 0 or now < self._next_prune:
+        if now < self._next_prune:
             return
         self._next_prune = now + PRUNE_INTERVAL
-        dropped = await asyncio.to_thread(self.store.deliveries.prune_delivery_bodies, now - days * 86400)
-        if dropped:
-            log.info("dropped the bodies of %d deliveries older than %g days", dropped, days)
+        days = self.settings.delivery_body_days
+        if days > 0:
+            dropped = await asyncio.to_thread(self.store.deliveries.prune_delivery_bodies, now - days * 86400)
+            if dropped:
+                log.info("dropped the bodies of %d deliveries older than %g days", dropped, days)
+        await self._prune_caches()
+
+    async def _prune_caches(self) -> None:
+        """Remove unused environments and baselines past REPROBOT_CACHE_MAX_DAYS / _MAX_SIZE (on a thread)."""
+        settings = self.settings
+        if settings.cache_max_size <= 0 and settings.cache_max_days <= 0:
+            return
+        try:
+            report = await asyncio.to_thread(
+                cache_prune.prune,
+                settings.cache_dir,
+                max_bytes=settings.cache_max_size,
+                max_days=settings.cache_max_days,
+            )
+        except OSError as exc:  # a cache folder it cannot read: jobs still run, the next round tries again
+            log.warning("cache prune failed: %s", exc)
+            return
+        if report.removed:
+            log.info(
+                "cache prune removed %d entries (%d MB); %d MB kept",
+                len(report.removed),
+                report.freed_bytes // 2**20,
+                report.kept_bytes // 2**20,
+            )
 
     async def _may_claim(self) -> bool:
         """Below this process's concurrency and the deployment-wide limit on running jobs."""

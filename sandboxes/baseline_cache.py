@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sandboxes.cache_prune import touch
 from sandboxes.testrun import Baseline
 from sandboxes.workspace import SCRATCH_DIR, git
 
@@ -60,10 +61,12 @@ def load(cache_dir: Path, key: str) -> Baseline | None:
     path = _path(cache_dir, key)
     try:
         doc = json.loads(gzip.decompress(path.read_bytes()))
-        return from_json(doc)
+        baseline = from_json(doc)
     except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError):
         # A missing, torn or older entry: the suite simply runs again.
         return None
+    touch(path)  # used: the least recently used entries are pruned first (sandboxes/cache_prune.py)
+    return baseline
 
 
 def store(cache_dir: Path, key: str, baseline: Baseline) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from sandboxes.base import Mount, Sandbox, SandboxError
+from sandboxes.cache_prune import READY, lock_shared, touch
 from sandboxes.envspec import (
     BASE_TEST_DEPS,
     EnvironmentSpec,
@@ -191,7 +192,20 @@ def _with_build_notes(spec: EnvironmentSpec, path: Path) -> EnvironmentSpec:
 
 
 def _ready(target: Path) -> bool:
-    return (target / ".reprobot-ready").exists()
+    return (target / READY).exists()
+
+
+def _use_if_ready(envs: Path, key: str) -> bool:
+    """True when the env for `key` is built; it is then marked used, under its lock held shared, so that a
+    prune (sandboxes/cache_prune.py) either sees this use or removed the env before the check."""
+    target = envs / key
+    if not _ready(target):
+        return False
+    with lock_shared(envs / f"{key}.lock"):
+        if not _ready(target):
+            return False
+        touch(target / READY)
+        return True
 
 
 def _read_dists(target: Path) -> frozenset[str] | None:
@@ -223,7 +237,7 @@ async def _cached_env(
 ) -> tuple[Path, bool]:
     """The env folder for `key`, built unless ready, and whether it was ready (a cache hit)."""
     target = envs / key
-    if _ready(target):
+    if await asyncio.to_thread(_use_if_ready, envs, key):
         return target, True
     lock_path = envs / f"{key}.lock"
     with lock_path.open("w") as lock:
@@ -231,6 +245,7 @@ async def _cached_env(
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
         try:
             if _ready(target):
+                touch(target / READY)
                 return target, True
             staging = envs / f"{key}.build-{os.getpid()}"
             await asyncio.to_thread(_remove_build_dirs, staging)
@@ -263,7 +278,7 @@ async def _cached_env(
                 _write_new(staging / DISTS_FILE, json.dumps(dists, indent=0))
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
-            _write_new(target / ".reprobot-ready", "ok\n")
+            _write_new(target / READY, "ok\n")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return target, False

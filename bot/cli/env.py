@@ -60,6 +60,12 @@ def add_parsers(sub: Any) -> None:
     base = sb_sub.add_parser("build-base", help="debootstrap the root filesystem and import the Docker base image")
     base.add_argument("--no-image", action="store_true", help="only the root filesystem (bwrap), no Docker")
     base.add_argument("--json", action="store_true")
+    prune = sb_sub.add_parser(
+        "prune-cache",
+        help="remove unused environments and baselines past REPROBOT_CACHE_MAX_DAYS and REPROBOT_CACHE_MAX_SIZE",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+    prune.add_argument("--json", action="store_true")
 
 
 def _fail(args: argparse.Namespace, code: int, message: str) -> int:
@@ -223,6 +229,8 @@ def _tmp_root(settings: Settings) -> Path:
 
 def run_sandbox_command(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch `reprobot sandbox ...`."""
+    if args.sandbox_command == "prune-cache":
+        return _prune_cache(args, settings)
     from sandboxes.baseimage import BaseImageError, build_base
 
     started = time.monotonic()
@@ -242,6 +250,35 @@ def run_sandbox_command(args: argparse.Namespace, settings: Settings) -> int:
         "seconds": round(time.monotonic() - started, 2),
     }
     print(json.dumps(report, indent=None if args.json else 2))
+    return EXIT_OK
+
+
+def _prune_cache(args: argparse.Namespace, settings: Settings) -> int:
+    """`reprobot sandbox prune-cache`: what the workers' hourly prune does, now (an entry used today stays)."""
+    from sandboxes.cache_prune import prune
+
+    try:
+        report = prune(
+            settings.cache_dir,
+            max_bytes=settings.cache_max_size,
+            max_days=settings.cache_max_days,
+            dry_run=args.dry_run,
+        )
+    except OSError as exc:
+        return _fail(args, EXIT_ENVIRONMENT, f"cannot prune {settings.cache_dir}: {exc}")
+    removed = [{"kind": e.kind, "path": str(e.path), "bytes": e.size} for e in report.removed]
+    if args.json:
+        doc = {"dry_run": args.dry_run, "removed": removed, "freed_bytes": report.freed_bytes}
+        print(json.dumps(doc | {"kept_bytes": report.kept_bytes, "busy": report.skipped_busy}))
+        return EXIT_OK
+    verb = "would remove" if args.dry_run else "removed"
+    for entry in report.removed:
+        print(f"{verb} {entry.kind} {entry.path} ({entry.size / 2**20:.1f} MB)")
+    print(
+        f"{verb} {len(removed)} entries, {report.freed_bytes / 2**20:.1f} MB; "
+        f"{report.kept_bytes / 2**20:.1f} MB kept in {settings.cache_dir}"
+        + (f"; {report.skipped_busy} in use, left" if report.skipped_busy else "")
+    )
     return EXIT_OK
 
 

@@ -81,6 +81,8 @@ class Settings:
     workers: int = _d("workers")
     max_running_jobs: int = _d("max_running_jobs")
     delivery_body_days: float = _d("delivery_body_days")
+    cache_max_size: int = _d("cache_max_size")
+    cache_max_days: float = _d("cache_max_days")
     llm_base_url: str | None = _d("llm_base_url")
     llm_api_key: str | None = field(default=_d("llm_api_key"), repr=False)
     llm_model: str | None = _d("llm_model")

@@ -435,6 +435,26 @@ _ROWS_GITHUB_WORKER = (
         "days a webhook delivery's raw body is kept (0: forever); workers drop older ones hourly, the id stays",
         rule=k.not_below(0, "0 (keep forever) or more"),
     ),
+    Setting(
+        "REPROBOT_CACHE_MAX_SIZE",
+        "cache_max_size",
+        "store",
+        k.SIZE,
+        20 * 1024**3,
+        "bytes the built environments and stored baselines may take together; workers remove the least "
+        "recently used past it, hourly (0: no limit; an entry used in the last day always stays)",
+        rule=k.at_least(0, "0 (no limit) or more"),
+        shown="`20G`",
+    ),
+    Setting(
+        "REPROBOT_CACHE_MAX_DAYS",
+        "cache_max_days",
+        "store",
+        k.FLOAT,
+        30.0,
+        "days an environment or baseline may go unused before workers remove it (0: no age limit)",
+        rule=k.not_below(0, "0 (no age limit) or more"),
+    ),
 )
 
 _ROWS_MODEL = (
