@@ -47,9 +47,12 @@ def _entry(name: str, size: int, days_ago: float) -> CacheEntry:
     return CacheEntry("environment", Path(name), size, NOW - days_ago * DAY)
 
 
+def names(doomed: list[CacheEntry]) -> list[str]:
+    return [e.path.name for e in doomed]
+
+
 def test_the_plan_removes_the_stale_then_the_least_recently_used_and_never_what_was_used_today() -> None:
     found = [_entry("old", 10, 40), _entry("a", 30, 5), _entry("b", 30, 3), _entry("c", 30, 2), _entry("now", 50, 0.1)]
-    names = lambda doomed: [e.path.name for e in doomed]  # noqa: E731
     # Past 30 days goes; then, over 100 bytes, the least recently used until it fits.
     assert names(plan(found, max_bytes=100, max_days=30, min_idle=DAY, now=NOW)) == ["old", "a", "b"]
     # An entry used within the last day stays even when the caches are still over the limit without it.
