@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import sqlite3
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,3 +119,22 @@ def test_bodies_stay_in_their_row_on_postgresql(pg_server: PgServer) -> None:
     with Store.open(pg_server.new_database()) as store:
         options = store.db.execute("SELECT reloptions FROM pg_class WHERE relname = 'delivery_bodies'").fetchone()
         assert options is not None and "toast_tuple_target=8160" in options[0]
+
+
+async def test_a_database_that_does_not_answer_fails_the_batch_within_the_connect_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bot.store import pg_async
+    from bot.store.plans import prepare
+
+    monkeypatch.setattr(pg_async, "CONNECT_TIMEOUT", 1)
+    with socket.socket() as silent:  # accepts the TCP connection, never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        acks = pg_async.AsyncAcks(f"postgresql://reprobot@127.0.0.1:{silent.getsockname()[1]}/x")
+        row = prepare(_delivery("d-1", _job(1)))
+        assert not isinstance(row, DeliveryRejected)
+        started = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="timeout"):
+            await acks.ack("2026-01-01T00:00:00+00:00", [row])
+        assert time.monotonic() - started < 10

@@ -22,6 +22,8 @@ __all__ = ["AsyncAcks"]
 #: The ack statement is prepared once per connection; its plan does not depend on the batch's arrays, so the
 #: server keeps one generic plan instead of planning it again for each batch's values.
 _GENERIC_PLANS = "-c plan_cache_mode=force_generic_plan"
+#: Seconds an ack waits for a new connection to the database.
+CONNECT_TIMEOUT = 5
 
 
 class AsyncAcks:
@@ -36,6 +38,11 @@ class AsyncAcks:
         self.url = url
         self.size = size
         self._idle: list[Any] = []
+        # A database that cannot be reached fails the batch's requests (GitHub's own timeout is 10 s) rather
+        # than holding them for the system's TCP timeout; a connect_timeout in the URL wins.
+        self._connect_args: dict[str, Any] = {"autocommit": True, "options": _GENERIC_PLANS}
+        if "connect_timeout" not in url:
+            self._connect_args["connect_timeout"] = CONNECT_TIMEOUT
         #: Statements sent (one per batch), for tests and the benchmark.
         self.round_trips = 0
 
@@ -50,7 +57,7 @@ class AsyncAcks:
         conn = self._idle.pop() if self._idle else None
         try:
             if conn is None:
-                conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, options=_GENERIC_PLANS)
+                conn = await psycopg.AsyncConnection.connect(self.url, **self._connect_args)
             self.round_trips += 1
             async with psycopg.AsyncCursor(conn) as cur:
                 await cur.execute(ACK_WAIT, ack_params(now, rows), prepare=True)
