@@ -73,6 +73,8 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._running: set[asyncio.Task[None]] = set()
         self._next_prune = 0.0  # the first poll prunes
+        #: The cache prune in progress: it walks every environment, so it runs beside the jobs, not before them.
+        self.cache_pruning: asyncio.Task[None] | None = None
         #: Polls that failed (and were retried); a healthy store keeps this at 0.
         self.poll_errors = 0
 
@@ -122,6 +124,8 @@ class Worker:
                 reaper.cancel()
                 if mojira is not None:
                     mojira.cancel()
+                if self.cache_pruning is not None:
+                    self.cache_pruning.cancel()
                 for task in list(self._running):
                     task.cancel()
                 await asyncio.gather(*self._running, return_exceptions=True)
@@ -148,7 +152,7 @@ class Worker:
         return None
 
     async def _prune_if_due(self) -> None:
-        """Hourly: drop old delivery bodies, and keep the cache folder within its limits."""
+        """Hourly: drop old delivery bodies, and start keeping the cache folder within its limits."""
         now = self.queue.clock()
         if now < self._next_prune:
             return
@@ -158,7 +162,8 @@ class Worker:
             dropped = await asyncio.to_thread(self.store.deliveries.prune_delivery_bodies, now - days * 86400)
             if dropped:
                 log.info("dropped the bodies of %d deliveries older than %g days", dropped, days)
-        await self._prune_caches()
+        if self.cache_pruning is None or self.cache_pruning.done():
+            self.cache_pruning = asyncio.create_task(self._prune_caches())
 
     async def _prune_caches(self) -> None:
         """Remove unused environments and baselines past REPROBOT_CACHE_MAX_DAYS / _MAX_SIZE (on a thread)."""

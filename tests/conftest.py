@@ -98,11 +98,14 @@ def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, env_cache: Path) -> Settings:
-    """Settings with a private data dir whose cache is shared across the session."""
+    """Settings with a private data dir whose cache is shared across the session.
+
+    Workers do not prune that cache: it is the session's, and walking it in every worker test costs seconds
+    (tests/test_cache_prune.py turns the limits on where it tests them)."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "cache").symlink_to(env_cache)
-    return Settings(data_dir=data, trajectories=2)
+    return Settings(data_dir=data, trajectories=2, cache_max_size=0, cache_max_days=0.0)
 
 
 def make_git_repo(path: Path, files: dict[str, str]) -> Path:

@@ -119,7 +119,10 @@ async def test_workers_prune_the_cache_on_their_hourly_round(tmp_path: Path, set
     old = _env(settings.cache_dir, "env-old", 10, time.time() - 40 * DAY)
     kept = _env(settings.cache_dir, "env-new", 10, time.time() - 2 * DAY)
     with Store.open(tmp_path / "s.db") as store:
-        await Worker(settings, store)._prune_if_due()
+        worker = Worker(settings, store)
+        await worker._prune_if_due()  # starts the prune beside the jobs: the claim does not wait for it
+        assert worker.cache_pruning is not None
+        await worker.cache_pruning
     assert not old.exists() and kept.exists()
 
 
