@@ -32,6 +32,17 @@ class _RowByRow(Exception):
     """A batch the set-based statement did not write (a data error): write it row by row instead."""
 
 
+def _clean(rows: Sequence[Prepared | DeliveryRejected]) -> list[Prepared]:
+    """The deliveries of a batch that were not refused before the statement."""
+    return [row for row in rows if not isinstance(row, DeliveryRejected)]
+
+
+def _merged(rows: Sequence[Prepared | DeliveryRejected], written: Sequence[bool]) -> list[bool | DeliveryRejected]:
+    """Per delivery of the batch: its refusal, or what the statement said of it (`written`, in order)."""
+    fresh = iter(written)
+    return [row if isinstance(row, DeliveryRejected) else next(fresh) for row in rows]
+
+
 class Deliveries:
     """The inbox (`store.deliveries`): acknowledging a delivery costs one row and one commit.
 
@@ -113,15 +124,14 @@ class Deliveries:
         rows = [prepare(delivery) for delivery in deliveries]
         if not pg_batch.fits_ack(rows):
             return None
-        clean = [row for row in rows if not isinstance(row, DeliveryRejected)]
+        clean = _clean(rows)
         if not clean:  # every one was refused before the statement
-            return [row for row in rows if isinstance(row, DeliveryRejected)]
+            return _merged(rows, [])
         try:
             written = await acks.ack(iso(self._conn.clock()), clean)
         except _DATA_ERRORS:
             return None
-        fresh = iter(written)
-        return [row if isinstance(row, DeliveryRejected) else next(fresh) for row in rows]
+        return _merged(rows, written)
 
     @staticmethod
     def _ack_set(
@@ -132,17 +142,14 @@ class Deliveries:
         Raises _RowByRow after a data error, which wrote nothing (the statement is its own transaction):
         the batch then goes row by row, where each delivery's error stays its own.
         """
-        clean = [row for row in rows if not isinstance(row, DeliveryRejected)]
+        clean = _clean(rows)
         if not clean:  # every one was refused before the transaction
-            return [row for row in rows if isinstance(row, DeliveryRejected)]
+            return _merged(rows, [])
         try:
             written = pg_batch.ack(pg, now, clean, wait=wait)
         except _DATA_ERRORS as exc:
             raise _RowByRow from exc
-        if written is None:
-            return None
-        fresh = iter(written)
-        return [row if isinstance(row, DeliveryRejected) else next(fresh) for row in rows]
+        return None if written is None else _merged(rows, written)
 
     def _record_all(
         self, conn: sqlite3.Connection, now: str, rows: list[Prepared | DeliveryRejected]
