@@ -10,7 +10,7 @@ import pytest
 
 from agents.game.actloop import check_model_macro, model_loop, parse_proposal
 from agents.game.driver import GameCrash, GameState
-from agents.game.reproduce import reproduce_game
+from agents.game.reproduce import replay_game, reproduce_game
 from bot.cli.apprepro import model_call
 from bot.settings.config import Settings, SettingsError
 from tests.fakes.llm_server import ScriptedLLM, approx_tokens
@@ -254,3 +254,43 @@ async def test_after_the_model_iteration_the_rules_play_their_usual_first_attemp
     assert result.model_usage is not None and result.model_usage["turns"] == 1
     clicks = [a["button"] for a in game.played if a["action"] == "click"]
     assert clicks == ["left"]  # "use" as the rules first try it (left button), not the swapped variant
+
+
+class SlowGame(FakeGame):
+    """A loaded machine: a crash reaches the log only on the third look after the command that causes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks_until_crash: int | None = None
+
+    async def act(self, action: dict[str, Any]) -> None:
+        before = len(self.crashed)
+        await super().act(action)
+        if len(self.crashed) > before:
+            self.pending, self.crashed = self.crashed[before:], self.crashed[:before]
+            self.looks_until_crash = 3
+
+    async def crashes(self) -> list[GameCrash]:
+        if self.looks_until_crash is not None:
+            self.looks_until_crash -= 1
+            if self.looks_until_crash == 0:
+                self.crashed.extend(self.pending)
+        return list(self.crashed)
+
+
+async def test_a_late_crash_is_seen_by_the_play_and_by_its_replay(settings: Settings, tmp_path: Path) -> None:
+    """The oracle keeps looking after the last macro, so a crash that reaches the log a moment late counts, in
+    the first play and in the replay of its macro log alike (nothing extra is recorded for that wait)."""
+    script = [_turn([{"action": "command", "text": "/bloom -1"}]), _turn([{"action": "done"}])]
+    async with ScriptedLLM(script) as srv:
+        model = model_call(
+            llm_settings(settings, srv.base_url), purpose="game_actions", fallback="no actions", whole_reply=True
+        )
+        first = await reproduce_game(
+            REPORT, SlowGame(), out_dir=tmp_path / "out", max_iterations=1, action_model=model, context_turns=2
+        )
+    assert first.status == "reproduced", first.reasons
+    saved = json.loads((tmp_path / "out" / "actions.json").read_text())
+    assert saved["actions"] == [{"action": "command", "text": "/bloom -1"}]
+    again = await replay_game(tmp_path / "out" / "actions.json", SlowGame(), out_dir=tmp_path / "replay")
+    assert again.status == "reproduced", again.reasons

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -394,6 +395,11 @@ class _Judge:
         return judge_text("\n".join(state.chat), self.initial_chat, self.spec, step)
 
 
+#: After the last macro, how long the oracle keeps looking (and how often) before a play counts as not reproduced.
+LINGER_SECONDS = 4.0
+LINGER_POLL_SECONDS = 0.5
+
+
 class _Session:
     """One play of macros on a fresh game session: record, screenshot and judge each."""
 
@@ -424,6 +430,19 @@ class _Session:
         n = len(self.actions)
         self.note(f"{self.prefix}action {n}: {json.dumps(action)}")
         await self.shot(f"step-{n:02d}")
+        return await self._judge()
+
+    async def linger(self, seconds: float = LINGER_SECONDS) -> None:
+        """Keep judging for a while after the last macro, recording nothing: on a loaded machine a command's
+        answer or a crash reaches the chat or the log after the macro's settle time. The first play and a
+        replay end the same way, so a replay does not miss what the play saw a moment later."""
+        deadline = time.monotonic() + seconds
+        while self.verdict is None and time.monotonic() < deadline:
+            await asyncio.sleep(LINGER_POLL_SECONDS)
+            await self._judge()
+
+    async def _judge(self) -> GameState:
+        n = len(self.actions)
         state = await self.driver.state()
         self.verdict = self.judge.crash(await self.driver.crashes(), n) or self.judge.text(state, n)
         if self.verdict is not None:
@@ -500,8 +519,7 @@ async def reproduce_game(
                     )
                 else:
                     await _play_steps(session, state, steps, actor, deadline)
-                if session.verdict is None:  # a crash can take a moment to reach the log
-                    await session.do({"action": "wait", "seconds": 1.0})
+                await session.linger()
             finally:
                 await driver.stop()
         except GameDriverError as exc:
@@ -689,6 +707,7 @@ async def replay_game(
                 await session.do(action)
                 if session.verdict is not None:
                     break
+            await session.linger()
         finally:
             await driver.stop()
     except GameDriverError as exc:
