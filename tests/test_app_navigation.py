@@ -218,3 +218,35 @@ async def test_a_state_phrase_logs_in_and_an_address_is_opened(browser: Any, tmp
     }
     fixed = await _run(report, browser, tmp_path / "fixed", fixed=True)
     assert fixed.status == "not_reproduced"
+
+
+ROWS = WebCase("rows", Path(__file__).parent / "samples" / "rows", {"start": "server"})
+
+
+async def test_a_control_shown_under_the_pointer_is_found_in_the_row_the_report_names(
+    browser: Any, tmp_path: Path
+) -> None:
+    """'Click "Remove" next to Carol': every row has a Remove button that the page's style sheet shows only while
+    the pointer is over its row. The run finds the hidden button, takes the one in Carol's row (not the first
+    look-alike), points at it and presses it; the replay does the same, and the fixed app shows nothing."""
+    report = '# Cannot remove Carol\n\n1. Click "Remove" next to Carol\n\nActual: nothing happens, the list stays'
+    for fixed in (False, True):
+        async with serve_app(ROWS, fixed=fixed) as url:
+            out = tmp_path / ("fixed" if fixed else "buggy")
+            res = await reproduce_app(
+                report, url, out_dir=out, driver=WebDriver(url, browser=browser), budget_seconds=60
+            )
+        if fixed:
+            assert res.status == "not_reproduced", res.reasons
+            continue
+        assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
+        assert [(a["action"], a.get("target")) for a in res.actions] == [("click", "Remove")]
+        assert res.actions[0]["locator"].endswith("tr:nth-of-type(3) > td:nth-of-type(3) > button:nth-of-type(1)")
+    async with serve_app(ROWS) as url:
+        again = await replay_actions(
+            tmp_path / "buggy" / "actions.json",
+            url,
+            out_dir=tmp_path / "replay",
+            driver=WebDriver(url, browser=browser),
+        )
+    assert again.status == "reproduced" and again.oracle and again.oracle["fired"] == "http_5xx"

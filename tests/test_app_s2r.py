@@ -10,7 +10,7 @@ import pytest
 
 from agents.app.driver import Element, Signal, state_hash
 from agents.app.oracle import OracleSpec, judge_signals, judge_text, oracle_spec
-from agents.app.s2r import Step, extract_llm, extract_rules, extract_steps, retrieve, split_report
+from agents.app.s2r import Step, clauses, extract_llm, extract_rules, extract_steps, retrieve, split_report
 from agents.app.webcases import extraction_score, load_web_cases
 from bot.cli.apprepro import model_call
 from bot.settings.config import Settings
@@ -424,3 +424,21 @@ def test_what_the_app_refuses_or_fails_with_is_the_actual_text() -> None:
     report = f'I set the title to "Q3" and saved. The form refuses with "{message}", always.'
     assert split_report(report).actual == f'"{message}"'
     assert oracle_spec(split_report(report)).actual == (message,), "a long message is quoted whole"
+
+
+@pytest.mark.parametrize(
+    ("clause", "target", "near"),
+    [
+        ('Click "Remove" next to Carol', "Remove", "Carol"),
+        ("press the trash icon in the row of invoice 12", "trash", "invoice 12"),
+        ("click Edit beside 'Monthly rent'", "Edit", "Monthly rent"),
+        ("Click Save", "Save", ""),
+    ],
+)
+def test_a_neighbour_tells_look_alikes_apart_and_next_to_is_not_a_new_step(clause: str, target: str, near: str) -> None:
+    """Rows of a list share their controls; the row the report names is kept as `near`, and "next to" does not
+    split the clause the way "next, click ..." does."""
+    assert len(clauses(f"1. {clause}")) == 1
+    (step,) = extract_rules(f"# bug\n\n1. {clause}\n\nActual: it fails")
+    assert (step.action, step.target, step.near) == ("click", target, near)
+    assert clauses("Click A, next click B") == ["Click A", "click B"]

@@ -38,6 +38,8 @@ class Element:
     context: str = ""
     #: It opens something that holds more controls (a menu button, a disclosure, a native dropdown).
     popup: bool = False
+    #: The page shows it only while the pointer is over it or its row (web): the pointer goes there first.
+    hover: bool = False
 
     def describe(self) -> str:
         """A short human description: role and the first name it has."""

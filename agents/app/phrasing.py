@@ -182,6 +182,26 @@ _IN_PART = re.compile(
 )
 
 
+_BESIDE = re.compile(
+    r"^(?P<x>.+?)\s+(?:(?:right\s+)?next\s+to|beside|alongside|in\s+the\s+(?:row|line)\s+(?:of|for)|"
+    r"on\s+the\s+(?:row|line)\s+(?:of|for))\s+(?:the\s+)?(?P<y>[^,]+?)[\s.]*$",
+    re.I,
+)
+
+
+def beside(rest: str) -> tuple[str, str]:
+    """(the target phrase, what it sits next to) of a click's object; "" when the step names no neighbour.
+
+    In lists every row has the same controls, and users tell them apart by the row: ""deactivate" next to
+    Carol" -> ("\"deactivate\"", "Carol"); "the trash icon in the row of invoice 12" -> ("the trash icon",
+    "invoice 12"). Quotes around the neighbour are dropped.
+    """
+    m = _BESIDE.match(rest)
+    if m is None:
+        return rest, ""
+    return m.group("x"), m.group("y").strip().strip("\"'`“”")
+
+
 def scope(rest: str) -> tuple[str, str]:
     """(the target phrase, the control or part it is in) of a click's object; the scope is "" when none is named.
 

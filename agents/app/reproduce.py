@@ -80,6 +80,7 @@ def match_element(step: Step | dict[str, object], elements: list[Element]) -> El
     action = step.action if isinstance(step, Step) else str(step.get("action"))
     target = step.target if isinstance(step, Step) else str(step.get("target") or "")
     within = step.within if isinstance(step, Step) else str(step.get("within") or "")
+    near = step.near if isinstance(step, Step) else str(step.get("near") or "")
     if not target:
         return None
     best, best_score = None, 0.0
@@ -95,6 +96,9 @@ def match_element(step: Step | dict[str, object], elements: list[Element]) -> El
         if within and score >= MATCH_THRESHOLD:
             # "Sort from the price column's menu": of the look-alikes, the one in the part the report names.
             score += 0.3 * coverage(within, f"{element.context} {element.label}")
+        if near and score >= MATCH_THRESHOLD:
+            # "deactivate" next to Carol: of a list's look-alike controls, the one in Carol's row.
+            score += 0.3 * coverage(near, element.context)
         wants_field = action == "input"
         if wants_field == element.editable:
             score += 0.05

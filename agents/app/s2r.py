@@ -23,7 +23,7 @@ from rank_bm25 import BM25Okapi
 
 from agents.app.driver import ACTIONS
 from agents.app.forms import join_labels, labelled_values, pressed_in_outcome, purpose_steps
-from agents.app.phrasing import REPEAT_BOUND, bare_page, navigation, repetition, scope, whereabouts
+from agents.app.phrasing import REPEAT_BOUND, bare_page, beside, navigation, repetition, scope, whereabouts
 from agents.app.textmatch import WIDGET_WORDS, core_words, similarity, words
 
 #: A model call: chat messages in, the reply text out, plain or awaitable (the runner passes the bot's client in).
@@ -44,6 +44,8 @@ class Step:
     repeat: int = 1
     #: The control or part of the page the target is in ("size dropdown", "date column"): opened first.
     within: str = ""
+    #: What the target sits beside ("deactivate" next to "Carol"): tells look-alikes in a list apart by their row.
+    near: str = ""
 
     def to_json(self) -> dict[str, object]:
         """The step as the JSON the result and the action log carry (repeat and scope only when the report says)."""
@@ -52,6 +54,8 @@ class Step:
             data["repeat"] = self.repeat
         if self.within:
             data["within"] = self.within
+        if self.near:
+            data["near"] = self.near
         return data
 
     @classmethod
@@ -68,12 +72,12 @@ class Step:
         # An input may leave its field unnamed ("log in (dana / tulip)"): the value goes into the next field.
         if (action in ("click", "long_click") or (action == "input" and not value)) and not target:
             raise ValueError(f"a {action} step needs a target")
-        repeat, within = data.get("repeat", 1), data.get("within") or ""
+        repeat, within, near = data.get("repeat", 1), data.get("within") or "", data.get("near") or ""
         if not isinstance(repeat, int) or not 1 <= repeat <= REPEAT_BOUND:
             raise ValueError(f"repeat must be a whole number from 1 to {REPEAT_BOUND}")
-        if not isinstance(within, str):
-            raise ValueError("within must be a string")
-        return cls(str(action), target.strip(), value, repeat=repeat, within=within.strip())
+        if not isinstance(within, str) or not isinstance(near, str):
+            raise ValueError("within and near must be strings")
+        return cls(str(action), target.strip(), value, repeat=repeat, within=within.strip(), near=near.strip())
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ def _prose_outcome(text: str) -> tuple[str, str]:
 
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step\s*\d+\s*[:.)-]?)\s+", re.I)
 _THEN = re.compile(
-    r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after that|afterwards|next|finally)\b[,\s]*"
+    r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after that|afterwards|next(?!\s+to\b)|finally)\b[,\s]*"
     r"|;\s*|[.!?]\s+|\s*(?:->|=>|→|—|--)\s*|\s+>\s+",
     re.I,
 )
@@ -430,10 +434,11 @@ def _step_from(action: str, rest: str, verb: str = "") -> Step | None:
         target, value = _input_parts(rest)
         return Step("input", target, value) if target else None
     rest = _TAIL.split(rest, maxsplit=1)[0]
+    rest, near = beside(rest)
     head, within = scope(rest)
     quoted = _quoted(head)
     target = quoted[0] if quoted else _clean_target(head)
-    return Step(action, target, within=within) if target else None
+    return Step(action, target, within=within, near=near) if target else None
 
 
 # --- the example base and retrieval ------------------------------------------------------------------------------

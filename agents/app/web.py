@@ -71,6 +71,10 @@ _HELPERS_JS = r"""
       const hc = head && head.cells[cell.cellIndex];
       if (hc) bits.push(hc.innerText);
     }
+    // A control in a table row ("deactivate" next to Carol) is told apart from its look-alikes by the row.
+    // (Not a header row: its cells name the columns, which `within` already matches by the column's header.)
+    const row = el.closest('th, thead, [role=columnheader]') ? null : el.closest('tr, [role=row]');
+    if (row) bits.push((row.innerText || row.textContent || '').replace(/\s+/g, ' ').slice(0, 80));
     const groups = 'fieldset, section, article, form, li, dialog, details, nav, header, footer, aside, '
       + '[role=menu], [role=group], [role=dialog], [role=region], [role=listbox]';
     for (let n = el.parentElement, d = 0; n && d < 8 && bits.length < 4; n = n.parentElement, d++) {
@@ -86,27 +90,45 @@ _HELPERS_JS = r"""
     const b = el.getBoundingClientRect();
     const tag = el.tagName.toLowerCase();
     const text = (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type)) ? el.value
-      : (tag === 'select' ? [...el.options].map(o => o.text).join(' | ') : (el.innerText || ''));
+      : (tag === 'select' ? [...el.options].map(o => o.text).join(' | ') : (el.innerText || el.textContent || ''));
     const role = roleOf(el);
     const popup = el.hasAttribute('aria-haspopup') || el.getAttribute('aria-expanded') === 'false'
       || tag === 'summary' || tag === 'select';
-    return {role, text: text.trim().slice(0, 200), label: labelOf(el), id: el.id || '', locator: path(el),
+    return {role, text: text.trim().replace(/\s+/g, ' ').slice(0, 200), label: labelOf(el), id: el.id || '',
+      locator: path(el), hover: getComputedStyle(el).visibility === 'hidden',
       bounds: [Math.round(b.x), Math.round(b.y), Math.round(b.width), Math.round(b.height)],
       editable: role === 'textbox' || role === 'combobox', href: tag === 'a' ? el.href : '',
       context: contextOf(el), popup};
   };
 """
-#: Collects the visible interactive elements.
+#: Collects the visible interactive elements, and those the page shows when the pointer is over them.
 _OBSERVE_JS = (
     "() => {"
     + _HELPERS_JS
     + r"""
   const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link],'
     + ' [role=tab], [role=checkbox], [role=menuitem], [role=switch], [role=option], [onclick], [contenteditable=true]';
+  // Controls the page's own style sheets show only under the pointer (`tr:hover .action {visibility: visible}`):
+  // the parts of those rules without `:hover`, which an element or one of its ancestors matches.
+  const revealers = [];
+  const collect = (rules) => {
+    for (const r of rules || []) {
+      if (r.cssRules && !r.selectorText) { collect(r.cssRules); continue; }
+      if (!r.selectorText || !r.selectorText.includes(':hover') || r.style.visibility !== 'visible') continue;
+      for (const one of r.selectorText.split(',')) {
+        if (one.includes(':hover')) revealers.push(one.replace(/:hover/g, '').trim());
+      }
+    }
+  };
+  for (const sheet of document.styleSheets) {
+    try { collect(sheet.cssRules); } catch (e) { /* another origin's sheet cannot be read */ }
+  }
+  const revealed = (el) => revealers.some((s) => { try { return !!el.closest(s); } catch (e) { return false; } });
   const out = [];
   for (const el of document.querySelectorAll(sel)) {
     const b = el.getBoundingClientRect(); const st = getComputedStyle(el);
-    if (b.width === 0 || b.height === 0 || st.visibility === 'hidden' || st.display === 'none' || el.disabled) continue;
+    if (b.width === 0 || b.height === 0 || st.display === 'none' || el.disabled) continue;
+    if (st.visibility === 'hidden' && !revealed(el)) continue;
     out.push(describe(el));
   }
   return out;
@@ -119,6 +141,15 @@ _WHERE_JS = """() => ({url: location.href, title: document.title,
   headings: [...document.querySelectorAll('h1, h2')].filter(h => h.checkVisibility()).slice(0, 6)
 .map(h => h.innerText.trim()).join(' | ')})"""
 
+#: Where the pointer goes to show a control revealed on hover: inside the edge of its closest shown ancestor.
+_HOVER_SPOT_JS = """(el) => {
+  let n = el.parentElement;
+  while (n && getComputedStyle(n).visibility !== 'visible') n = n.parentElement;
+  if (!n) return null;
+  n.scrollIntoView({block: 'center'});
+  const b = n.getBoundingClientRect();
+  return [b.x + Math.min(4, b.width / 2), b.y + b.height / 2];
+}"""
 #: The longest wait for the requests an action started.
 SETTLE_SECONDS = 3.0
 #: Resolves once the DOM has not changed for 150 ms (at most 1.5 s: an animated page never stops).
@@ -171,6 +202,7 @@ def _element(r: dict[str, Any]) -> Element:
         href=r.get("href") or "",
         context=r.get("context") or "",
         popup=bool(r.get("popup")),
+        hover=bool(r.get("hover")),
     )
 
 
@@ -379,6 +411,12 @@ class WebDriver:
                 raise DriverError(f"{kind} needs an element")
             if kind == "click" and element is not None:
                 loc = page.locator(element.locator)
+                if element.hover:
+                    # The control shows only under the pointer: the pointer goes over its row first, as a user's
+                    # does (a hidden element is not under the pointer, so it is the shown part around it).
+                    spot = await loc.evaluate(_HOVER_SPOT_JS)
+                    if spot:
+                        await page.mouse.move(spot[0], spot[1])
                 if element.role == "combobox" and value:
                     await loc.select_option(label=value)
                 else:
