@@ -26,6 +26,7 @@ from patch_selectors.assessment import (
     judge,
     not_assessed,
     semantic_size,
+    table_entry_lines,
     touched_targets,
 )
 from patch_selectors.records import PatchRecord
@@ -157,12 +158,16 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         old = _read_sources(env.base, paths)
         new = _read_sources(workspace, paths)
         targets[record.id] = touched_targets(record.fix_part, old, new)
+        # A changed entry of a literal table is not evidence by being run: the whole table runs on every call.
         new_lines[record.id] = {
-            fp.new_path: sorted(changed_lines(fp)[1]) for fp in record.fix_part.files if fp.new_path
+            fp.new_path: sorted(changed_lines(fp)[1] - table_entry_lines(new.get(fp.new_path, "")))
+            for fp in record.fix_part.files
+            if fp.new_path
         }
         for fp in record.fix_part.files:
             if fp.old_path:
-                old_lines.setdefault(fp.old_path, set()).update(changed_lines(fp)[0])
+                removed = changed_lines(fp)[0] - table_entry_lines(old.get(fp.old_path, ""))
+                old_lines.setdefault(fp.old_path, set()).update(removed)
         # Whole-module token diffs: CPU work, off the event loop.
         sizes[record.id] = await asyncio.to_thread(semantic_size, old, new)
         deletions[record.id] = await asyncio.to_thread(deletes_only, old, new)

@@ -185,6 +185,48 @@ def semantic_size(old_sources: Mapping[str, str], new_sources: Mapping[str, str]
     return total
 
 
+def table_entry_lines(source: str) -> set[int]:
+    """Lines that hold entries of a literal data table spread over several lines (`{(False, True): MLB, ...}`).
+
+    Such a line runs whenever the table is built, whichever entry a call then looks up, so a test or a near
+    input that ran it is no evidence that the changed entry was ever used. Entries count as data when they are
+    built of constants, names and attributes only; an element computed from the call's values (`x + 1` in a
+    returned tuple) is used every time and stays evidence.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict | ast.List | ast.Set | ast.Tuple):
+            continue
+        if node.end_lineno is None or node.end_lineno == node.lineno:
+            continue
+        entries = (
+            [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+            if isinstance(node, ast.Dict)
+            else [(e, e) for e in node.elts]
+        )
+        for key, value in entries:
+            if _data(key) and _data(value):
+                lines.update(range(key.lineno, (value.end_lineno or value.lineno) + 1))
+    return lines
+
+
+def _data(node: ast.expr) -> bool:
+    """An expression of constants, names and attributes (and tuples of them): a table's data, not a computation."""
+    if isinstance(node, ast.Constant | ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _data(node.value)
+    if isinstance(node, ast.Tuple):
+        return all(_data(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant)
+    return False
+
+
 def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
     """True when the fix only removes code (a statement, a conjunct of a condition, an argument).
 

@@ -24,6 +24,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 QUIXBUGS = SHARED / "bench" / "quixbugs"
 FIXTURES = SHARED / "fixtures"
+#: Mined real-bug cases, built from git mirrors by `make bench-data MIRRORS=DIR` (REPROBOT_MINED_CASES: elsewhere).
+MINED = Path(os.environ.get("REPROBOT_MINED_CASES") or REPO_ROOT / "bench" / "data" / "realbugs")
 #: Wheels for the test environments, downloaded by `make wheelhouse` (which `make test` runs first).
 WHEELHOUSE = REPO_ROOT / ".reprobot" / "wheelhouse"
 
@@ -41,6 +43,14 @@ def require_shared(path: Path = QUIXBUGS) -> Path:
     """Skip the calling test, with the reason, when ../shared (bench data, fixtures) is absent."""
     if not path.exists():
         pytest.skip(f"needs {path} (the shared bench/fixtures folder beside the checkout), which is absent")
+    return path
+
+
+def require_mined(name: str) -> Path:
+    """Skip the calling test, with the reason, when the mined case `name` has not been built here."""
+    path = MINED / name
+    if not (path / "repo").is_dir():
+        pytest.skip(f"needs the mined case {name} in {MINED}: `make bench-data MIRRORS=DIR` builds it")
     return path
 
 

@@ -25,6 +25,7 @@ from patch_selectors.assessment import (
     judge,
     new_crashes,
     semantic_size,
+    table_entry_lines,
     touched_targets,
 )
 from patch_selectors.patch import Patch
@@ -485,3 +486,31 @@ def test_a_doubtful_fix_that_changes_what_the_code_returned_ranks_below_one_that
     clean_before = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
     clean_after = TraceRun(events={"t::a": [_event("f", 0, "(1,)", "1")]}, outcomes={"t::a": "passed"})
     assert judge(clean_before, clean_after, brt_prefix="t_brt", targets=targets, departs=["k"]).verdict == "confident"
+
+
+TABLE = """\
+class Kind:
+    SINGLE = '"'
+    MULTI = '\"\"\"'
+
+    @classmethod
+    def select(cls, literal=False, multiline=False):
+        return {
+            (False, False): cls.SINGLE,
+            (False, True): cls.MULTI,
+        }[(literal, multiline)]
+
+
+def bounds(x):
+    return (
+        x - 1,
+        x + 1,
+    )
+"""
+
+
+def test_entries_of_a_literal_table_are_not_evidence_by_running_but_computed_elements_are() -> None:
+    """Every call of select() runs both entry lines, whichever it looks up; bounds() uses both of its lines."""
+    assert table_entry_lines(TABLE) == {8, 9}
+    assert table_entry_lines("x = {1: 'a', 2: 'b'}\n") == set()  # one line: the call that ran it may have used it
+    assert table_entry_lines("def broken(:\n") == set()
