@@ -227,8 +227,9 @@ async def test_a_control_shown_under_the_pointer_is_found_in_the_row_the_report_
     browser: Any, tmp_path: Path
 ) -> None:
     """'Click "Remove" next to Carol': every row has a Remove button that the page's style sheet shows only while
-    the pointer is over its row. The run finds the hidden button, takes the one in Carol's row (not the first
-    look-alike), points at it and presses it; the replay does the same, and the fixed app shows nothing."""
+    the pointer is over its row, and that asks "Really remove?" first. The run finds the hidden button, takes the
+    one in Carol's row (not the first look-alike), points at it, presses it and confirms; the replay does the
+    same, and the fixed app shows nothing."""
     report = '# Cannot remove Carol\n\n1. Click "Remove" next to Carol\n\nActual: nothing happens, the list stays'
     for fixed in (False, True):
         async with serve_app(ROWS, fixed=fixed) as url:
@@ -240,8 +241,13 @@ async def test_a_control_shown_under_the_pointer_is_found_in_the_row_the_report_
             assert res.status == "not_reproduced", res.reasons
             continue
         assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
-        assert [(a["action"], a.get("target")) for a in res.actions] == [("click", "Remove")]
-        assert res.actions[0]["locator"].endswith("tr:nth-of-type(3) > td:nth-of-type(3) > button:nth-of-type(1)")
+        # The press, then its confirmation (the button now asks "Really remove?"), both on Carol's row.
+        assert [a["action"] for a in res.actions] == ["click", "click"]
+        assert res.actions[1].get("via") == "confirm"
+        assert {a["locator"] for a in res.actions} == {
+            "body:nth-of-type(1) > table:nth-of-type(1) > tbody:nth-of-type(1) > tr:nth-of-type(3) > "
+            "td:nth-of-type(3) > button:nth-of-type(1)"
+        }
     async with serve_app(ROWS) as url:
         again = await replay_actions(
             tmp_path / "buggy" / "actions.json",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import shlex
 import time
 from collections.abc import Callable
@@ -390,11 +391,32 @@ async def _do_step(run: _Run, reasons: list[str], i: int, action: dict[str, obje
     """One step's action; an element that cannot be acted on (covered, detached) costs the step, not the run."""
     try:
         await run.do(action, element)
+        if action["action"] == "click" and element is not None and run.verdict is None:
+            await _confirm(run, i, element)
     except DriverError as exc:
         reasons.append(f"step {i} ({action['action']} {action.get('target')!r}): {exc}")
         run.note(reasons[-1])
         return False
     return True
+
+
+#: A control that, once pressed, asks to be pressed again: "you sure?", "Confirm", "Really delete?".
+_CONFIRMATION = re.compile(r"\b(?:sure|confirm\w*|really)\b", re.I)
+
+
+async def _confirm(run: _Run, i: int, pressed: Element) -> None:
+    """Press again a control that turned into a confirmation when pressed ("deactivate" -> "you sure?").
+
+    Users leave such a confirmation out of their steps: it is part of doing what the step says.
+    """
+    before = f"{pressed.text} {pressed.label}"
+    if _CONFIRMATION.search(before):
+        return
+    now = next((e for e in await run.driver.observe() if e.locator == pressed.locator), None)
+    if now is None or not _CONFIRMATION.search(f"{now.text} {now.label}"):
+        return
+    run.note(f"step {i}: {pressed.describe()} now asks {now.text or now.label!r}: confirming")
+    await run.do({**click_action(now), "via": "confirm"}, now)
 
 
 async def _find_by_utg(run: _Run, step: Step, utg: UTG, deadline: float, depth: int) -> Element | None:

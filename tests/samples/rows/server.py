@@ -1,7 +1,8 @@
 """A members list (aiohttp) whose row controls show only under the pointer; `--fixed` serves the fixed version.
 
 Each member's row has a "Remove" button that the style sheet hides until the pointer is over the row
-(`tr:hover .actions {visibility: visible}`), as many real apps do. In the buggy version removing Carol, the one
+(`tr:hover .actions {visibility: visible}`), as many real apps do, and asks "Really remove?" before it acts:
+a press that users leave out of their steps. In the buggy version removing Carol, the one
 member with open bills, answers 500; removing anyone else works in both versions. A run that presses the first
 row's look-alike button, or that never finds the hidden one, does not see the bug.
 """
@@ -31,6 +32,7 @@ async def home(request: web.Request) -> web.Response:
 <script>
 for (const b of document.querySelectorAll('.actions button')) {{
   b.onclick = async () => {{
+    if (!b.dataset.armed) {{ b.dataset.armed = '1'; b.textContent = 'Really remove?'; return; }}
     const r = await fetch('/api/remove?name=' + encodeURIComponent(b.dataset.name), {{method: 'POST'}});
     if (r.ok) {{ b.closest('tr').remove(); document.getElementById('status').textContent = 'Removed'; }}
   }};
