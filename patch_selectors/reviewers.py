@@ -178,7 +178,10 @@ class BrtReviewer:
                 {"before_output": before_out},
             )
         after_ws = await env.fresh_copy("brt-after")
-        await apply_patch(after_ws, record.patch.render())
+        try:
+            await apply_patch(after_ws, record.patch.render())
+        except GitError as exc:
+            return Review(False, self.name, f"the patch does not apply to the base commit: {exc}")
         async with env.open_sandbox(after_ws) as sb:
             after = await env.runner.run(sb, files)
         evidence = {

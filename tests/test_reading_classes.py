@@ -297,6 +297,25 @@ def test_bulleted_expected_values_pair_with_the_sessions_calls(tmp_path: Path) -
     assert "call by call" in cand.description
 
 
+def test_a_scripts_prints_pair_with_one_expected_value_each(tmp_path: Path) -> None:
+    """A script prints three values, the output shows three lines, and the expected list answers each: the
+    prints are compared one by one, and the one already right is a working example."""
+    facts = parse_issue(
+        "# Equal tags are kept twice\n\n```python\nfrom tags import Tag\n\na, b = Tag('x', 1), Tag('x', 2)\n"
+        "print(a == b)\nprint(len({a, b}))\nprint(sorted(t.name for t in {a, b}))\n```\n\nOutput:\n\n"
+        "```\nTrue\n2\n['x', 'x']\n```\n\nExpected:\n\n- `True`\n- `1`\n- `['x']`\n"
+    )
+    buggy = {
+        "tags.py": "class Tag:\n    def __init__(self, name, n):\n        self.name, self.n = name, n\n\n"
+        "    def __eq__(self, other):\n        return self.name == other.name\n\n"
+        "    def __hash__(self):\n        return hash((self.name, self.n))\n"
+    }
+    fixed = {"tags.py": buggy["tags.py"].replace("hash((self.name, self.n))", "hash(self.name)")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "call by call" in cand.description
+    assert "len({a, b})" in cand.source and "print(a == b)" in cand.source  # the earlier print is setup
+
+
 def test_bulleted_call_value_pairs_under_a_heading_without_colon(tmp_path: Path) -> None:
     # Pattern: "**Expected behaviour**" then items "`call` → `value`", "`call` returns `value`",
     # "`call`: `value`"; a numbered item's number is never the value.

@@ -130,3 +130,13 @@ async def test_patch_without_test_is_a_no_op_for_the_brt_reviewer(review_env: Re
 async def test_smell_rejections(review_env: ReviewEnv, diff: str, last_passed: bool | None, reason: str) -> None:
     review = await SmellReviewer().review(ReviewSubject(make_record("p", diff), last_passed), review_env)
     assert not review.accepted and reason in review.reason
+
+
+async def test_a_fix_that_does_not_apply_to_the_base_is_rejected_not_a_crash(review_env: ReviewEnv) -> None:
+    """A candidate whose fix part adds a file the base commit already has (a stray file a run left in the
+    candidate's workspace) fails the BRT review with the reason; the job goes on."""
+    clash = new_test_file("gcd.py", "def gcd(a, b):\n    return 1\n")
+    record = make_record("p", clash + new_test_file("tests/test_brt.py", GOOD_BRT))
+    review = await BrtReviewer().review(ReviewSubject(record), review_env)
+    assert not review.accepted
+    assert "does not apply to the base commit" in review.reason and "gcd.py" in review.reason

@@ -254,6 +254,34 @@ def aligned_repl(steps: Sequence[ReplStep], expected_values: Sequence[str]) -> l
     return out
 
 
+def script_session(code: str, output: str) -> list[ReplStep]:
+    """A script whose top-level prints each show one line, read as the REPL session it amounts to.
+
+    The pattern: a report's script prints several values and its output block shows one line per print, in
+    order (`print(a == b)`, `print(len({a, b}))` -> `True`, `2`). Read as a session, each print is a step with
+    its own shown line, so an expected list with one value per print pairs them one by one (aligned_repl), the
+    other statements being setup. [] when a print is nested or takes options, when there are fewer than two
+    prints, or when prints and lines do not match one to one: the pairing would then be a guess.
+    """
+    parsed = parse_statements(code)
+    if parsed is None:
+        return []
+    stmts, text = parsed
+    lines = [line for line in output.splitlines() if line.strip()]
+    prints = [s for s in stmts if _single_print_arg(s) is not None]
+    others = [s for s in stmts if _single_print_arg(s) is None]
+    if any(_calls_print(s) for s in others) or len(prints) < 2 or len(prints) != len(lines):
+        return []
+    shown = iter(lines)
+    return [ReplStep(segment(s, text), next(shown) if _single_print_arg(s) is not None else "") for s in stmts]
+
+
+def _calls_print(stmt: ast.stmt) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print" for n in ast.walk(stmt)
+    )
+
+
 def paired_reproductions(
     steps: Sequence[ReplStep], pairs: Sequence[tuple[str, str]], callees: Sequence[str] = ()
 ) -> list[Reproduction]:

@@ -24,6 +24,7 @@ from agents.reproduce.code import (
     paired_reproductions,
     parse_statements,
     resolve_imports,
+    script_session,
 )
 from agents.reproduce.console import commands_with_args, console_brts
 from agents.reproduce.files import files_for_program, write_lines
@@ -129,6 +130,9 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
     steps = [step for session in facts.repl_sessions for step in session.steps]
     found += paired_reproductions(steps, facts.expected_pairs, facts.expected_callees)
     found += aligned_repl(steps, facts.expected_values) if steps else []
+    if not steps and calling and facts.actual and len(facts.expected_values) > 1:
+        # A script that prints several values, answered by one expected value per print.
+        found += aligned_repl(script_session(calling[-1], facts.actual), facts.expected_values)
     repl = from_repl(steps, facts) if steps else None
     found += [repl] if repl else []
     if not blocks and facts.tracebacks:
