@@ -256,3 +256,23 @@ async def test_a_control_shown_under_the_pointer_is_found_in_the_row_the_report_
             driver=WebDriver(url, browser=browser),
         )
     assert again.status == "reproduced" and again.oracle and again.oracle["fired"] == "http_5xx"
+
+
+async def test_a_notice_over_the_control_is_closed_and_the_click_goes_on(browser: Any, tmp_path: Path) -> None:
+    """A "welcome back" notice lies over Export: the click closes the notice with its × as a user would, then
+    presses Export; the replay does the same."""
+    report = "# Export fails\n\nClick Export.\n\nActual: nothing is downloaded"
+    async with serve_app(ROWS) as url:
+        res = await reproduce_app(
+            report, url, out_dir=tmp_path / "buggy", driver=WebDriver(url, browser=browser), budget_seconds=60
+        )
+    assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
+    assert [(a["action"], a.get("locator")) for a in res.actions] == [("click", "#export")]
+    async with serve_app(ROWS) as url:
+        again = await replay_actions(
+            tmp_path / "buggy" / "actions.json",
+            url,
+            out_dir=tmp_path / "replay",
+            driver=WebDriver(url, browser=browser),
+        )
+    assert again.status == "reproduced" and again.oracle and again.oracle["fired"] == "http_5xx"

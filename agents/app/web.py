@@ -150,6 +150,23 @@ _HOVER_SPOT_JS = """(el) => {
   const b = n.getBoundingClientRect();
   return [b.x + Math.min(4, b.width / 2), b.y + b.height / 2];
 }"""
+#: How long a click waits for its control before looking for a notice that covers it.
+COVERED_CLICK_MS = 4000
+#: Closes the notice over an element: the close control (×, "Close", a dismiss attribute) of the topmost element
+#: at the element's centre or of an ancestor of it. True when one was pressed.
+_DISMISS_JS = """(el) => {
+  const b = el.getBoundingClientRect();
+  let n = document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2);
+  const closer = '[aria-label*="close" i], [aria-label*="dismiss" i], [data-dismiss], [data-bs-dismiss], .close, '
+    + '.btn-close, button[title*="close" i]';
+  for (; n && n !== document.body && !n.contains(el); n = n.parentElement) {
+    const named = (x) => /^\\s*(×|✕|x|close|dismiss)\\s*$/i.test(x.innerText);
+    const c = n.matches(closer) ? n : n.querySelector(closer)
+      || [...n.querySelectorAll('button, a, [role=button]')].find(named);
+    if (c) { c.click(); return true; }
+  }
+  return false;
+}"""
 #: The longest wait for the requests an action started.
 SETTLE_SECONDS = 3.0
 #: Resolves once the DOM has not changed for 150 ms (at most 1.5 s: an animated page never stops).
@@ -420,7 +437,7 @@ class WebDriver:
                 if element.role == "combobox" and value:
                     await loc.select_option(label=value)
                 else:
-                    await loc.click()
+                    await self._click(loc)
             elif kind == "long_click" and element is not None:
                 await page.locator(element.locator).click(delay=800)
             elif kind == "input" and element is not None:
@@ -454,6 +471,24 @@ class WebDriver:
             raise DriverError(f"{kind} failed: {str(exc).splitlines()[0]}") from None
         await self._settle()
         await self._stay_on_the_app()
+
+    async def _click(self, loc: Any) -> None:
+        """Click; when a notice lies over the control (a flash message, a banner), close it as a user would, then
+        click again. What the notice says stays on the page's text until then, for the oracle."""
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            await loc.click(timeout=COVERED_CLICK_MS)
+        except PlaywrightError as exc:
+            if "intercepts pointer events" not in str(exc):
+                await loc.click()  # a control that is slow to show gets the driver's whole timeout
+                return
+            closed = await loc.evaluate(_DISMISS_JS)
+            log.info("a notice covers %s: %s", loc, "closed it" if closed else "pressing Escape")
+            if not closed:
+                await self._page.keyboard.press("Escape")
+            await self._settle()
+            await loc.click()
 
     async def _navigate(self, path: str) -> None:
         """Open a page of the app: `path` is relative to the app's address ("" is the app's first page)."""
