@@ -86,6 +86,18 @@ def test_text_oracle_needs_the_actual_text_and_not_the_expected() -> None:
     assert judge_text("Boom: Error", "Boom", bare, 2, typed=frozenset({"error"})) is None, "our own typing"
 
 
+def test_expected_text_counts_outside_the_actual_text_and_only_once_new() -> None:
+    """"Expected: the new bill says Everyone; actual: Everyone but Carol": the word inside the actual text, and a
+    header or an older row that said it on the first screen, are not the expected result showing."""
+    spec = OracleSpec(expected=("For whom?", "Everyone"), actual=("Everyone but Carol",))
+    first = "For whom? | Internet box | Everyone"
+    assert judge_text(f"{first} | Groceries | Everyone but Carol", first, spec, 5) is not None
+    assert judge_text(f"{first} | Groceries | Everyone", first, spec, 5) is None, "the fixed app: no actual text"
+    # An expected text that is new since the first screen still means the app did what was expected.
+    done = OracleSpec(expected=("Saved",), actual=("Everyone but Carol",))
+    assert judge_text("Saved. Everyone but Carol (old note)", "Everyone but Carol (old note)", done, 2) is None
+
+
 def test_signals_fire_in_order_and_only_the_kinds_asked_for() -> None:
     sigs = [Signal("console_error", "bad"), Signal("http_5xx", "500 GET /x")]
     assert judge_signals(sigs, OracleSpec(), 3).kind == "console_error"  # type: ignore[union-attr]

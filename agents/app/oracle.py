@@ -94,13 +94,16 @@ def judge_text(
     """The report's actual text is shown and its expected text is not.
 
     With no expected text, the actual text must be new since the first screen, so a word the app always shows
-    (a heading, a label) does not count as the bug. Text the agent typed itself (`typed`, lower case) is no
-    evidence of what the app does.
+    (a heading, a label) does not count as the bug. Likewise an expected text counts as shown only outside the
+    actual text ("Everyone" inside "Everyone but Carol") and only when it is new since the first screen: a
+    column header or an older row that says it all along is not the expected result showing. Text the agent
+    typed itself (`typed`, lower case) is no evidence of what the app does.
     """
     for snippet in spec.actual:
         if snippet.lower() in typed or not _shown(snippet, text):
             continue
-        if spec.expected and any(_shown(e, text) for e in spec.expected):
+        rest = _without(text, snippet)
+        if spec.expected and any(_shown(e, rest) and not _shown(e, initial_text) for e in spec.expected):
             continue
         if not spec.expected and _shown(snippet, initial_text):
             continue
@@ -112,6 +115,11 @@ def judge_text(
             {"actual": snippet, "expected": list(spec.expected), "excerpt": excerpt},
         )
     return None
+
+
+def _without(text: str, snippet: str) -> str:
+    """The text with every occurrence of snippet cut out (case-insensitive)."""
+    return re.sub(re.escape(snippet), " ", text, flags=re.I)
 
 
 def _excerpt(text: str, snippet: str, width: int = 80) -> str:
