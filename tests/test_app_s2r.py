@@ -87,7 +87,7 @@ def test_text_oracle_needs_the_actual_text_and_not_the_expected() -> None:
 
 
 def test_expected_text_counts_outside_the_actual_text_and_only_once_new() -> None:
-    """"Expected: the new bill says Everyone; actual: Everyone but Carol": the word inside the actual text, and a
+    """ "Expected: the new bill says Everyone; actual: Everyone but Carol": the word inside the actual text, and a
     header or an older row that said it on the first screen, are not the expected result showing."""
     spec = OracleSpec(expected=("For whom?", "Everyone"), actual=("Everyone but Carol",))
     first = "For whom? | Internet box | Everyone"
