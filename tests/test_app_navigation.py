@@ -223,6 +223,18 @@ async def test_a_state_phrase_logs_in_and_an_address_is_opened(browser: Any, tmp
 ROWS = WebCase("rows", Path(__file__).parent / "samples" / "rows", {"start": "server"})
 
 
+async def _replays_on_the_buggy_rows(browser: Any, tmp_path: Path) -> None:
+    """The buggy run's action log, replayed on the buggy members list, reaches the same 5xx."""
+    async with serve_app(ROWS) as url:
+        again = await replay_actions(
+            tmp_path / "buggy" / "actions.json",
+            url,
+            out_dir=tmp_path / "replay",
+            driver=WebDriver(url, browser=browser),
+        )
+    assert again.status == "reproduced" and again.oracle and again.oracle["fired"] == "http_5xx"
+
+
 async def test_a_control_shown_under_the_pointer_is_found_in_the_row_the_report_names(
     browser: Any, tmp_path: Path
 ) -> None:
@@ -248,14 +260,7 @@ async def test_a_control_shown_under_the_pointer_is_found_in_the_row_the_report_
             "body:nth-of-type(1) > table:nth-of-type(1) > tbody:nth-of-type(1) > tr:nth-of-type(3) > "
             "td:nth-of-type(3) > button:nth-of-type(1)"
         }
-    async with serve_app(ROWS) as url:
-        again = await replay_actions(
-            tmp_path / "buggy" / "actions.json",
-            url,
-            out_dir=tmp_path / "replay",
-            driver=WebDriver(url, browser=browser),
-        )
-    assert again.status == "reproduced" and again.oracle and again.oracle["fired"] == "http_5xx"
+    await _replays_on_the_buggy_rows(browser, tmp_path)
 
 
 async def test_a_notice_over_the_control_is_closed_and_the_click_goes_on(browser: Any, tmp_path: Path) -> None:
@@ -268,11 +273,4 @@ async def test_a_notice_over_the_control_is_closed_and_the_click_goes_on(browser
         )
     assert res.status == "reproduced" and res.oracle and res.oracle["fired"] == "http_5xx", res.reasons
     assert [(a["action"], a.get("locator")) for a in res.actions] == [("click", "#export")]
-    async with serve_app(ROWS) as url:
-        again = await replay_actions(
-            tmp_path / "buggy" / "actions.json",
-            url,
-            out_dir=tmp_path / "replay",
-            driver=WebDriver(url, browser=browser),
-        )
-    assert again.status == "reproduced" and again.oracle and again.oracle["fired"] == "http_5xx"
+    await _replays_on_the_buggy_rows(browser, tmp_path)
