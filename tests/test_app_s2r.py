@@ -93,6 +93,9 @@ def test_expected_text_counts_outside_the_actual_text_and_only_once_new() -> Non
     first = "For whom? | Internet box | Everyone"
     assert judge_text(f"{first} | Groceries | Everyone but Carol", first, spec, 5) is not None
     assert judge_text(f"{first} | Groceries | Everyone", first, spec, 5) is None, "the fixed app: no actual text"
+    # Said by the screen before the action (the bills page), not by the first screen (a login page): no evidence.
+    bills = "For whom? | Internet box | Everyone"
+    assert judge_text(f"{bills} | Groceries | Everyone but Carol", "Log in", spec, 5, before=bills) is not None
     # An expected text that is new since the first screen still means the app did what was expected.
     done = OracleSpec(expected=("Saved",), actual=("Everyone but Carol",))
     assert judge_text("Saved. Everyone but Carol (old note)", "Everyone but Carol (old note)", done, 2) is None

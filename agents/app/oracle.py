@@ -89,21 +89,28 @@ def judge_signals(signals: list[Signal], spec: OracleSpec, step: int) -> Verdict
 
 
 def judge_text(
-    text: str, initial_text: str, spec: OracleSpec, step: int, typed: frozenset[str] = frozenset()
+    text: str,
+    initial_text: str,
+    spec: OracleSpec,
+    step: int,
+    typed: frozenset[str] = frozenset(),
+    before: str = "",
 ) -> Verdict | None:
     """The report's actual text is shown and its expected text is not.
 
     With no expected text, the actual text must be new since the first screen, so a word the app always shows
     (a heading, a label) does not count as the bug. Likewise an expected text counts as shown only outside the
-    actual text ("Everyone" inside "Everyone but Carol") and only when it is new since the first screen: a
-    column header or an older row that says it all along is not the expected result showing. Text the agent
-    typed itself (`typed`, lower case) is no evidence of what the app does.
+    actual text ("Everyone" inside "Everyone but Carol") and only when it is new since the first screen and
+    since the screen `before` the action: a column header or an older row that says it all along is not the
+    expected result showing. Text the agent typed itself (`typed`, lower case) is no evidence of what the app
+    does.
     """
     for snippet in spec.actual:
         if snippet.lower() in typed or not _shown(snippet, text):
             continue
         rest = _without(text, snippet)
-        if spec.expected and any(_shown(e, rest) and not _shown(e, initial_text) for e in spec.expected):
+        seen = f"{initial_text}\n{before}"
+        if spec.expected and any(_shown(e, rest) and not _shown(e, seen) for e in spec.expected):
             continue
         if not spec.expected and _shown(snippet, initial_text):
             continue

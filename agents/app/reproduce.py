@@ -128,6 +128,8 @@ class _Run:
         self.screenshots: list[str] = []
         self.lines: list[str] = []
         self.initial_text = ""
+        #: The page's text after the last action (the screen the next action starts from).
+        self.last_text = ""
         self.verdict: Verdict | None = None
         self.reached: list[int] = []
 
@@ -138,7 +140,7 @@ class _Run:
 
     async def begin(self) -> None:
         """Judge the first screen: its text is the baseline, its errors and wrong text already count."""
-        self.initial_text = await self.driver.visible_text()
+        self.initial_text = self.last_text = await self.driver.visible_text()
         await self.shot("start")
         self.verdict = judge_signals(self.driver.drain_signals(), self.spec, 0)
         if self.verdict is None:  # a bug the first screen already shows ("the home page says NaN")
@@ -156,6 +158,7 @@ class _Run:
 
     async def do(self, action: dict[str, object], element: Element | None) -> None:
         """Act, record, screenshot, and judge the signals the action raised and the text it left."""
+        before = self.last_text
         await self.driver.act(action, element)
         self.actions.append(action)
         n = len(self.actions)
@@ -164,7 +167,8 @@ class _Run:
         self.verdict = judge_signals(self.driver.drain_signals(), self.spec, n)
         if self.verdict is None:
             typed = frozenset(str(a.get("input") or "").lower() for a in self.actions if a.get("action") == "input")
-            self.verdict = judge_text(await self.driver.visible_text(), self.initial_text, self.spec, n, typed)
+            self.last_text = await self.driver.visible_text()
+            self.verdict = judge_text(self.last_text, self.initial_text, self.spec, n, typed, before)
         if self.verdict is not None:
             self.note(f"oracle fired after action {n}: {self.verdict.kind}: {self.verdict.message}")
 
