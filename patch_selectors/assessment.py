@@ -189,9 +189,10 @@ def table_entry_lines(source: str) -> set[int]:
     """Lines that hold entries of a literal data table spread over several lines (`{(False, True): MLB, ...}`).
 
     Such a line runs whenever the table is built, whichever entry a call then looks up, so a test or a near
-    input that ran it is no evidence that the changed entry was ever used. Entries count as data when they are
-    built of constants, names and attributes only; an element computed from the call's values (`x + 1` in a
-    returned tuple) is used every time and stays evidence.
+    input that ran it is no evidence that the changed entry was ever used. A mapping's entries count as data
+    when they are built of constants, names and attributes only; a list, set or tuple is a table only when
+    every element is a constant (`("yes", "on", "1")`). A display of names (`return (\n low,\n high)`) or
+    an element computed from the call's values (`x + 1`) is used every time and stays evidence.
     """
     try:
         tree = ast.parse(source)
@@ -203,15 +204,25 @@ def table_entry_lines(source: str) -> set[int]:
             continue
         if node.end_lineno is None or node.end_lineno == node.lineno:
             continue
-        entries = (
-            [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
-            if isinstance(node, ast.Dict)
-            else [(e, e) for e in node.elts]
-        )
-        for key, value in entries:
-            if _data(key) and _data(value):
-                lines.update(range(key.lineno, (value.end_lineno or value.lineno) + 1))
+        if isinstance(node, ast.Dict):
+            entries = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+            data = [(k, v) for k, v in entries if _data(k) and _data(v)]
+        elif all(_constant(e) for e in node.elts):
+            data = [(e, e) for e in node.elts]
+        else:
+            data = []
+        for key, value in data:
+            lines.update(range(key.lineno, (value.end_lineno or value.lineno) + 1))
     return lines
+
+
+def _constant(node: ast.expr) -> bool:
+    """A literal constant, a negative number, or a tuple of them."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant)
+    return isinstance(node, ast.Tuple) and all(_constant(e) for e in node.elts)
 
 
 def _data(node: ast.expr) -> bool:

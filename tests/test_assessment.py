@@ -506,11 +506,27 @@ def bounds(x):
         x - 1,
         x + 1,
     )
+
+
+def pair(low, high):
+    return (
+        low,
+        high,
+    )
+
+
+TRUTHY = (
+    "yes",
+    "on",
+)
 """
 
 
 def test_entries_of_a_literal_table_are_not_evidence_by_running_but_computed_elements_are() -> None:
-    """Every call of select() runs both entry lines, whichever it looks up; bounds() uses both of its lines."""
-    assert table_entry_lines(TABLE) == {8, 9}
+    """Every call of select() runs both entry lines, whichever it looks up; bounds() and pair() use every line.
+
+    A tuple of constants is a table too: a membership test runs every line, whichever word it matches.
+    """
+    assert table_entry_lines(TABLE) == {8, 9, 28, 29}
     assert table_entry_lines("x = {1: 'a', 2: 'b'}\n") == set()  # one line: the call that ran it may have used it
     assert table_entry_lines("def broken(:\n") == set()
