@@ -147,8 +147,16 @@ class TestSuite:
         return self._env_vars()
 
     def suite_args(self) -> list[str]:
-        """pytest arguments that select the whole suite the way a whole-suite `run` does."""
-        return ["--continue-on-collection-errors", *pytest_extra_args(self.env.spec.test_command)]
+        """pytest arguments that select the whole suite the way a whole-suite `run` does.
+
+        Our scratch folder is never part of it: a project whose `norecursedirs` does not skip dot-folders, run
+        with `--doctest-modules`, would otherwise import our helper scripts as its own modules.
+        """
+        return [
+            "--continue-on-collection-errors",
+            f"--ignore={WORKSPACE_MOUNT}/{SCRATCH_DIR}",
+            *pytest_extra_args(self.env.spec.test_command),
+        ]
 
     def _env_vars(self) -> dict[str, str]:
         if self.env.spec.language == "rust":
@@ -195,7 +203,7 @@ class TestSuite:
             *extra_args,
             # The spec's own pytest arguments (paths, options) apply to whole-suite runs only, and there
             # a module that fails to import must not hide every other test's baseline status.
-            *(selection or ["--continue-on-collection-errors", *pytest_extra_args(self.env.spec.test_command)]),
+            *(selection or self.suite_args()),
         ]
         if coverage_rc:
             argv = [self.env.python, "-m", "coverage", "run", f"--rcfile={coverage_rc}", "-m", "pytest"]

@@ -198,3 +198,27 @@ async def test_impacted_tests_stop_at_the_first_failure_and_earlier_killers_run_
         # A candidate every test accepts still runs them all, then the full suite.
         ok, reason, first, order = await check(NORM.replace("return x", "return x * 1"))
         assert ok and len(runner.selections) == 2 and runner.selections[1] == []
+
+
+DOCTESTING = {
+    **PROJECT,
+    # Dot-folders are not skipped (norecursedirs replaces pytest's default) and every module is imported for its
+    # doctests: the way python-semver configured its suite.
+    "setup.cfg": "[tool:pytest]\nnorecursedirs = .git build\naddopts = --doctest-modules\n",
+    "calc.py": CALC.replace("    return (a + b)", '    """>>> add(1, 2)\n    3\n    """\n    return (a + b)'),
+}
+
+
+async def test_a_suite_that_imports_every_module_leaves_our_scratch_scripts_alone(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """Our helper scripts in the scratch folder are neither collected nor run by the project's whole-suite runs.
+
+    Before, a later full run imported the coverage export script, which ran at import and wrote a file named
+    after pytest's own `-p` argument into the workspace: every candidate's diff then added that file.
+    """
+    async with _measured(tmp_path, env_cache, DOCTESTING) as (sb, runner, _search):
+        run = await runner.run(sb)
+        assert "calc.py::calc.add" in run.tests, run.tests
+        assert not [t for t in run.tests if ".reprobot" in t], run.tests
+        assert sorted(p.name for p in sb.spec.workspace.iterdir() if p.name.startswith("-")) == []

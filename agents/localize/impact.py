@@ -49,22 +49,28 @@ _EXPORT = """\
 import json, sys
 from coverage import CoverageData
 
-data = CoverageData(basename=sys.argv[1])
-data.read()
-name_ids, set_ids, files = {}, {}, {}
-for path in data.measured_files():
-    lines = {}
-    for line, contexts in (data.contexts_by_lineno(path) or {}).items():
-        ids = tuple(sorted(name_ids.setdefault(c, len(name_ids)) for c in contexts if c))
-        if ids:
-            lines[str(line)] = set_ids.setdefault(ids, len(set_ids))
-    if lines:
-        files[path] = lines
-names = sorted(name_ids, key=name_ids.get)
-sets = [list(s) for s in sorted(set_ids, key=set_ids.get)]
-document = {"format": "compact-contexts", "contexts": names, "sets": sets, "files": files}
-with open(sys.argv[2], "w") as fh:
-    json.dump(document, fh, separators=(",", ":"))
+
+def main(data_file, out_file):
+    data = CoverageData(basename=data_file)
+    data.read()
+    name_ids, set_ids, files = {}, {}, {}
+    for path in data.measured_files():
+        lines = {}
+        for line, contexts in (data.contexts_by_lineno(path) or {}).items():
+            ids = tuple(sorted(name_ids.setdefault(c, len(name_ids)) for c in contexts if c))
+            if ids:
+                lines[str(line)] = set_ids.setdefault(ids, len(set_ids))
+        if lines:
+            files[path] = lines
+    names = sorted(name_ids, key=name_ids.get)
+    sets = [list(s) for s in sorted(set_ids, key=set_ids.get)]
+    document = {"format": "compact-contexts", "contexts": names, "sets": sets, "files": files}
+    with open(out_file, "w") as fh:
+        json.dump(document, fh, separators=(",", ":"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
 """
 
 
