@@ -564,3 +564,32 @@ def test_a_clause_showing_a_working_case_is_not_the_actual_value() -> None:
         "# t\n\n`count('a b')` is wrong on Windows. I expected `2` there, the same way it returns `2` on Linux.\n"
     )
     assert facts.actual is None and facts.expected == "2"
+
+
+_UNITS = (
+    "def fmt(meters):\n"
+    "    if meters >= 1000:\n"
+    "        return f'{meters {op} 1000:g} km'\n"
+    "    return f'{meters:g} m'\n\n\n"
+    "def to_meters(text):\n"
+    "    number, unit = text.split()\n"
+    "    return float(number) * (1000 if unit == 'km' else 1)\n"
+)
+
+
+def test_a_session_ending_on_a_working_case_checks_the_step_before_it(tmp_path: Path) -> None:
+    # Pattern: the session's last call shows the value reached another way, and the prose says "I expected V
+    # here as well": the step that already echoes V is the contrast; the one that echoed another V-typed value
+    # is the bug.
+    facts = parse_issue(
+        "# fmt() loses the fraction of a kilometre\n\n```pycon\n>>> from units import fmt, to_meters\n"
+        ">>> text = fmt(1500.0)\n>>> text\n'1 km'\n>>> to_meters(text)\n1000.0\n"
+        '>>> to_meters("1.5 km")\n1500.0\n```\n\n'
+        "Formatting is only supposed to change how a distance is written, not its value, so I expected "
+        "`1500.0` here as well.\n"
+    )
+    assert facts.expected == "1500.0"
+    buggy = {"units.py": _UNITS.replace("{op}", "//")}
+    fixed = {"units.py": _UNITS.replace("{op}", "/")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "actual = to_meters(text)" in cand.source

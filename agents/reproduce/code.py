@@ -184,6 +184,8 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
         if i in raised or (facts.actual is not None and _same_text(parsed[i][0].printed, facts.actual)):
             chosen = i
             break
+    if chosen not in raised and facts.expected is not None:
+        chosen = _contrast_step(parsed, exprs, chosen, facts.expected)
     if facts.subject:
         # The report said which call the expected value is about: compare that call, not a later one.
         named = [i for i in exprs if _same_code(parsed[i][0].source, facts.subject)]
@@ -205,6 +207,35 @@ def from_repl(steps: Sequence[ReplStep], facts: IssueFacts) -> Reproduction | No
     # test compares its value.
     symptom: Symptom | None = "wrong_value" if step.logged is not None else None
     return Reproduction("REPL session", tuple(imports), tuple(setup), observed, form, actual=actual, symptom=symptom)
+
+
+def _contrast_step(
+    parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]], exprs: Sequence[int], chosen: int, expected: str
+) -> int:
+    """The step the expected value is about, when the chosen one already echoes it.
+
+    The pattern: a session ends on a working case shown for contrast (the same value reached another way),
+    and the prose says "I expected V here as well". The step that echoed V is no reproduction; the latest
+    earlier step that echoed another value of V's type is. Without one, the chosen step stays.
+    """
+    if not _same_text(parsed[chosen][0].printed, expected):
+        return chosen
+    kind = _literal_type(expected)
+    if kind is None:
+        return chosen
+    for i in reversed([i for i in exprs if i < chosen]):
+        printed = parsed[i][0].printed
+        if printed and not _same_text(printed, expected) and _literal_type(printed) is kind:
+            return i
+    return chosen
+
+
+def _literal_type(text: str) -> type | None:
+    """The type of a Python literal's value (None when the text is no literal)."""
+    try:
+        return type(ast.literal_eval(text.strip()))
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 def _parsed_steps(steps: Sequence[ReplStep]) -> list[tuple[ReplStep, list[ast.stmt], str]]:
