@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from agents.reading.facts import IssueFacts, parse_issue
-from agents.reading.markdown import parse_repl
+from agents.reading.markdown import classify_block, parse_repl
 from agents.reproduce.console import command_argv, entry_point_launcher, output_pattern
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.synthesis import BrtCandidate, synthesize_brts
@@ -593,3 +593,61 @@ def test_a_session_ending_on_a_working_case_checks_the_step_before_it(tmp_path: 
     fixed = {"units.py": _UNITS.replace("{op}", "/")}
     cand = _reproduce(facts, buggy, fixed, tmp_path)
     assert "actual = to_meters(text)" in cand.source
+
+
+# --- A printing script answered by one expected value in prose -----------------------------------------------
+
+_INI = (
+    "def load(text):\n"
+    "    pairs = {}\n"
+    "    for line in text.splitlines(){strip}:\n"
+    "        key, _, value = line.partition('=')\n"
+    "        pairs[key] = value\n"
+    "    return pairs\n"
+)
+
+
+def test_a_column_of_shown_values_is_output_not_a_program() -> None:
+    assert classify_block("", "'<b>'\n''\n") == "output"
+    assert classify_block("", "Counter({'a': 2})\nNone\n") == "output"
+    assert classify_block("", "Point(1, 2)\n") == "python"  # a lone constructor call may be the reproduction
+    assert classify_block("", "load('a=1')\nsave()\n") == "python"
+
+
+def test_an_expected_object_and_its_infinitive_lead_to_the_value_and_the_closest_print_is_checked(
+    tmp_path: Path,
+) -> None:
+    # Pattern: "I'd expect <the thing> to <verb> as `V`" after a script whose output block shows one line per
+    # print: V corrects the line most like it, not the script's last print.
+    facts = parse_issue(
+        "# load() keeps the byte-order mark\n\n```python\nfrom ini import load\n\n"
+        "pairs = load('\\ufeffname=x\\nsize=2')\nprint(pairs)\nprint(pairs.get('name'))\n```\n\n"
+        "Output:\n\n```\n{'\\ufeffname': 'x', 'size': '2'}\nNone\n```\n\n"
+        "I'd expect the text to load as\n`{'name': 'x', 'size': '2'}`, as it does without the mark.\n"
+    )
+    assert facts.expected == "{'name': 'x', 'size': '2'}"
+    buggy = {"ini.py": _INI.replace("{strip}", "")}
+    fixed = {"ini.py": _INI.replace("text.splitlines(){strip}", "text.lstrip('\\ufeff').splitlines()")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "pairs == {'name': 'x', 'size': '2'}" in cand.source
+
+
+_TAGS = "def render(tags):\n{listed}    if not tags:\n        return ''\n    return '<ul>' + ''.join(tags) + '</ul>'\n"
+
+
+def test_a_printed_working_case_that_is_what_the_user_expected_points_at_the_print_before_it(
+    tmp_path: Path,
+) -> None:
+    # Pattern: "`V`, which is what I expected for <the other input>": V is the expected value, the print that
+    # shows it is the contrast, and print(repr(x)) shows what an echo of x would.
+    facts = parse_issue(
+        "# render() of an empty generator is not empty\n\n```python\nfrom tags import render\n\n"
+        "print(repr(render(['<li>a</li>'])))\nprint(repr(render(t for t in [] if t)))\nprint(repr(render([])))\n"
+        "```\n\nOutput:\n\n```\n'<ul><li>a</li></ul>'\n'<ul></ul>'\n''\n```\n\n"
+        "An empty list gives `''`, which is what I expected for the generator with nothing in it as well.\n"
+    )
+    assert facts.expected == "''"
+    buggy = {"tags.py": _TAGS.replace("{listed}", "")}  # an empty generator is truthy
+    fixed = {"tags.py": _TAGS.replace("{listed}", "    tags = list(tags)\n")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "actual = render(t for t in [] if t)" in cand.source

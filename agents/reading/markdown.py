@@ -213,6 +213,42 @@ def is_literal_text(text: str) -> bool:
     return True
 
 
+def echoed_values(code: str) -> bool:
+    """True when code is a column of shown values (one repr per line), not a program that does something.
+
+    A program made only of bare literals has no effect, so such a block is what a script printed: `'<ul>'`
+    over `''`, or `OrderedDict([('a', 1)])` over `None`. A constructor-like call (`Name(literals)`) passes for
+    a repr only beside another line: a lone `Point(1, 2)` may be the call the report is about.
+    """
+    try:
+        stmts = quiet_parse(code).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    if len(stmts) < 2 or not all(isinstance(s, ast.Expr) and _shown_value(s.value) for s in stmts):
+        return False
+    return any(not any(isinstance(n, ast.Call) for n in ast.walk(s)) for s in stmts)
+
+
+def _shown_value(node: ast.expr) -> bool:
+    """A literal, a name, a container of them, or a repr-like `Name(...)` call of them."""
+    if isinstance(node, ast.Constant | ast.Name):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _shown_value(node.operand)
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return all(_shown_value(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _shown_value(k) for k in node.keys) and all(map(_shown_value, node.values))
+    if isinstance(node, ast.Call):
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        return (
+            callee[:1].isupper()
+            and all(_shown_value(a) for a in node.args)
+            and all(_shown_value(k.value) for k in node.keywords)
+        )
+    return False
+
+
 def parses_as_python(code: str) -> bool:
     """True when code is syntactically valid Python."""
     try:
@@ -233,7 +269,7 @@ def classify_block(language: str, code: str) -> BlockKind:
         return "console"
     if language in _TB_LANGS or any(_TB_START.match(line) for line in lines):
         return "traceback"
-    if language in _OUTPUT_LANGS or not lines or is_literal_text(code):
+    if language in _OUTPUT_LANGS or not lines or is_literal_text(code) or echoed_values(code):
         return "output"
     if parses_as_python(code):
         return "python"

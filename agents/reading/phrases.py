@@ -23,6 +23,18 @@ _NOT_ACTUAL_BEFORE = re.compile(
 )
 #: A clause that shows a working case for contrast ("the same way it is `b` for `a.b`"), not the bug.
 _WORKING = re.compile(r"\b(?:(?:the\s+)?same\s+(?:way|as)|just\s+as|as\s+(?:with|for|it\s+(?:does|did)))\b", re.I)
+#: After "expect": an object and its infinitive, up to where the value starts ("the file to load as").
+_EXPECT_OBJECT_TO = re.compile(
+    r"\s+(?:(?:the|this|that|my|our|its|each|every)\s+)?[\w.]+(?:\s+[\w.]+){0,2}?\s+to\s+(?P<verb>[a-z]+)"
+    r"(?:\s+(?:as|like|into|to|with))?",
+    re.I,
+)
+#: A quoted value, then "which is what I expected": the trigger word ends the match.
+_VALUE_WHICH_IS_EXPECTED = re.compile(
+    r"\x02(?P<n>\d+)\x03[ \t]*,?[ \t]*(?:which|that)\s+is\s+(?:what|how)\s+(?:i|we)\s*(?:'d|would|had)?\s*"
+    r"(?:have\s+)?expect\w*\Z",
+    re.I,
+)
 _LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,2}[.)])[ \t]")
 _VERB_STEMS = ("print", "return", "output", "raise", "throw", "show", "display", "give", "yield", "produce")
 
@@ -273,6 +285,14 @@ def _find_expected(prose: str, spans: Sequence[str], blocks: Sequence[str]) -> t
                 subject = spans[int(sub.group("n"))] if sub.group("n") else None
             subject = subject or _subject_before(prose, m.start(), spans)
             value = _value_at(prose, pos, spans, blocks)
+            if value is None and (around := _EXPECT_OBJECT_TO.match(prose, pos)) is not None:
+                # "I'd expect the file to load as `V`": the value follows the object's infinitive.
+                pos, verb = around.end(), around.group("verb").lower()
+                value = _value_at(prose, pos, spans, blocks)
+                value = value if value is not None and value[1] != "plain" else None
+            if value is None and (before := _VALUE_WHICH_IS_EXPECTED.search(prose, 0, m.end())) is not None:
+                # "it gives `V`, which is what I expected for ...": the value comes before the phrase.
+                value = spans[int(before.group("n"))], "inline"
             if value is None:
                 continue
             verb = _verb_stem(verb)

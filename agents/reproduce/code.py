@@ -7,6 +7,7 @@ import builtins
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from difflib import SequenceMatcher
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
@@ -307,6 +308,26 @@ def script_session(code: str, output: str) -> list[ReplStep]:
     return [ReplStep(segment(s, text), next(shown) if _single_print_arg(s) is not None else "") for s in stmts]
 
 
+def script_reproduction(code: str, output: str, facts: IssueFacts) -> Reproduction | None:
+    """A printing script answered by one expected value: the print whose shown line that value corrects.
+
+    The pattern: a script prints several values, its output block shows one line each, and the prose states
+    one expected value ("I'd expect the file to load as `{...}`"). Read as a session (script_session), the
+    print whose line is most like the expected value is the one it is about (the user expects another version
+    of what they saw); a line that already is the value is a working case for contrast (see from_repl).
+    """
+    expected = facts.expected
+    if expected is None or "\n" in expected.strip():
+        return None  # the whole output, expected as a block: compared as such (from_program)
+    steps = script_session(code, output)
+    if not steps:
+        return None
+    shown = [i for i, step in enumerate(steps) if step.output]
+    target = max(shown, key=lambda i: (SequenceMatcher(None, steps[i].printed, expected).ratio(), i))
+    repro = from_repl(steps[: target + 1], facts)
+    return replace(repro, origin="script from the report, read as a session") if repro else None
+
+
 def _calls_print(stmt: ast.stmt) -> bool:
     return any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print" for n in ast.walk(stmt)
@@ -402,7 +423,11 @@ def _observation(stmt: ast.stmt, code: str) -> tuple[str, ValueForm]:
     """The expression an echo step observes and how it was shown: print(x) shows str, an echo repr."""
     assert isinstance(stmt, ast.Expr)
     arg = _single_print_arg(stmt)
-    return (segment(arg, code), "str") if arg is not None else (segment(stmt.value, code), "repr")
+    if arg is None:
+        return segment(stmt.value, code), "repr"
+    if isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "repr" and len(arg.args) == 1:
+        return segment(arg.args[0], code), "repr"  # print(repr(x)) shows what an echo of x shows
+    return segment(arg, code), "str"
 
 
 def _makes_call(source: str, code: str) -> bool:

@@ -24,6 +24,7 @@ from agents.reproduce.code import (
     paired_reproductions,
     parse_statements,
     resolve_imports,
+    script_reproduction,
     script_session,
 )
 from agents.reproduce.console import commands_with_args, console_brts
@@ -124,6 +125,9 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
     parsed = [(b, p[0]) for b in programs if (p := parse_statements(b))]
     calling = [b for b, stmts in parsed if any(isinstance(n, ast.Call) for s in stmts for n in ast.walk(s))]
     blocks = [b for b, _ in parsed]
+    if calling and facts.actual and len(facts.expected_values) < 2 and not facts.repl_sessions:
+        # Read as the session it amounts to, the script names the print its one expected value is about.
+        found += [r for r in [script_reproduction(calling[-1], facts.actual, facts)] if r]
     for code in ([calling[-1]] if calling else []) + (["\n\n".join(map(_dedent, blocks))] if len(blocks) > 1 else []):
         repro = from_program(code, "script from the report", facts.subject)
         found += [repro] if repro else []
