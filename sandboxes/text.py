@@ -11,13 +11,20 @@ import unicodedata
 
 __all__ = ["INVISIBLE_RANGES", "clean_commit_message", "clean_text", "clean_title", "is_invisible"]
 
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 # The link-reference idiom markdown writers use for comments (`[//]: # (hidden)`): it renders as nothing.
 _MD_REF_COMMENT = re.compile(
     r"^ {0,3}\[[^\]\n]*\]:[ \t]*(?:<>|<?#>?)(?:[ \t]+(?:\([^\n]*\)|\"[^\n]*\"|'[^\n]*'))?[ \t]*$", re.M
 )
 # Wrapper tags GitHub renders invisibly; the text between them is still part of the report.
 _WRAPPER_TAGS = re.compile(r"</?(?:details|summary|br|p|div|span|sub|sup|kbd|b|i|em|strong)\b[^>]*>", re.I)
+#: What GitHub shows literally: a fenced code block (to its closing fence or the end) and an inline code span.
+#: An HTML comment that opens first hides a fence inside it; a fence or span that opens first shows a comment.
+_LITERAL_OR_COMMENT = re.compile(
+    r"(?P<fence>^[ \t]*(?P<tick>`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ \t]*(?P=tick)[ \t]*$|\Z)|\Z))"
+    r"|(?P<comment><!--.*?(?:-->|\Z))"
+    r"|(?P<span>(?P<ticks>`+)(?!`)[^\n]{1,2000}?(?<!`)(?P=ticks)(?!`))",
+    re.S | re.M,
+)
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -81,18 +88,47 @@ def clean_text(text: str) -> str:
 def _clean(text: str) -> str:
     """`clean_text` without its shortcut for plain ASCII text."""
     text = _LINE_BREAK_RE.sub(lambda m: _LINE_BREAKS[m.group(0)], text)
-    text = _HTML_COMMENT.sub("", text)
-    text = _MD_REF_COMMENT.sub("", text)
-    text = _WRAPPER_TAGS.sub("", text)
+    # Invisible characters go first: markup they interrupted is then seen whole, and cleaning is idempotent.
     if text.isascii():  # the common case: only ASCII control characters can hide here
-        return _ASCII_CONTROL.sub("", text)
+        return _hide_markup(_ASCII_CONTROL.sub("", text))
     out: list[str] = []
     for ch in text:
         if ch in "\n\t":
             out.append(ch)
         elif not is_invisible(ch):
             out.append(" " if unicodedata.category(ch) == "Zs" else ch)
-    return "".join(out)
+    return _hide_markup("".join(out))
+
+
+def _hide_markup(text: str) -> str:
+    """Comments and invisible wrapper tags removed, except where GitHub shows them: in code, as written.
+
+    A report that pastes HTML output (`<p><img alt="x" /></p>`) in a code block must keep its tags: they are
+    what the user saw. Removing may join what was apart (`<b>` between backticks), so it runs to a fixed point.
+    """
+    for _ in range(4):
+        out: list[str] = []
+        last = 0
+        for m in _LITERAL_OR_COMMENT.finditer(text):
+            out.append(_hide_tags(text, last, m.start()))
+            out.append("" if m.group("comment") is not None else m.group(0))
+            last = m.end()
+        out.append(_hide_tags(text, last, len(text)))
+        cleaned = "".join(out)
+        if cleaned == text:
+            break
+        text = cleaned
+    return text
+
+
+def _hide_tags(text: str, start: int, end: int) -> str:
+    """text[start:end] without wrapper tags and comment lines; a line begun before `start` is no comment line."""
+    part = text[start:end]
+    head = ""
+    if start > 0 and text[start - 1] != "\n":
+        cut = part.find("\n") + 1 or len(part)
+        head, part = part[:cut], part[cut:]
+    return _WRAPPER_TAGS.sub("", head + _MD_REF_COMMENT.sub("", part))
 
 
 def clean_title(text: str, limit: int = 120) -> str:

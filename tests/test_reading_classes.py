@@ -651,3 +651,33 @@ def test_a_printed_working_case_that_is_what_the_user_expected_points_at_the_pri
     fixed = {"tags.py": _TAGS.replace("{listed}", "    tags = list(tags)\n")}
     cand = _reproduce(facts, buggy, fixed, tmp_path)
     assert "actual = render(t for t in [] if t)" in cand.source
+
+
+_BADGE = (
+    "import html\nimport sys\n\n\n"
+    "def badge(label):\n"
+    "    title = {title}\n"
+    "    return f'<span title=\"{{title}}\">{{html.escape(label)}}</span>'\n\n\n"
+    "if __name__ == '__main__':\n"
+    "    print(badge(sys.argv[1]))\n"
+)
+
+
+def test_a_commands_output_corrected_in_prose_is_asserted_not_only_changed(tmp_path: Path) -> None:
+    # Pattern: `$ python -m tool ARG` and its output, then "I'd expect `FRAGMENT`" where the fragment is a
+    # corrected part of that output: the test asserts the fragment, so a fix that merely changes the output
+    # does not pass it.
+    facts = parse_issue(
+        "# Badge titles are escaped twice\n\n```\n$ python -m badges 'R&D'\n"
+        '<span title="R&amp;amp;D">R&amp;D</span>\n\n$ python -m badges plain\n'
+        '<span title="plain">plain</span>\n```\n\n'
+        'The label itself is fine. I\'d expect `title="R&amp;D"`.\n'
+    )
+    assert facts.expected == 'title="R&amp;D"'
+    buggy = {"badges/__init__.py": "", "badges/__main__.py": _BADGE.format(title="html.escape(html.escape(label))")}
+    fixed = {**buggy, "badges/__main__.py": _BADGE.format(title="html.escape(label)")}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "prints 'title=\"R&amp;D\"'" in cand.description
+    wrong = {**buggy, "badges/__main__.py": _BADGE.format(title="label.upper()")}  # changed, still not right
+    _write(tmp_path / "wrong", wrong)
+    assert _run(tmp_path / "wrong", cand).returncode == 1

@@ -99,7 +99,7 @@ def test_nothing_invisible_survives_and_cleaning_is_idempotent(text: str) -> Non
     cleaned = clean_text(text)
     assert not any(is_invisible(c) for c in cleaned if c not in "\n\t")
     assert not any(unicodedata.category(c) in ("Zl", "Zp") for c in cleaned)
-    assert "<!--" not in cleaned
+    assert "<!--" not in cleaned or "`" in cleaned or "~~~" in cleaned  # code shows a comment as text
     assert clean_text(cleaned) == cleaned
 
 
@@ -123,7 +123,12 @@ def test_commands_and_the_issue_parser_share_the_cleaning() -> None:
     assert facts.python_blocks == ("print(1)",)
 
 
-_PIECES = [*"ab #()\"'/:!-<>[]\n\t\r\x00\x0b\x0c\x1f\x7f", "details", "<!--", "-->", "[//]: # "]
+_PIECES = [*"ab #()\"'/:!-<>[]`~\n\t\r\x00\x0b\x0c\x1f\x7f", "details", "<!--", "-->", "[//]: # ", "```", "<b>"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_cleaning_markup_and_code_is_idempotent(text: str) -> None:
+    assert clean_text(clean_text(text)) == clean_text(text)
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
@@ -135,3 +140,21 @@ def test_the_plain_ascii_shortcut_changes_nothing_the_full_cleaning_would_change
 def test_the_plain_ascii_shortcut_still_cleans_what_it_must() -> None:
     assert clean_text("a\r\nb\x0bc") == "a\nb\nc" and clean_text("x<!-- hid -->y") == "xy"
     assert clean_text("[//]: # (hidden)\nshown") == "\nshown" and clean_text("plain text\n") == "plain text\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # What GitHub shows in code is what the user saw: tags and comments there are text.
+        ("out:\n```\n<p><b>x</b></p>\n<!-- y -->\n```\n<b>z</b>", "out:\n```\n<p><b>x</b></p>\n<!-- y -->\n```\nz"),
+        ("alt is `<p>&amp;</p>` not <p>text</p>", "alt is `<p>&amp;</p>` not text"),
+        ("  ~~~html\n  <div>a</div>\n  ~~~", "  ~~~html\n  <div>a</div>\n  ~~~"),
+        ("```\n[//]: # (shown)\n```", "```\n[//]: # (shown)\n```"),
+        # A comment that opens first hides what looks like code inside it, and an unclosed fence runs to the end.
+        ("a<!-- ```\nhidden\n``` -->b", "ab"),
+        ("```\n<p>open", "```\n<p>open"),
+        ("`x` [//]: # (mid-line)", "`x` [//]: # (mid-line)"),
+    ],
+)
+def test_code_keeps_its_tags_and_comments(text: str, expected: str) -> None:
+    assert clean_text(text) == expected

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from difflib import SequenceMatcher
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, console_runs, is_elision
@@ -42,7 +43,9 @@ def console_brts(
     files = dict(facts.named_files)
     out: list[BrtCandidate] = []
     seen: set[tuple[str, ...]] = set()
-    for command, argv, output in project_commands(facts, repo_files, scripts):
+    commands = project_commands(facts, repo_files, scripts)
+    corrected = None if exc else _corrected_output(facts.expected, [output for _, _, output in commands])
+    for n, (command, argv, output) in enumerate(commands):
         if tuple(argv) in seen:
             continue
         seen.add(tuple(argv))
@@ -50,8 +53,30 @@ def console_brts(
         if exc:
             out.append(_render(facts, command, argv, needed, path, exc=exc))
         elif output.strip():
+            if n == corrected and facts.expected is not None:
+                out.append(_render(facts, command, argv, needed, path, reported=output, expected=facts.expected))
             out.append(_render(facts, command, argv, needed, path, reported=output))
     return out
+
+
+def _corrected_output(expected: str | None, outputs: Sequence[str]) -> int | None:
+    """Which command's output the expected text corrects, if one clearly does (its index).
+
+    The pattern: a shell session shows a command and its output, and the prose says what part of it should
+    read instead (`alt="dogs &amp; cats"` for the shown `alt="dogs &amp;amp; cats"`). The expected text is
+    absent from that output, yet most of it is found there, in order.
+    """
+    if not expected or "\n" in expected.strip() or len(expected.strip()) < 3:
+        return None
+    best, best_cover = None, 0.8
+    for n, output in enumerate(outputs):
+        if not output.strip() or expected in output:
+            continue
+        blocks = SequenceMatcher(None, expected, output, autojunk=False).get_matching_blocks()
+        cover = sum(b.size for b in blocks) / len(expected)
+        if cover > best_cover:
+            best, best_cover = n, cover
+    return best
 
 
 def project_commands(
@@ -186,6 +211,7 @@ def _render(
     *,
     exc: str | None = None,
     reported: str | None = None,
+    expected: str | None = None,
 ) -> BrtCandidate:
     module = argv[1] if argv[:1] == ["-m"] else PurePosixPath(argv[0]).stem if argv[0] != "-c" else command.split()[0]
     func = "test_" + re.sub(r"\W+", "_", PurePosixPath(module).name).strip("_").lower() + "_command_reported_bug"
@@ -241,9 +267,15 @@ def _render(
             "    shown = ['\\n'.join(x.rstrip() for x in run.strip('\\n').split('\\n')) for run in runs]",
             f"    same = any(re.fullmatch({output_pattern(reported)!r}, run, re.S) for run in shown)",
             '    assert not same, f"still {reported!r}, as in the report"',
-            "",
         ]
+        if expected is not None:
+            lines += [
+                f"    wanted = {expected!r}",
+                '    assert wanted in output, f"expected {wanted!r} in {output[-2000:]!r}"',
+            ]
+        lines += [""]
         what = "no longer prints the reported output"
-    description = f"the reported command: asserts `{shown}` {what} (weak)"
+        what += f" and prints {expected!r}" if expected is not None else ""
+    description = f"the reported command: asserts `{shown}` {what}" + ("" if expected is not None else " (weak)")
     symptom_kind: Symptom = "exception" if exc else "wrong_value"
     return BrtCandidate(path, "\n".join(lines), symptom_kind, None, func, description, reported_actual=reported)
