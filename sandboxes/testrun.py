@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -180,8 +180,9 @@ class TestSuite:
         per_test_timeout: int | None = None,
         coverage_rc: str | None = None,
         extra_args: Iterable[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> TestRun:
-        """Run the selected tests (all when empty) and parse per-test results."""
+        """Run the selected tests (all when empty) and parse per-test results; `env` adds to env_vars()."""
         if self.env.spec.report_format != "junit-xml":
             return await self._run_other(sandbox, list(selection), timeout or self.timeout)
         write_metadata_shim(sandbox.spec.workspace, self.env.spec)
@@ -209,15 +210,14 @@ class TestSuite:
             argv = [self.env.python, "-m", "coverage", "run", f"--rcfile={coverage_rc}", "-m", "pytest"]
         else:
             argv = [self.env.python, "-m", "pytest"]
+        variables = {**self._env_vars(), **(env or {})}
         served: ExecResult | None = None
         if not coverage_rc and isinstance(sandbox, PytestServing):
             # A warm sandbox's preloaded pytest: the same run without starting an interpreter (None: not here).
             served = await sandbox.run_pytest(
-                self.env.python, pytest_args, timeout=timeout or self.timeout, env=self._env_vars()
+                self.env.python, pytest_args, timeout=timeout or self.timeout, env=variables
             )
-        result = served or await sandbox.run(
-            [*argv, *pytest_args], timeout=timeout or self.timeout, env=self._env_vars()
-        )
+        result = served or await sandbox.run([*argv, *pytest_args], timeout=timeout or self.timeout, env=variables)
         tests: dict[str, str] = {}
         errors: dict[str, str] = {}
         report_path = sandbox.spec.workspace / report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import functools
 import logging
@@ -38,6 +39,49 @@ show_contexts = True
 """
 
 
+#: Subprocesses a test starts (`python -m tool ...`, the way a report's command is replayed) are measured too:
+#: coverage.py starts in them from this sitecustomize, and names their lines after the test that spawned them,
+#: which a pytest plugin in the parent tells them through the environment. Only children see
+#: COVERAGE_PROCESS_START: the plugin sets it once pytest runs.
+_SUB_DIR = f"{SCRATCH_DIR}/subcov"
+_SUB_RC = """\
+[run]
+parallel = True
+data_file = /workspace/{scratch}/.coverage
+branch = False
+"""
+_SITECUSTOMIZE = """\
+import os
+
+if os.environ.get("COVERAGE_PROCESS_START"):
+    try:
+        import coverage
+
+        # Newer coverage.py starts itself from a .pth file before this runs: take the instance it started.
+        _cov = coverage.process_startup() or getattr(coverage.process_startup, "coverage", None)
+        if _cov is not None and os.environ.get("REPROBOT_COVERAGE_CONTEXT"):
+            _cov.switch_context(os.environ["REPROBOT_COVERAGE_CONTEXT"])
+    except Exception:  # measuring is a bonus: the test's own process must run as it would
+        pass
+"""
+_CONTEXT_PLUGIN = """\
+import os
+
+
+def pytest_configure(config):
+    # Set here, not for the whole command: the process coverage.py already measures must not start it twice.
+    os.environ["COVERAGE_PROCESS_START"] = os.environ.get("REPROBOT_SUBCOV_RC", "")
+
+
+def pytest_runtest_setup(item):
+    func = getattr(item, "function", None)
+    if func is not None:
+        cls = getattr(item, "cls", None)
+        owner = f"{func.__module__}.{cls.__name__}" if cls is not None else func.__module__
+        os.environ["REPROBOT_COVERAGE_CONTEXT"] = f"{owner}.{func.__name__}"
+"""
+
+
 def is_test_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return (
@@ -61,7 +105,18 @@ async def localize_in_sandbox(
     """Spectrum-based fault localization over the whole suite plus the BRT, merged with traceback frames."""
     rc_rel = f"{SCRATCH_DIR}/coveragerc"
     sandbox.write_file(rc_rel, _RC.format(scratch=SCRATCH_DIR))
-    run = await runner.run(sandbox, [], coverage_rc=f"/workspace/{rc_rel}")
+    sandbox.write_file(f"{_SUB_DIR}/coveragerc", _SUB_RC.format(scratch=SCRATCH_DIR))
+    sandbox.write_file(f"{_SUB_DIR}/sitecustomize.py", _SITECUSTOMIZE)
+    sandbox.write_file(f"{_SUB_DIR}/reprobot_subcov.py", _CONTEXT_PLUGIN)
+    paths = [p for p in (runner.env_vars().get("PYTHONPATH", ""), f"/workspace/{_SUB_DIR}") if p]
+    measured = {"PYTHONPATH": ":".join(paths), "REPROBOT_SUBCOV_RC": f"/workspace/{_SUB_DIR}/coveragerc"}
+    run = await runner.run(
+        sandbox, [], coverage_rc=f"/workspace/{rc_rel}", extra_args=["-p", "reprobot_subcov"], env=measured
+    )
+    # The subprocesses' data files join the run's own (nothing to join is no error).
+    await sandbox.run(
+        [runner.env.python, "-m", "coverage", "combine", "--append", f"--rcfile=/workspace/{rc_rel}"], timeout=120
+    )
     # The compact export: `coverage json --show-contexts` of a large suite passes the read cap (impact.py).
     coverage = await export_contexts(
         sandbox, runner.env.python, f"/workspace/{SCRATCH_DIR}/.coverage", f"{SCRATCH_DIR}/coverage.json"
@@ -75,6 +130,12 @@ async def localize_in_sandbox(
     sources = await asyncio.to_thread(
         _read_sources, sandbox, {f for f, _ in scores}, python_files - test_files, frames, mentioned
     )
+    # A child process (a replayed command) imports the project inside the test: its `def`, `class` and
+    # `import` lines ran for that test only, yet say nothing about the fault. The test's own process did the
+    # same imports while pytest collected, outside any test.
+    scores = {
+        (f, line): v for (f, line), v in scores.items() if line > 0 and line not in _definition_lines(sources.get(f))
+    }
     # Only files no failing test reached are given to the ranking: their named functions become candidates,
     # while the order of covered lines stays Ochiai's and the frames' alone. Boosting covered lines of named
     # functions reshuffled the search enough, on a QuixBugs program, for a wrong rename to pass the correctness
@@ -87,6 +148,26 @@ async def localize_in_sandbox(
         rank_statements, top=top, mentioned=mentioned, sources=uncovered, fold=False, noted=covered
     )
     return await asyncio.to_thread(rank, scores, frames, python_files, test_files)
+
+
+def _definition_lines(source: str | None) -> frozenset[int]:
+    """Lines of the definitions a module or class body makes when imported: def, class, import, docstring."""
+    if not source:
+        return frozenset()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    lines: set[int] = set()
+    bodies = [tree.body, *(n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]
+    for body in bodies:
+        for stmt in body:
+            definition = isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import)
+            docstring = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            if definition or docstring or isinstance(stmt, ast.ImportFrom):
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+                lines.update(range(first, stmt.lineno + 1))
+    return frozenset(lines)
 
 
 def _read_sources(
