@@ -27,8 +27,10 @@ CLI_PROJECT = {
     "tags/__init__.py": "",
     "tags/core.py": CORE,
     "tags/__main__.py": "import sys\n\nfrom tags.core import badge\n\nprint(badge(sys.argv[1]))\n",
-    "tests/test_core.py": "from tags.core import badge, shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n\n\n"
-    "def test_plain_badge():\n    assert badge('a') == '[a]'\n",
+    "tests/test_core.py": (
+        "from tags.core import badge, shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n\n\n"
+        "def test_plain_badge():\n    assert badge('a') == '[a]'\n"
+    ),
     # The BRT the way a reported command is replayed: the project's command in a child process.
     "tests/test_brt.py": (
         "import subprocess\nimport sys\n\n\ndef test_command_reported_bug(tmp_path):\n"
