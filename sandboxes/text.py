@@ -17,14 +17,25 @@ _MD_REF_COMMENT = re.compile(
 )
 # Wrapper tags GitHub renders invisibly; the text between them is still part of the report.
 _WRAPPER_TAGS = re.compile(r"</?(?:details|summary|br|p|div|span|sub|sup|kbd|b|i|em|strong)\b[^>]*>", re.I)
+# Tags that open a CommonMark HTML block (kind 6): the block runs to the next blank line and is raw HTML.
+_BLOCK_TAGS = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div"
+    "|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li"
+    "|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|tbody|td"
+    "|tfoot|th|thead|title|tr|track|ul"
+)
 #: What GitHub shows literally: a fenced code block (to its closing fence or the end) and an inline code span.
 #: An HTML comment that opens first hides a fence inside it; a fence or span that opens first shows a comment.
+#: Inside a raw HTML block (`<div>` up to a blank line) backticks are no code: a comment there stays hidden,
+#: and one that opens there hides what follows up to its end, blank lines too.
 _LITERAL_OR_COMMENT = re.compile(
-    r"(?P<fence>^[ \t]*(?P<tick>`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ \t]*(?P=tick)[ \t]*$|\Z)|\Z))"
+    rf"(?P<html>^ {{0,3}}</?(?i:{_BLOCK_TAGS})(?=[\s/>]|$)(?:<!--.*?(?:-->|\Z)|[^\n]|\n(?![ \t]*(?:\n|\Z)))*)"
+    r"|(?P<fence>^[ \t]*(?P<tick>`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ \t]*(?P=tick)[ \t]*$|\Z)|\Z))"
     r"|(?P<comment><!--.*?(?:-->|\Z))"
     r"|(?P<span>(?P<ticks>`+)(?!`)[^\n]{1,2000}?(?<!`)(?P=ticks)(?!`))",
     re.S | re.M,
 )
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -111,7 +122,10 @@ def _hide_markup(text: str) -> str:
         last = 0
         for m in _LITERAL_OR_COMMENT.finditer(text):
             out.append(_hide_tags(text, last, m.start()))
-            out.append("" if m.group("comment") is not None else m.group(0))
+            if m.group("html") is not None:
+                out.append(_hide_tags(_COMMENT.sub("", m.group(0)), 0, m.end() - m.start()))
+            elif m.group("comment") is None:
+                out.append(m.group(0))
             last = m.end()
         out.append(_hide_tags(text, last, len(text)))
         cleaned = "".join(out)

@@ -123,7 +123,10 @@ def test_commands_and_the_issue_parser_share_the_cleaning() -> None:
     assert facts.python_blocks == ("print(1)",)
 
 
-_PIECES = [*"ab #()\"'/:!-<>[]`~\n\t\r\x00\x0b\x0c\x1f\x7f", "details", "<!--", "-->", "[//]: # ", "```", "<b>"]
+_PIECES = [
+    *"ab #()\"'/:!-<>[]`~\n\t\r\x00\x0b\x0c\x1f\x7f",
+    *("details", "<!--", "-->", "[//]: # ", "```", "<b>", "<div>", "\n\n"),
+]
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
@@ -154,6 +157,11 @@ def test_the_plain_ascii_shortcut_still_cleans_what_it_must() -> None:
         ("a<!-- ```\nhidden\n``` -->b", "ab"),
         ("```\n<p>open", "```\n<p>open"),
         ("`x` [//]: # (mid-line)", "`x` [//]: # (mid-line)"),
+        # In a raw HTML block (a block tag, to the next blank line) backticks are text: a comment there is hidden,
+        # and an open one hides what follows, blank lines too. After the blank line, code is code again.
+        ("<div>\n`<!-- hid -->`\n```\n<!-- hid -->\n```\n</div>\n\n`<!-- s -->`", "\n``\n```\n\n```\n\n\n`<!-- s -->`"),
+        ("<Details>\n<!-- open\n\nhidden -->\nshown", "\n\nshown"),
+        ("<details>\n<summary>log</summary>\n\n```\n<!-- s -->\n```", "\nlog\n\n```\n<!-- s -->\n```"),
     ],
 )
 def test_code_keeps_its_tags_and_comments(text: str, expected: str) -> None:

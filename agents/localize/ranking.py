@@ -295,6 +295,23 @@ def definition_lines(source: str) -> set[int]:
     return lines
 
 
+def import_time_lines(source: str) -> frozenset[int]:
+    """Lines a module or class body runs when imported: def, class, import and docstring lines."""
+    tree = _parse(source) if source else None
+    if tree is None:
+        return frozenset()
+    lines: set[int] = set()
+    bodies = [tree.body, *(n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]
+    for body in bodies:
+        for stmt in body:
+            definition = isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import)
+            docstring = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            if definition or docstring or isinstance(stmt, ast.ImportFrom):
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+                lines.update(range(first, stmt.lineno + 1))
+    return frozenset(lines)
+
+
 def rank_statements(
     sbfl: Mapping[tuple[str, int], float],
     frames: Iterable[Frame],

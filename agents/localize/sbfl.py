@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import functools
 import logging
@@ -13,6 +12,7 @@ from agents.localize.ranking import (
     Frame,
     Location,
     all_contexts,
+    import_time_lines,
     ochiai,
     rank_statements,
     repo_file_for,
@@ -134,7 +134,9 @@ async def localize_in_sandbox(
     # `import` lines ran for that test only, yet say nothing about the fault. The test's own process did the
     # same imports while pytest collected, outside any test.
     scores = {
-        (f, line): v for (f, line), v in scores.items() if line > 0 and line not in _definition_lines(sources.get(f))
+        (f, line): v
+        for (f, line), v in scores.items()
+        if line > 0 and line not in import_time_lines(sources.get(f, ""))
     }
     # Only files no failing test reached are given to the ranking: their named functions become candidates,
     # while the order of covered lines stays Ochiai's and the frames' alone. Boosting covered lines of named
@@ -148,26 +150,6 @@ async def localize_in_sandbox(
         rank_statements, top=top, mentioned=mentioned, sources=uncovered, fold=False, noted=covered
     )
     return await asyncio.to_thread(rank, scores, frames, python_files, test_files)
-
-
-def _definition_lines(source: str | None) -> frozenset[int]:
-    """Lines of the definitions a module or class body makes when imported: def, class, import, docstring."""
-    if not source:
-        return frozenset()
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return frozenset()
-    lines: set[int] = set()
-    bodies = [tree.body, *(n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]
-    for body in bodies:
-        for stmt in body:
-            definition = isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import)
-            docstring = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-            if definition or docstring or isinstance(stmt, ast.ImportFrom):
-                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
-                lines.update(range(first, stmt.lineno + 1))
-    return frozenset(lines)
 
 
 def _read_sources(

@@ -10,7 +10,7 @@ from dataclasses import replace
 from difflib import SequenceMatcher
 from pathlib import PurePosixPath
 
-from agents.reading import IssueFacts, ReplStep, is_expression, quiet_parse
+from agents.reading import IssueFacts, ReplStep, is_expression, quiet_literal, quiet_parse
 from agents.reproduce.types import Reproduction, Symptom, ValueForm
 
 _BUILTINS = frozenset(dir(builtins))
@@ -234,7 +234,7 @@ def _contrast_step(
 def _literal_type(text: str) -> type | None:
     """The type of a Python literal's value (None when the text is no literal)."""
     try:
-        return type(ast.literal_eval(text.strip()))
+        return type(quiet_literal(text))
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return None
 
@@ -300,12 +300,14 @@ def script_session(code: str, output: str) -> list[ReplStep]:
         return []
     stmts, text = parsed
     lines = [line for line in output.splitlines() if line.strip()]
-    prints = [s for s in stmts if _single_print_arg(s) is not None]
-    others = [s for s in stmts if _single_print_arg(s) is None]
-    if any(_calls_print(s) for s in others) or len(prints) < 2 or len(prints) != len(lines):
+    is_print = [_single_print_arg(s) is not None for s in stmts]
+    others = [s for s, printing in zip(stmts, is_print, strict=True) if not printing]
+    if any(_calls_print(s) for s in others) or sum(is_print) < 2 or sum(is_print) != len(lines):
         return []
     shown = iter(lines)
-    return [ReplStep(segment(s, text), next(shown) if _single_print_arg(s) is not None else "") for s in stmts]
+    return [
+        ReplStep(segment(s, text), next(shown) if printing else "") for s, printing in zip(stmts, is_print, strict=True)
+    ]
 
 
 def script_reproduction(code: str, output: str, facts: IssueFacts) -> Reproduction | None:
