@@ -29,7 +29,7 @@ _BLOCK_TAGS = (
 #: Inside a raw HTML block (`<div>` up to a blank line) backticks are no code: a comment there stays hidden,
 #: and one that opens there hides what follows up to its end, blank lines too.
 _LITERAL_OR_COMMENT = re.compile(
-    rf"(?P<html>^ {{0,3}}</?(?i:{_BLOCK_TAGS})(?=[\s/>]|$)(?:<!--.*?(?:-->|\Z)|[^\n]|\n(?![ \t]*(?:\n|\Z)))*)"
+    rf"(?P<html>^ {{0,3}}</?(?i:{_BLOCK_TAGS})(?=[\s/>]|$)(?:[^\n<]+|<!--.*?(?:-->|\Z)|<|\n(?![ \t]*(?:\n|\Z)))*)"
     r"|(?P<fence>^[ \t]*(?P<tick>`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ \t]*(?P=tick)[ \t]*$|\Z)|\Z))"
     r"|(?P<comment><!--.*?(?:-->|\Z))"
     r"|(?P<span>(?P<ticks>`+)(?!`)[^\n]{1,2000}?(?<!`)(?P=ticks)(?!`))",
