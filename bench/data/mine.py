@@ -433,7 +433,9 @@ async def verify(runner: CaseRunner, fix: str, brt: str, brt_path: str, work: Pa
     buggy = await runner.tests(work)
     bad = _ids(buggy, ("failed", "error"))
     if not buggy.tests or bad or buggy.collection_errors:
-        problem = bad[:5] or sorted(buggy.collection_errors)[:5] or ["nothing collected"]
+        problem = (
+            bad[:5] or sorted(buggy.collection_errors)[:5] or [f"nothing collected: {buggy.result.output[-300:]!r}"]
+        )
         verdict.reasons.append(f"kept tests do not pass on the buggy commit: {', '.join(problem)}")
     verdict.regression = buggy.summary()
     before = await runner.tests(work, files={brt_path: brt}, selection=(brt_path,))
@@ -455,7 +457,9 @@ async def verify(runner: CaseRunner, fix: str, brt: str, brt_path: str, work: Pa
     verdict.fixed = fixed.summary()
     bad = _ids(fixed, ("failed", "error"))
     if bad or not fixed.tests:
-        verdict.reasons.append(f"tests fail with the fix applied: {', '.join(bad[:5]) or 'nothing collected'}")
+        # An empty run (a timeout, a sandbox that failed to start) says why only in its output.
+        shown = ", ".join(bad[:5]) or f"nothing collected: {fixed.result.output[-300:]!r}"
+        verdict.reasons.append(f"tests fail with the fix applied: {shown}")
     elif not any(t.startswith(brt_path) for t in fixed.passed_ids):
         # A project whose pytest config names its test files (python_files = "tests.py") skips test_brt.py.
         reason = f"the BRT did not run with the fix applied (does the project's pytest config collect {brt_path}?)"
