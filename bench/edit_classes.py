@@ -63,7 +63,7 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "attribute change": ("attribute", "yes"),
     "method swap": ("attribute (_METHOD_SWAPS), builtin", "fixed pairs only"),
     "call unwrap": ("builtin", "single-argument calls"),
-    "call wrap": ("builtin (len)", "len only"),
+    "call wrap": ("builtin (len), helper_wrap (new)", "len; the module's own one-argument helpers"),
     "callee change": ("callee (new), builtin (_BUILTIN_SWAPS)", "module functions, class methods, builtin pairs"),
     "argument added/removed": ("call_args", "drop; add a local to module functions"),
     "keyword argument added/removed": ("keyword (new)", "drop one; forward a parameter the callee takes"),

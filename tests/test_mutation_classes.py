@@ -243,3 +243,53 @@ def test_apply_diff_rebuilds_the_new_source() -> None:
     old = "a\nb\nc\nd\n"
     diff = "--- a/x.py\n+++ b/x.py\n@@ -2,2 +2,2 @@\n b\n-c\n+C\n"
     assert edit_classes.apply_diff(old, diff) == "a\nb\nC\nd\n"
+
+
+HELPER_BUG = textwrap.dedent(
+    """
+    _TABLE = {}
+
+    def _normalize(name):
+        return name.strip().lower()
+
+    def register(name, value):
+        _TABLE[_normalize(name)] = value
+
+    def lookup(name):
+        return _TABLE[name]  # BUG
+    """
+)
+
+
+def test_helper_wrap_passes_a_value_through_the_modules_own_converter() -> None:
+    def check(ns: dict[str, Any]) -> bool:
+        ns["register"]("  Colour ", 1)
+        return ns["lookup"]("COLOUR") == 1
+
+    fixed = _fixing(HELPER_BUG, check, "helper_wrap")
+    assert [c.description for c in fixed] == ["line 11: `name` -> `_normalize(name)`"]
+    assert fixed[0].tier in OPERATOR_TIERS["helper_wrap"]
+    # The subscripted table is the object of the subscript, not a value to convert.
+    assert not any("_normalize(_TABLE)" in c.new_source for c in _candidates(HELPER_BUG))
+
+
+def test_helper_wrap_needs_a_helper_the_module_applies_to_one_value() -> None:
+    source = textwrap.dedent(
+        """
+        def _pair(a, b):
+            return (a, b)
+
+        def _unused(a):
+            return a
+
+        def _twice(a):
+            return _twice(a) if a > 9 else a * 2
+
+        def use(x, y):
+            return _pair(x, y)  # BUG
+        """
+    )
+    wraps = [c.description for c in _candidates(source) if c.operator == "helper_wrap"]
+    # `_pair` takes two values and `_unused` is never applied: neither is a converter. `_twice` is applied to
+    # one value (by itself), so it may wrap an operand of another function.
+    assert sorted(wraps) == ["line 12: `x` -> `_twice(x)`", "line 12: `y` -> `_twice(y)`"]

@@ -1,5 +1,6 @@
 """Call-shaped mutation templates found by mining small real fixes (`bench/edit_classes.py`): the callee
-changed with the arguments kept, and a keyword argument forwarded or dropped.
+changed with the arguments kept, a keyword argument forwarded or dropped, and a value passed through one of
+the module's own one-argument helpers.
 
 Both only use signatures the module itself defines (module functions, classes' `__init__`, the enclosing
 class's methods), so a candidate never calls something with an argument list its callee cannot take.
@@ -19,6 +20,9 @@ from agents.repair.mutation.types import Edit, Env
 #: lack, so they come right after the operand-level tier; keyword edits are rarer.
 CALLEE_TIER = 2
 KEYWORD_TIER = 3
+#: Call wraps are 3.7% of mined edits; a module's own helper is the callee in 3 of 14 (`.strip()` and
+#: builtins make most of the rest). The last tier: tried after every other edit of the same line.
+HELPER_TIER = 4
 
 
 @dataclass(frozen=True)
@@ -147,3 +151,45 @@ def keyword_arguments(env: Env) -> Iterator[Edit]:
             extra = ast.keyword(arg=param, value=name_node(param))
             new = ast.Call(func=node.func, args=node.args, keywords=[*node.keywords, extra])
             yield Edit("keyword", KEYWORD_TIER, root, node, new)
+
+
+def applied_helpers(tree: ast.Module | None) -> list[str]:
+    """Module functions the module itself calls somewhere with one positional argument and nothing else.
+
+    Such a function is a converter or normaliser (`_unescape(raw)`, `_normalize(key)`): being applied to one
+    value elsewhere in the module is the evidence that a value here may have been meant to pass through it.
+    """
+    functions = module_signatures(tree)
+    used: set[str] = set()
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)] if tree is not None else []
+    for node in calls:
+        named = isinstance(node.func, ast.Name) and node.func.id in functions
+        if named and len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred):
+            used.add(node.func.id)  # type: ignore[attr-defined]
+    return sorted(n for n in used if not functions[n].is_class and functions[n].accepts(1, []))
+
+
+def helper_wraps(env: Env) -> Iterator[Edit]:
+    """Missing conversion: an operand `e` -> `h(e)`, for a module helper `h` the module applies elsewhere to one
+    value (see `applied_helpers`). The operand is a variable, a subscript or an attribute that is read, not the
+    object of an attribute or subscript (`x` in `x.y`), and not already the argument of a helper."""
+    enclosing = {f.name for f in env.target.functions}
+    helpers = applied_helpers(env.ctx.tree)
+    pool = [h for h in helpers if h not in enclosing and h not in env.scope.variables and not h.startswith("__")]
+    if not pool:
+        return
+    for node, root in env.of_type(ast.Name, ast.Subscript, ast.Attribute):
+        if not isinstance(getattr(node, "ctx", None), ast.Load) or env.is_called(node):
+            continue
+        if isinstance(node, ast.Name) and node.id not in env.scope.variables and node.id not in env.comp_names(node):
+            continue
+        parent = env.parent(node)
+        if isinstance(parent, ast.Attribute | ast.Subscript) and parent.value is node:
+            continue
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in helpers:
+            continue
+        assert isinstance(node, ast.expr)
+        for helper in pool[:NAME_LIMIT]:
+            yield Edit(
+                "helper_wrap", HELPER_TIER, root, node, ast.Call(func=name_node(helper), args=[node], keywords=[])
+            )
