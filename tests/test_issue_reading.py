@@ -296,3 +296,25 @@ def test_expected_comparison_fragment_is_a_claim_about_the_observed_value() -> N
     facts = parse_issue("# t\n\n`count_rows('t.csv')` returns `-1`.\n\nExpected: `>= 0`\n")
     cands = synthesize_brts(facts, ["rows.py"])
     assert cands and "assert actual >= 0" in cands[0].source
+
+
+def test_a_standard_library_name_the_report_qualifies_elsewhere_is_imported_from_there() -> None:
+    # The report writes `operator.mul` once and then calls with a bare `mul`: the test imports it from there.
+    facts = parse_issue(
+        "# product() fails on an empty list\n\nI fold my factors with `acme.stats.product(operator.mul, factors)`."
+        " When `factors` is empty, `product(mul, [])` raises `TypeError: reduce() of empty iterable with no"
+        " initial value`.\n\nI would expect `product(mul, [])` to be `1`, the empty product.\n"
+    )
+    cands = synthesize_brts(facts, ["acme/__init__.py", "acme/stats.py"], repo_symbols={"acme/stats.py": {"product"}})
+    assert cands and "from operator import mul" in cands[0].source
+    assert "from acme.stats import product" in cands[0].source
+    files = ["acme/__init__.py", "acme/paths.py"]
+    imports, missing = resolve_imports(["join"], set(), files, [], {"acme/paths.py": {"slug"}}, dotted=["os.path.join"])
+    assert imports == ["from os.path import join"] and not missing
+    # The repo's own definition wins; a module outside the standard library, or a private one, is no home.
+    imports, _ = resolve_imports(["join"], set(), files, [], {"acme/paths.py": {"join"}}, dotted=["os.path.join"])
+    assert imports == ["from acme.paths import join"]
+    _, missing = resolve_imports(
+        ["frob"], set(), files, [], {"acme/paths.py": set()}, dotted=["numpy.frob", "_thread.frob"]
+    )
+    assert missing == ["frob"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from difflib import SequenceMatcher
@@ -626,6 +627,7 @@ def resolve_imports(
     all_modules = sorted({m for mods in index.values() for m in mods}, key=lambda m: (m.count("."), m))
     defined = _definers(repo_symbols, index) if repo_symbols else {}
     homes = dotted_homes(dotted, all_modules)
+    library_homes = dotted_homes(dotted, standard_modules(dotted))
     imports: list[str] = []
     unresolved: list[str] = []
     for name in names:
@@ -635,6 +637,10 @@ def resolve_imports(
         module = _pick(defined.get(name, []), name, mentioned_modules)
         if module is None and name in homes:
             module = homes[name]
+        # `operator.add` written in the report, bare `add` in its call: the standard library's name (the repo's
+        # own modules and symbols came first). Checked inside the sandbox, where a wrong guess fails to import.
+        if module is None and name in library_homes:
+            module = library_homes[name]
         if module is None and not defined:
             module = _guess(name, index, mentioned_modules if name in callables else (), all_modules)
             if module is not None and name not in callables and module.rsplit(".", 1)[-1] not in _stems(name):
@@ -659,6 +665,20 @@ def dotted_homes(texts: Collection[str], modules: Collection[str]) -> dict[str, 
             if module in known:
                 homes.setdefault(name, module)
     return homes
+
+
+def standard_modules(texts: Collection[str]) -> list[str]:
+    """The dotted prefixes in texts (`os.path` of `os.path.join`) that are public standard-library modules.
+
+    Nothing is imported here: the names come from the report, and importing one may have effects.
+    """
+    found: set[str] = set()
+    for text in texts:
+        for m in _DOTTED.finditer(text):
+            parts = m.group(0).split(".")[:-1]
+            if parts[0] in sys.stdlib_module_names and not parts[0].startswith("_"):
+                found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return sorted(found)
 
 
 def _definers(symbols: Mapping[str, Collection[str]], index: dict[str, list[str]]) -> dict[str, list[str]]:
