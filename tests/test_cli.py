@@ -223,8 +223,14 @@ def test_ctrl_c_leaves_no_branch_and_no_process(tmp_path: Path, data_dir: Path) 
     issue = tmp_path / "issue.md"
     issue.write_text(ISSUE)
     env = {**os.environ, "REPROBOT_DATA_DIR": str(data_dir)}
+    # A suite started in the background of a non-interactive shell (`make test &`) inherits SIGINT ignored, and so
+    # would the command. It gets what a terminal gives it: SIGINT's default disposition, then exec (same pid).
+    terminal = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    command = [REPROBOT, "-v", "fix", "--repo", str(repo), "--issue", str(issue), "--json", "--timeout", "120"]
     proc = subprocess.Popen(
-        [REPROBOT, "-v", "fix", "--repo", str(repo), "--issue", str(issue), "--json", "--timeout", "120"],
+        [sys.executable, "-c", terminal, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
