@@ -28,14 +28,15 @@ _BLOCK_TAGS = (
 #: An HTML comment that opens first hides a fence inside it; a fence or span that opens first shows a comment.
 #: Inside a raw HTML block (`<div>` up to a blank line) backticks are no code: a comment there stays hidden,
 #: and one that opens there hides what follows up to its end, blank lines too.
+_COMMENT_PATTERN = r"<!--.*?(?:-->|\Z)"
 _LITERAL_OR_COMMENT = re.compile(
-    rf"(?P<html>^ {{0,3}}</?(?i:{_BLOCK_TAGS})(?=[\s/>]|$)(?:[^\n<]+|<!--.*?(?:-->|\Z)|<|\n(?![ \t]*(?:\n|\Z)))*)"
+    rf"(?P<html>^ {{0,3}}</?(?i:{_BLOCK_TAGS})(?=[\s/>]|$)(?:[^\n<]+|{_COMMENT_PATTERN}|<|\n(?![ \t]*(?:\n|\Z)))*)"
     r"|(?P<fence>^[ \t]*(?P<tick>`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ \t]*(?P=tick)[ \t]*$|\Z)|\Z))"
-    r"|(?P<comment><!--.*?(?:-->|\Z))"
+    rf"|(?P<comment>{_COMMENT_PATTERN})"
     r"|(?P<span>(?P<ticks>`+)(?!`)[^\n]{1,2000}?(?<!`)(?P=ticks)(?!`))",
     re.S | re.M,
 )
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_COMMENT = re.compile(_COMMENT_PATTERN, re.S)
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -123,7 +124,8 @@ def _hide_markup(text: str) -> str:
         for m in _LITERAL_OR_COMMENT.finditer(text):
             out.append(_hide_tags(text, last, m.start()))
             if m.group("html") is not None:
-                out.append(_hide_tags(_COMMENT.sub("", m.group(0)), 0, m.end() - m.start()))
+                block = _COMMENT.sub("", m.group(0))
+                out.append(_hide_tags(block, 0, len(block)))
             elif m.group("comment") is None:
                 out.append(m.group(0))
             last = m.end()
