@@ -9,11 +9,10 @@ class's methods), so a candidate never calls something with an argument list its
 from __future__ import annotations
 
 import ast
-import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 
 from agents.repair.mutation.exprs import NAME_LIMIT, name_node
+from agents.repair.mutation.signatures import Signature, signature_of
 from agents.repair.mutation.types import Edit, Env
 
 #: Mined share (bench/edit_classes.py): callee changes are the most frequent call edit the older families
@@ -23,47 +22,6 @@ KEYWORD_TIER = 3
 #: Call wraps are 3.7% of mined edits; a module's own helper is the callee in 3 of 14 (`.strip()` and
 #: builtins make most of the rest). The last tier: tried after every other edit of the same line.
 HELPER_TIER = 4
-
-
-@dataclass(frozen=True)
-class Signature:
-    """What a callee accepts: positional bounds and keyword names (self/cls already removed)."""
-
-    least: int  # positional parameters without a default
-    most: float  # positional parameters in all (inf with *args)
-    names: tuple[str, ...]  # parameters that may be passed by keyword
-    any_keyword: bool  # **kwargs
-    is_class: bool = False  # a class called through its __init__
-
-    def accepts(self, positional: int, keywords: list[str]) -> bool:
-        """Can a call with this many positional arguments and these keyword names bind?"""
-        if not self.least <= positional <= self.most:
-            return False
-        return self.any_keyword or all(k in self.names for k in keywords)
-
-
-def signature_of(func: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> Signature:
-    """The signature of a def; `bound` drops its first parameter (a method called on an instance or class)."""
-    args = func.args
-    positional = [*args.posonlyargs, *args.args][1 if bound else 0 :]
-    required = max(0, len(positional) - len(args.defaults))
-    names = tuple(a.arg for a in [*args.args[1 if bound and not args.posonlyargs else 0 :], *args.kwonlyargs])
-    most = math.inf if args.vararg else float(len(positional))
-    return Signature(required, most, names, args.kwarg is not None)
-
-
-def module_signatures(tree: ast.Module | None) -> dict[str, Signature]:
-    """Module-level functions and classes (through their `__init__`) by name."""
-    found: dict[str, Signature] = {}
-    for node in tree.body if tree is not None else []:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list:
-            found[node.name] = signature_of(node, bound=False)
-        elif isinstance(node, ast.ClassDef):
-            init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-            if init is not None:
-                sig = signature_of(init, bound=True)
-                found[node.name] = Signature(sig.least, sig.most, sig.names, sig.any_keyword, is_class=True)
-    return found
 
 
 def method_signatures(env: Env) -> dict[str, Signature]:
@@ -80,7 +38,7 @@ def method_signatures(env: Env) -> dict[str, Signature]:
     return {}
 
 
-def _callee(node: ast.Call, env: Env, functions: dict[str, Signature]) -> tuple[str, Signature | None]:
+def _callee(node: ast.Call, env: Env, functions: Mapping[str, Signature]) -> tuple[str, Signature | None]:
     """The called name and its signature when the module defines it (`f(...)` or `self.f(...)`)."""
     func = node.func
     if isinstance(func, ast.Name) and func.id not in env.scope.variables:
@@ -99,7 +57,7 @@ def callee_swaps(env: Env) -> Iterator[Edit]:
     """Wrong callee: `f(a, b)` -> `g(a, b)` for another module function (or `self.f` -> `self.g`, another
     method of the class) whose signature takes the same arguments. Names the builtins family already swaps
     (min/max, any/all...) are not module functions, so the two never overlap."""
-    functions = module_signatures(env.ctx.tree)
+    functions = env.ctx.signatures
     enclosing = {f.name for f in env.target.functions}
     for node, root in env.of_type(ast.Call):
         assert isinstance(node, ast.Call)
@@ -128,7 +86,7 @@ def callee_swaps(env: Env) -> Iterator[Edit]:
 def keyword_arguments(env: Env) -> Iterator[Edit]:
     """Forgotten or extra keyword argument: drop one keyword; forward a parameter `p` of the enclosing
     function as `p=p` to a module callee that takes a parameter of that name and is not given it yet."""
-    functions = module_signatures(env.ctx.tree)
+    functions = env.ctx.signatures
     func = env.target.functions[0] if env.target.functions else None
     params = [a.arg for a in [*func.args.args, *func.args.kwonlyargs]] if func is not None else []
     params = [p for p in params if p not in ("self", "cls")]
@@ -153,28 +111,12 @@ def keyword_arguments(env: Env) -> Iterator[Edit]:
             yield Edit("keyword", KEYWORD_TIER, root, node, new)
 
 
-def applied_helpers(tree: ast.Module | None) -> list[str]:
-    """Module functions the module itself calls somewhere with one positional argument and nothing else.
-
-    Such a function is a converter or normaliser (`_unescape(raw)`, `_normalize(key)`): being applied to one
-    value elsewhere in the module is the evidence that a value here may have been meant to pass through it.
-    """
-    functions = module_signatures(tree)
-    used: set[str] = set()
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)] if tree is not None else []
-    for node in calls:
-        named = isinstance(node.func, ast.Name) and node.func.id in functions
-        if named and len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred):
-            used.add(node.func.id)  # type: ignore[attr-defined]
-    return sorted(n for n in used if not functions[n].is_class and functions[n].accepts(1, []))
-
-
 def helper_wraps(env: Env) -> Iterator[Edit]:
     """Missing conversion: an operand `e` -> `h(e)`, for a module helper `h` the module applies elsewhere to one
-    value (see `applied_helpers`). The operand is a variable, a subscript or an attribute that is read, not the
+    value (`MutationContext.helpers`). The operand is a variable, a subscript or an attribute that is read, not the
     object of an attribute or subscript (`x` in `x.y`), and not already the argument of a helper."""
     enclosing = {f.name for f in env.target.functions}
-    helpers = applied_helpers(env.ctx.tree)
+    helpers = env.ctx.helpers
     pool = [h for h in helpers if h not in enclosing and h not in env.scope.variables and not h.startswith("__")]
     if not pool:
         return

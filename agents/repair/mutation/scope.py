@@ -6,6 +6,7 @@ import ast
 from collections import Counter
 from collections.abc import Iterator
 
+from agents.repair.mutation.signatures import applied_helpers, module_signatures
 from agents.repair.mutation.types import COMPREHENSIONS, MutationContext, Scope, Target
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -41,12 +42,15 @@ def build_context(source: str) -> MutationContext:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in variables:
                     variables.append(node.id)
+    signatures = module_signatures(tree)
     return MutationContext(
         data_attributes=tuple(a for a, _ in data.most_common()),
         method_names=tuple(a for a, _ in methods.most_common()),
         callables=frozenset(callables),
         module_variables=tuple(v for v in variables if v not in callables),
         attrs_by_base=tuple((b, tuple(a)) for b, a in by_base.items()),
+        signatures=signatures,
+        helpers=applied_helpers(tree, signatures),
         source=source,
         tree=tree,
     )

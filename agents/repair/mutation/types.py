@@ -6,6 +6,8 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from agents.repair.mutation.signatures import Signature
+
 #: Comprehension nodes: each binds its own names.
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -19,6 +21,8 @@ class MutationContext:
     callables: frozenset[str] = frozenset()  # module-level defs, classes and imported names
     module_variables: tuple[str, ...] = ()  # module-level assigned names that are not callables
     attrs_by_base: tuple[tuple[str, tuple[str, ...]], ...] = ()  # base name -> attributes used on it
+    signatures: Mapping[str, Signature] = field(default_factory=dict, compare=False)  # module defs and classes
+    helpers: tuple[str, ...] = ()  # module functions the module applies to one value (`applied_helpers`)
     source: str = field(default="", repr=False, compare=False)
     tree: ast.Module | None = field(default=None, repr=False, compare=False)
 
