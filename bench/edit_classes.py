@@ -68,7 +68,10 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "argument added/removed": ("call_args", "drop; add a local to module functions"),
     "keyword argument added/removed": ("keyword (new)", "drop one; forward a parameter the callee takes"),
     "comparison chain change": ("cmpop", "operators only, no link dropped"),
-    "condition term added/removed": ("term_removal, none_guard", "removal; None checks"),
+    "condition term added/removed": (
+        "term_removal, none_guard, length_guard (new)",
+        "removal; None checks; length checks before an index",
+    ),
     "term added/removed": ("term_removal, term_addition", "yes"),
     "guard inserted": ("early_return, empty_guard, loop_exit (new)", "None/type guards; loop exits on own tests"),
     "statement wrapped in guard": ("none_guard", "None checks only"),
@@ -284,6 +287,8 @@ def classify_pair(parent: ast.AST | None, a: ast.AST, b: ast.AST) -> str:
         return "comparison chain change" if max(len(a.ops), len(b.ops)) > 1 else "other"
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return "constant change"
+    if isinstance(a, ast.BoolOp) and isinstance(b, ast.BoolOp) and type(a.op) is type(b.op):
+        return "condition term added/removed" if _terms_added_or_removed(a.values, b.values) else "other"
     if isinstance(parent, ast.Call) and parent.func is a and isinstance(a, (ast.Name, ast.Attribute)):
         same_base = isinstance(a, ast.Attribute) and isinstance(b, ast.Attribute) and _dump(a.value) == _dump(b.value)
         return "method swap" if same_base else "callee change"
@@ -296,6 +301,15 @@ def classify_pair(parent: ast.AST | None, a: ast.AST, b: ast.AST) -> str:
             return "argument added/removed"
         return "keyword argument added/removed" if len(a.keywords) != len(b.keywords) else "other"
     return _classify_shapes(a, b)
+
+
+def _terms_added_or_removed(old: list[ast.expr], new: list[ast.expr]) -> bool:
+    """Is one chain of `and`/`or` terms the other with terms inserted anywhere (`a and c` -> `a and b and c`)?"""
+    short, long = sorted(([_dump(v) for v in old], [_dump(v) for v in new]), key=len)
+    if len(short) == len(long):
+        return False
+    rest = iter(long)
+    return all(any(term == other for other in rest) for term in short)
 
 
 def _contains(outer: ast.AST, inner: ast.AST, depth: int = 1) -> bool:

@@ -218,6 +218,11 @@ def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
         ("def f(a, b, c):\n    return a < b < c\n", "def f(a, b, c):\n    return a < b\n", ["comparison chain change"]),
         ("def f(a):\n    return a + 1\n", "def f(a):\n    return a - 1\n", ["operator swap"]),
         (
+            "def f(s):\n    return s[0] == 1 and s[1] == 2\n",
+            "def f(s):\n    return s[0] == 1 and len(s) > 1 and s[1] == 2\n",
+            ["condition term added/removed"],
+        ),
+        (
             "def f(xs):\n    for x in xs:\n        g(x)\n",
             "def f(xs):\n    for x in xs:\n        if x is None:\n            continue\n        g(x)\n",
             ["guard inserted"],
@@ -293,3 +298,55 @@ def test_helper_wrap_needs_a_helper_the_module_applies_to_one_value() -> None:
     # `_pair` takes two values and `_unused` is never applied: neither is a converter. `_twice` is applied to
     # one value (by itself), so it may wrap an operand of another function.
     assert sorted(wraps) == ["line 12: `x` -> `_twice(x)`", "line 12: `y` -> `_twice(y)`"]
+
+
+LENGTH_BUG = textwrap.dedent(
+    """
+    def is_version_prefix(text):
+        return text[0] == "v" and text[1].isdigit()  # BUG
+    """
+)
+
+
+def test_length_guard_checks_the_length_before_the_index_that_runs_past_the_end() -> None:
+    def check(ns: dict[str, Any]) -> bool:
+        f = ns["is_version_prefix"]
+        return f("v2") is True and f("v") is False and f("x1") is False
+
+    fixed = _fixing(LENGTH_BUG, check, "length_guard")
+    # One term per sequence, for its farthest index, before the first operand that indexes it.
+    assert [c.new_source.splitlines()[2].strip() for c in fixed] == [
+        'return len(text) > 1 and text[0] == "v" and text[1].isdigit()  # BUG'
+    ]
+    assert fixed[0].tier in OPERATOR_TIERS["length_guard"]
+
+
+def test_length_guard_covers_the_guarded_body_and_offsets_from_a_name() -> None:
+    source = textwrap.dedent(
+        """
+        def first_pair(rows, mode, i):
+            if mode == "header":  # BUG
+                return rows[0], rows[-2]
+            while rows[i + 1] > 0:
+                i += 1
+            return None
+        """
+    )
+    guards = sorted(c.new_source.splitlines()[2].strip() for c in _candidates(source) if c.operator == "length_guard")
+    # Only the body indexes `rows`, so the term goes last; one guard per sequence, for its farthest index
+    # (`rows[-2]` needs two items).
+    assert guards == ['if mode == "header" and len(rows) > 1:  # BUG']
+    offsets = [
+        c.new_source.splitlines()[4].strip() for c in _candidates(source, "while") if c.operator == "length_guard"
+    ]
+    assert offsets == ["while len(rows) > i + 1 and rows[i + 1] > 0:"]
+
+
+def test_length_guard_stays_quiet_when_the_condition_measures_the_sequence() -> None:
+    source = textwrap.dedent(
+        """
+        def tail_is_blank(parts, key):
+            return len(parts) > 1 and parts[1] == "" and key[key.index("x")] == 1  # BUG
+        """
+    )
+    assert [c for c in _candidates(source) if c.operator == "length_guard"] == []
