@@ -14,6 +14,7 @@ from itertools import islice
 from agents.localize import NAMED_NOTE, Location, select_tests
 from agents.repair.mutation import (
     Candidate,
+    MutationContext,
     build_context,
     generate_candidates,
     missing_protocols,
@@ -269,12 +270,15 @@ class ClassicSearch:
         progress = _Progress()
         short = candidate_timeout(self.repro.before.result.duration, self.limits)
         sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
+        contexts: dict[str, MutationContext] = {}  # module facts per file: many locations share one file
         for loc in self._search_plan(trajectory.seed):
             original = sandbox.read_file(loc.file)
             if loc.line == 0:
                 cands: Iterator[Candidate] = self._protocol_candidates(original)
             else:
-                context = build_context(original)
+                if original not in contexts:
+                    contexts[original] = build_context(original)
+                context = contexts[original]
                 cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
             for cand in islice(cands, self.limits.per_location):
                 self._within_budget(progress, loop.time() > deadline)
