@@ -181,8 +181,8 @@ def none_guards(env: Env) -> Iterator[Edit]:
             yield Edit("none_guard", 1, root, cond, ast.BoolOp(op=ast.And(), values=[not_none, cond]))
 
 
-#: Mined share (bench/edit_classes.py, every mirror): a length term added to an `and` chain before an index
-#: (`len(s) > 1 and s[1] == x`) occurs in fixes of 6 of 25 projects; tried after the None checks.
+#: Mined (bench/edit_classes.py --all, 25 projects): a length term added before an index (`len(s) > 1 and
+#: s[1] == x`) in 10 small fixes of 4 projects (toml 5, parse 2, tabulate 2, sqlparse 1); after the None checks.
 LENGTH_TIER = 2
 
 
