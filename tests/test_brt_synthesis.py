@@ -322,3 +322,29 @@ def test_snippet_decorators_are_kept_in_the_test() -> None:
     cands = synthesize_brts(facts, ["memo.py"])
     assert cands, facts
     assert "@memoize\n    def square(x):" in cands[0].source
+
+
+def test_symptom_matches_the_exception_shown_where_another_is_expected() -> None:
+    """A call that raises the wrong exception: the report shows one raised and expects another (made up)."""
+    facts = parse_issue(
+        "# parse_size(None) gives a confusing error\n\n"
+        "```pycon\n>>> parse_size(None)\nAttributeError: 'NoneType' object has no attribute 'strip'\n```\n\n"
+        "It should raise a proper `ValueError` for anything that is not a string.\n"
+    )
+    assert facts.expected_exception == "ValueError"
+    out = "E   AttributeError: 'NoneType' object has no attribute 'strip'\nFAILED t.py::test_x - AttributeError: x\n"
+    ok, reason = symptom_matches(_cand("wrong_value"), facts, out, False)
+    assert ok and "AttributeError" in reason and "ValueError" in reason
+    # An exception the report never shows is another failure, not the reported one.
+    ok, reason = symptom_matches(_cand("wrong_value"), facts, out.replace("AttributeError", "KeyError"), False)
+    assert not ok and "KeyError" in reason
+
+
+def test_expected_exception_after_a_possessive() -> None:
+    """ "to raise its `E`": the expected exception, not the actual one (made up)."""
+    facts = parse_issue(
+        "# Truncated input is accepted\n\n`load('[1, {2')` returns `[1]`. I expect `load` to raise its own "
+        "`LoaderError` here.\n"
+    )
+    assert facts.expected_exception == "LoaderError"
+    assert facts.exception_type is None

@@ -126,7 +126,7 @@ ACTUAL_TRIGGERS = [
 EXC_TRIGGER = re.compile(
     r"\b(?:raises|raised|raising|raise|throws|threw|thrown|throwing|throw|crash(?:es|ed|ing)?|fails?|failed|failing|"
     r"errors?\s+out|dies|died|blows\s+up|blew\s+up|get|gets|got|getting|see|saw|hits?|produces|results\s+in|"
-    r"ends\s+with|ending\s+with|with)\b(?:\s+(?:with|an?|the|me|out|into|in|this|following|same))*\s*",
+    r"ends\s+with|ending\s+with|with)\b(?:\s+(?:with|an?|the|its|their|own|proper|me|out|into|in|this|following|same))*\s*",
     re.I,
 )
 EXC_WORD = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning|Iteration|Fault)\b")

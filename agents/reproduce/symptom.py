@@ -53,9 +53,29 @@ def symptom_matches(
         return False, f"the test fails with {short}, but the report shows {want or 'an exception'}"
     if short == "Failed" and rest.startswith("DID NOT RAISE"):
         return True, "the call does not raise, as the report says"
+    wrong = _wrong_exception(short, facts)
+    if wrong is not None:
+        return True, wrong
     if short != "AssertionError":
         return False, f"the test fails with {short}, not with a wrong value"
     return _value_matches(out, candidate.reported_actual or facts.actual)
+
+
+def shown_exceptions(facts: IssueFacts) -> set[str]:
+    """Short names of the exceptions the report shows the buggy code raising: tracebacks, REPL steps, prose."""
+    names = {tb.exc_type for tb in facts.tracebacks}
+    names.update(raised[0] for session in facts.repl_sessions for step in session.steps if (raised := step.raised))
+    names.add(facts.exception_type or "")
+    return {name.rsplit(".", 1)[-1] for name in names if name}
+
+
+def _wrong_exception(short: str, facts: IssueFacts) -> str | None:
+    """Why a failure is the reported one when the report expects one exception and shows another raised
+    (`AttributeError` where a `TypeError` is expected): the test fails with the one the report shows."""
+    expected = (facts.expected_exception or "").rsplit(".", 1)[-1]
+    if not expected or short in (expected, "AssertionError", "Failed") or short not in shown_exceptions(facts):
+        return None
+    return f"the call raises {short}, as the report shows, where the report expects {expected}"
 
 
 def failure_cause(output: str) -> tuple[str | None, str]:
