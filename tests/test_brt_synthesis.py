@@ -348,3 +348,31 @@ def test_expected_exception_after_a_possessive() -> None:
     )
     assert facts.expected_exception == "LoaderError"
     assert facts.exception_type is None
+
+
+SIZES_BUGGY = (
+    "def parse_size(text):\n    digits = ''.join(c for c in text if c.isdigit())\n    return int(digits or 0)\n"
+)
+SIZES_FIXED = (
+    "def parse_size(text):\n"
+    "    if not text or not text.isdigit():\n"
+    "        raise ValueError(text)\n"
+    "    return int(text)\n"
+)
+
+
+def test_a_session_of_the_same_call_on_several_inputs_checks_each_for_the_expected_exception(tmp_path: Path) -> None:
+    """Every shown call is expected to raise, so none of them runs as setup outside `pytest.raises` (made up)."""
+    facts = parse_issue(
+        "# Bad sizes are accepted\n\n```pycon\n>>> import units\n>>> units.parse_size('12 parsecs')\n12\n"
+        ">>> units.parse_size('')\n0\n```\n\nBoth should raise `ValueError`.\n"
+    )
+    brt = synthesize_brts(facts, ["units.py"])[0]
+    assert brt.source.count("with pytest.raises(ValueError):") == 2
+    assert "each of the 2 calls" in brt.description
+    for code, fails in ((SIZES_BUGGY, True), (SIZES_FIXED, False)):
+        (tmp_path / "units.py").write_text(code)
+        (tmp_path / "test_units.py").write_text(brt.source)
+        out, _ = _run_pytest(tmp_path, "test_units.py")
+        assert ("1 failed" in out) is fails, out
+        assert ("1 passed" in out) is not fails, out

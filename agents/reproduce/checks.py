@@ -73,7 +73,7 @@ class _SpecialFloats(ast.NodeTransformer):
 def checks_for(repro: Reproduction, facts: IssueFacts, symptom: Symptom) -> list[Check]:
     """Assertions for a reproduction, strongest first; weak ones are flagged in the description."""
     if facts.expected_exception and repro.observed:
-        return [_raises_check(repro.observed, facts.expected_exception)]
+        return [_raises_check(repro.observed, facts.expected_exception, same_calls(repro))]
     own = repro.expected if repro.expected is not None else facts.expected
     # Leading spaces of printed output are part of what the user expects to see; only blank lines go.
     expected = own.strip("\n").rstrip() if own is not None else None
@@ -240,18 +240,46 @@ def _equality(src: str) -> str:
     return f"assert {VAR} == {src}{message}"
 
 
-def _raises_check(observed: str, exc: str) -> Check:
+def same_calls(repro: Reproduction) -> tuple[str, ...]:
+    """Setup statements that call what the observed expression calls, value unused (`>>> parse("a")` before
+    `>>> parse("b")`): a session showing one call failing on several inputs."""
+    try:
+        observed = quiet_parse(repro.observed or "", mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return ()
+    if not isinstance(observed, ast.Call):
+        return ()
+    callee = ast.unparse(observed.func)
+    found: list[str] = []
+    for statement in repro.setup:
+        try:
+            body = quiet_parse(statement).body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        only = body[0] if len(body) == 1 else None
+        if isinstance(only, ast.Expr) and isinstance(only.value, ast.Call) and ast.unparse(only.value.func) == callee:
+            found.append(statement)
+    return tuple(found)
+
+
+def _raises_check(observed: str, exc: str, same: tuple[str, ...] = ()) -> Check:
+    """`pytest.raises` around the observed call and, when the report shows the same call on other inputs
+    first, around each of those too: the report expects every one of them to raise."""
     name = exc.rsplit(".", 1)[-1]
-    lines: tuple[str, ...]
-    if name in _BUILTIN_EXCS:
-        lines = (f"with pytest.raises({name}):", f"    {observed}")
-    else:
-        lines = (
-            "with pytest.raises(Exception) as excinfo:",
-            f"    {observed}",
-            f"assert type(excinfo.value).__name__ == {name!r}",
-        )
-    return Check(lines, "wrong_value", f"asserts the call raises {name}, as the report expects")
+    lines: list[str] = []
+    for call in (*same, observed):
+        if name in _BUILTIN_EXCS:
+            lines += [f"with pytest.raises({name}):", f"    {call}"]
+        else:
+            lines += [
+                "with pytest.raises(Exception) as excinfo:",
+                f"    {call}",
+                f"assert type(excinfo.value).__name__ == {name!r}",
+            ]
+    summary = f"asserts the call raises {name}, as the report expects"
+    if same:
+        summary = f"asserts each of the {len(same) + 1} calls raises {name}, as the report expects"
+    return Check(tuple(lines), "wrong_value", summary, runs=same)
 
 
 def _no_exception_check(repro: Reproduction, exc: str) -> Check:

@@ -205,6 +205,8 @@ def _render(
     path: str,
 ) -> BrtCandidate | None:
     observed = repro.observed or ""
+    if check.runs:
+        repro = replace(repro, setup=tuple(s for s in repro.setup if s not in check.runs))
     # A plain name (`result`) is asserted on directly; any other expression is bound to a fresh name,
     # unless the check never looks at the value (then it is just evaluated).
     direct = observed.isidentifier()

@@ -65,3 +65,5 @@ class Check:
     summary: str
     fixture: str = ""
     weak: bool = False
+    #: Setup statements the check runs itself (each inside its own assertion), left out of the setup.
+    runs: tuple[str, ...] = ()
