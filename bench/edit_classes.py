@@ -73,7 +73,10 @@ COVERAGE: dict[str, tuple[str, str]] = {
         "removal; None checks; length checks before an index",
     ),
     "term added/removed": ("term_removal, term_addition", "yes"),
-    "guard inserted": ("early_return, empty_guard, loop_exit (new)", "None/type guards; loop exits on own tests"),
+    "guard inserted": (
+        "early_return, empty_guard, loop_exit (new), raise_guard (new)",
+        "None/type guards; loop exits on own tests; None/type raises of the exception the BRT expects",
+    ),
     "statement wrapped in guard": ("none_guard", "None checks only"),
     "return inserted": ("", "no"),
     "continue/break inserted": ("loop_exit (new)", "under a guard only"),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.reading.facts import IssueFacts, parse_issue
+from agents.reproduce import expected_exceptions
 from agents.reproduce.synthesis import (
     BrtCandidate,
     choose_test_path,
@@ -376,3 +377,15 @@ def test_a_session_of_the_same_call_on_several_inputs_checks_each_for_the_expect
         out, _ = _run_pytest(tmp_path, "test_units.py")
         assert ("1 failed" in out) is fails, out
         assert ("1 passed" in out) is not fails, out
+
+
+def test_expected_exceptions_read_from_a_test() -> None:
+    """The exceptions a BRT expects, for the raise-guard template: builtin and project ones, not `Exception`."""
+    source = (
+        "import pytest\n\ndef test_x():\n    with pytest.raises(ValueError):\n        f(1)\n"
+        "    with pytest.raises(Exception) as excinfo:\n        g(2)\n"
+        "    assert type(excinfo.value).__name__ == 'ParseError'\n"
+        "    with pytest.raises(mod.ValueError):\n        f(3)\n"
+    )
+    assert expected_exceptions(source) == ("ValueError", "ParseError")
+    assert expected_exceptions("def broken(:\n") == ()

@@ -7,11 +7,13 @@ from __future__ import annotations
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agents.repair.mutation import build_context
 from agents.repair.mutation.templates import OPERATOR_TIERS, Candidate, generate_candidates
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -350,3 +352,51 @@ def test_length_guard_stays_quiet_when_the_condition_measures_the_sequence() -> 
         """
     )
     assert [c for c in _candidates(source) if c.operator == "length_guard"] == []
+
+
+RAISE_BUG = textwrap.dedent(
+    """
+    class SlugError(ValueError):
+        pass
+
+    def slug(title):
+        return title.strip().lower().replace(" ", "-")  # BUG
+    """
+)
+
+
+def _with_raises(source: str, *raises: str) -> list[Candidate]:
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "# BUG" in text)
+    context = replace(build_context(source), raises=raises)
+    return list(generate_candidates(source, line, context=context))
+
+
+def test_raise_guard_rejects_the_input_the_test_expects_to_raise() -> None:
+    def rejects(ns: dict[str, Any], exc: type[BaseException]) -> bool:
+        try:
+            ns["slug"](42)
+        except exc:
+            return ns["slug"](" Hello World") == "hello-world"
+        except Exception:  # a wrong mutant may raise anything else
+            return False
+        return False
+
+    for name, exc in (("TypeError", TypeError), ("SlugError", ValueError)):
+        fixed = []
+        for cand in _with_raises(RAISE_BUG, name):
+            namespace: dict[str, Any] = {}
+            if cand.operator != "raise_guard":
+                continue
+            exec(compile(cand.new_source, "<mutant>", "exec"), namespace)
+            if rejects(namespace, exc):
+                fixed.append(cand.new_source.splitlines()[5].strip())
+        assert fixed == ["if not isinstance(title, str):"], name
+        assert f"raise {name}(f'invalid title: {{title!r}}')" in "\n".join(
+            c.new_source for c in _with_raises(RAISE_BUG, name)
+        )
+
+
+def test_raise_guard_needs_an_expected_exception_the_module_can_name() -> None:
+    assert [c for c in _candidates(RAISE_BUG) if c.operator == "raise_guard"] == []
+    # `ParseError` is neither a builtin nor a name of the module: raising it would be a NameError.
+    assert [c for c in _with_raises(RAISE_BUG, "ParseError") if c.operator == "raise_guard"] == []

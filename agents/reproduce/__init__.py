@@ -1,6 +1,7 @@
 """Bug reproduction tests (BRTs) synthesized from a report's facts, and their checks."""
 
 from agents.reproduce.brt import NotReproduced, Reproduction, brt_evidence, reproduce, reproduction_evidence
+from agents.reproduce.checks import expected_exceptions
 from agents.reproduce.console import project_commands
 from agents.reproduce.examples import report_examples
 from agents.reproduce.synthesis import synthesize_brts
@@ -11,6 +12,7 @@ __all__ = [
     "NotReproduced",
     "Reproduction",
     "brt_evidence",
+    "expected_exceptions",
     "project_commands",
     "report_examples",
     "reproduce",

@@ -240,6 +240,27 @@ def _equality(src: str) -> str:
     return f"assert {VAR} == {src}{message}"
 
 
+def expected_exceptions(test_source: str) -> tuple[str, ...]:
+    """Exceptions a test expects its calls to raise: `pytest.raises(E)` (other than a bare Exception) and
+    `type(excinfo.value).__name__ == "E"`, in source order. Empty when the test does not parse."""
+    try:
+        tree = quiet_parse(test_source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return ()
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "pytest.raises" and node.args:
+            first = node.args[0]
+            name = ast.unparse(first).rsplit(".", 1)[-1] if isinstance(first, ast.Name | ast.Attribute) else None
+        elif isinstance(node, ast.Compare) and ast.unparse(node.left).endswith(".__name__") and node.comparators:
+            right = node.comparators[0]
+            name = right.value if isinstance(right, ast.Constant) and isinstance(right.value, str) else None
+        if name and name not in ("Exception", "BaseException") and isinstance(node, ast.expr):
+            found.append((node.lineno, node.col_offset, name))
+    return tuple(dict.fromkeys(name for _, _, name in sorted(found)))
+
+
 def same_calls(repro: Reproduction) -> tuple[str, ...]:
     """Setup statements that call what the observed expression calls, value unused (`>>> parse("a")` before
     `>>> parse("b")`): a session showing one call failing on several inputs."""

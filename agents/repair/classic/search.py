@@ -8,7 +8,7 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 
 from agents.localize import NAMED_NOTE, Location, select_tests
@@ -20,7 +20,7 @@ from agents.repair.mutation import (
     missing_protocols,
     special_method_candidates,
 )
-from agents.reproduce import Reproduction, brt_evidence
+from agents.reproduce import Reproduction, brt_evidence, expected_exceptions
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRun, TestSuite
@@ -271,13 +271,14 @@ class ClassicSearch:
         short = candidate_timeout(self.repro.before.result.duration, self.limits)
         sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
         contexts: dict[str, MutationContext] = {}  # module facts per file: many locations share one file
+        raises = expected_exceptions(self.repro.brt.source)  # what the BRT expects raised, for raise guards
         for loc in self._search_plan(trajectory.seed):
             original = sandbox.read_file(loc.file)
             if loc.line == 0:
                 cands: Iterator[Candidate] = self._protocol_candidates(original)
             else:
                 if original not in contexts:
-                    contexts[original] = build_context(original)
+                    contexts[original] = replace(build_context(original), raises=raises)
                 context = contexts[original]
                 cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
             for cand in islice(cands, self.limits.per_location):

@@ -23,6 +23,7 @@ class MutationContext:
     attrs_by_base: tuple[tuple[str, tuple[str, ...]], ...] = ()  # base name -> attributes used on it
     signatures: Mapping[str, Signature] = field(default_factory=dict, compare=False)  # module defs and classes
     helpers: tuple[str, ...] = ()  # module functions the module applies to one value (`applied_helpers`)
+    raises: tuple[str, ...] = ()  # exceptions the test expects the call to raise (set by the search, not the file)
     source: str = field(default="", repr=False, compare=False)
     tree: ast.Module | None = field(default=None, repr=False, compare=False)
 
