@@ -16,13 +16,14 @@ from pathlib import Path
 
 from patch_selectors.assessment import (
     Assessment,
+    Shape,
     Target,
     TraceRun,
     changed_lines,
-    deletes_only,
     departures,
     disagreements,
     documented_examples,
+    fix_shape,
     judge,
     not_assessed,
     semantic_size,
@@ -143,7 +144,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     workspaces: dict[str, Path] = {}
     targets: dict[str, list[Target]] = {}
     sizes: dict[str, int] = {}
-    deletions: dict[str, bool] = {}
+    shapes: dict[str, Shape] = {}
     failed: dict[str, Assessment] = {}
     new_lines: dict[str, dict[str, list[int]]] = {}
     old_lines: dict[str, set[int]] = {}
@@ -170,7 +171,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
                 old_lines.setdefault(fp.old_path, set()).update(removed)
         # Whole-module token diffs: CPU work, off the event loop.
         sizes[record.id] = await asyncio.to_thread(semantic_size, old, new)
-        deletions[record.id] = await asyncio.to_thread(deletes_only, old, new)
+        shapes[record.id] = await asyncio.to_thread(fix_shape, old, new)
         workspaces[record.id] = workspace
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
     if not workspaces:
@@ -200,7 +201,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
     )
     after = dict(zip(workspaces, runs, strict=True))
     own = {
-        rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid], deletion=deletions[rid])
+        rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid], **shapes[rid]._asdict())
         for rid in after
     }
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
@@ -217,7 +218,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
                 targets=targets[rid],
                 others_disagree=disagree.get(rid, []),
                 size=sizes[rid],
-                deletion=deletions[rid],
+                **shapes[rid]._asdict(),
                 departs=departs.get(rid, []),
             )
         log.info("assessment of %s: %s (%s)", rid, out[rid].verdict, "; ".join(out[rid].reasons))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from patch_selectors.patch import FilePatch, Patch
 from sandboxes.seqdiff import edit_opcodes
@@ -236,6 +236,35 @@ def _data(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return isinstance(node.operand, ast.Constant)
     return False
+
+
+class Shape(NamedTuple):
+    """What the fix's shape alone says about it, before anything runs."""
+
+    deletion: bool  # it only removes code (`deletes_only`)
+    raising: bool  # it adds a `raise` (`raises_added`)
+
+
+def fix_shape(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> Shape:
+    """The shape flags of a fix, from the sources of the files it changes."""
+    return Shape(deletes_only(old_sources, new_sources), raises_added(old_sources, new_sources))
+
+
+def raises_added(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
+    """True when a file of the fix has more `raise` statements than before.
+
+    A new raise is an error users will see, of a type and with a message of the fix's own making: a test that
+    expects the call to fail passes whatever the message says, and no test that passed before can tell
+    whether the project wants that error (a report often gives the message it expects, the BRT rarely).
+    """
+
+    def count(source: str) -> int:
+        try:
+            return sum(isinstance(node, ast.Raise) for node in ast.walk(ast.parse(source)))
+        except (SyntaxError, ValueError):
+            return 0
+
+    return any(count(new_sources.get(p, "")) > count(old_sources.get(p, "")) for p in new_sources)
 
 
 def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
@@ -557,6 +586,7 @@ def judge(
     others_disagree: Sequence[str] = (),
     size: int = 0,
     deletion: bool = False,
+    raising: bool = False,
     departs: Sequence[str] = (),
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
@@ -585,6 +615,11 @@ def judge(
         reasons.append(
             "the fix only deletes code (a check, a condition or a statement): deleting what handled another "
             "case is a common shape of a fix that fits only the reported input"
+        )
+    if raising:
+        reasons.append(
+            "the fix raises a new exception: its type and message are the fix's own, and no test that passed "
+            "before can say whether the project wants that error"
         )
     if others_disagree:
         reasons.append(

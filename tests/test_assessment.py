@@ -22,6 +22,7 @@ from patch_selectors.assessment import (
     disagreements,
     documented_examples,
     enclosing_functions,
+    fix_shape,
     judge,
     new_crashes,
     semantic_size,
@@ -79,6 +80,19 @@ def test_a_fix_that_only_deletes_code_is_recognized() -> None:
     assert not deletes_only({"a.py": guarded}, {"a.py": guarded})
     verdict = judge(TraceRun(), TraceRun(), brt_prefix="t", targets=[], deletion=True)
     assert verdict.verdict == "unsure" and "only deletes code" in verdict.reasons[0]
+
+
+def test_a_fix_that_adds_a_raise_is_never_confident() -> None:
+    """A new error's type and message are the fix's own choice: a suggestion, never a PR (made up)."""
+    loose = "def load(text):\n    return text.replace('\\r', '')\n"
+    strict = "def load(text):\n    if not isinstance(text, str):\n        raise TypeError(text)\n" + loose[16:]
+    assert fix_shape({"a.py": loose}, {"a.py": strict}) == (False, True)
+    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (False, False)
+    event = _event("load", 0, "('a',)", "'a'")
+    run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
+    assert judge(run, run, brt_prefix="t/brt", targets=[]).verdict == "confident"
+    verdict = judge(run, run, brt_prefix="t/brt", targets=[], raising=True)
+    assert verdict.verdict == "unsure" and "raises a new exception" in verdict.reasons[0]
 
 
 def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:
