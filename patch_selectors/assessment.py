@@ -577,6 +577,16 @@ class Assessment:
         }
 
 
+_DELETION = (
+    "the fix only deletes code (a check, a condition or a statement): deleting what handled another case is a "
+    "common shape of a fix that fits only the reported input"
+)
+_RAISING = (
+    "the fix raises a new exception: its type and message are the fix's own, and no test that passed before can "
+    "say whether the project wants that error"
+)
+
+
 def judge(
     before: TraceRun,
     after: TraceRun,
@@ -611,16 +621,7 @@ def judge(
             f"disagrees with {len(example_failures)} of the code's documented example(s) or the report's working "
             "calls: " + "; ".join(example_failures[:_SHOWN])
         )
-    if deletion:
-        reasons.append(
-            "the fix only deletes code (a check, a condition or a statement): deleting what handled another "
-            "case is a common shape of a fix that fits only the reported input"
-        )
-    if raising:
-        reasons.append(
-            "the fix raises a new exception: its type and message are the fix's own, and no test that passed "
-            "before can say whether the project wants that error"
-        )
+    reasons += [reason for flag, reason in ((deletion, _DELETION), (raising, _RAISING)) if flag]
     if others_disagree:
         reasons.append(
             f"another validated candidate gives a different result on {len(others_disagree)} near input(s): "
