@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patch_selectors.assessment import (
@@ -140,27 +141,35 @@ async def assess_records(
     return out
 
 
-async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) -> dict[str, Assessment]:
-    workspaces: dict[str, Path] = {}
-    targets: dict[str, list[Target]] = {}
-    sizes: dict[str, int] = {}
-    shapes: dict[str, Shape] = {}
-    failed: dict[str, Assessment] = {}
-    new_lines: dict[str, dict[str, list[int]]] = {}
-    old_lines: dict[str, set[int]] = {}
+@dataclass
+class _Prepared:
+    """Each candidate of a group applied in a workspace of its own, with what its patch changes."""
+
+    workspaces: dict[str, Path] = field(default_factory=dict)
+    targets: dict[str, list[Target]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, Shape] = field(default_factory=dict)
+    failed: dict[str, Assessment] = field(default_factory=dict)
+    new_lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    old_lines: dict[str, set[int]] = field(default_factory=dict)
+
+
+async def _prepare(env: ReviewEnv, members: list[PatchRecord]) -> _Prepared:
+    """Apply each candidate to a fresh copy; a patch that does not apply is not assessed."""
+    prep = _Prepared()
     for record in members:
         workspace = await env.fresh_copy("assess")
         try:
             await apply_patch(workspace, record.patch.render())
         except GitError as exc:
-            failed[record.id] = not_assessed(f"not assessed: the patch does not apply: {exc}")
+            prep.failed[record.id] = not_assessed(f"not assessed: the patch does not apply: {exc}")
             continue
         paths = [f.path for f in record.fix_part.files]
         old = _read_sources(env.base, paths)
         new = _read_sources(workspace, paths)
-        targets[record.id] = touched_targets(record.fix_part, old, new)
+        prep.targets[record.id] = touched_targets(record.fix_part, old, new)
         # A changed entry of a literal table is not evidence by being run: the whole table runs on every call.
-        new_lines[record.id] = {
+        prep.new_lines[record.id] = {
             fp.new_path: sorted(changed_lines(fp)[1] - table_entry_lines(new.get(fp.new_path, "")))
             for fp in record.fix_part.files
             if fp.new_path
@@ -168,11 +177,19 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         for fp in record.fix_part.files:
             if fp.old_path:
                 removed = changed_lines(fp)[0] - table_entry_lines(old.get(fp.old_path, ""))
-                old_lines.setdefault(fp.old_path, set()).update(removed)
+                prep.old_lines.setdefault(fp.old_path, set()).update(removed)
         # Whole-module token diffs: CPU work, off the event loop.
-        sizes[record.id] = await asyncio.to_thread(semantic_size, old, new)
-        shapes[record.id] = await asyncio.to_thread(fix_shape, old, new)
-        workspaces[record.id] = workspace
+        prep.sizes[record.id] = await asyncio.to_thread(semantic_size, old, new)
+        prep.shapes[record.id] = await asyncio.to_thread(fix_shape, old, new)
+        prep.workspaces[record.id] = workspace
+    return prep
+
+
+async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) -> dict[str, Assessment]:
+    """Verdicts for the candidates that share one BRT: each traced against the original, then compared."""
+    prep = await _prepare(env, members)
+    workspaces, targets, sizes, shapes = prep.workspaces, prep.targets, prep.sizes, prep.shapes
+    failed, new_lines, old_lines = prep.failed, prep.new_lines, prep.old_lines
     union = sorted({t for ts in targets.values() for t in ts}, key=lambda t: (t.file, t.qualname))
     if not workspaces:
         return failed
