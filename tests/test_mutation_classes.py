@@ -400,3 +400,5 @@ def test_raise_guard_needs_an_expected_exception_the_module_can_name() -> None:
     assert [c for c in _candidates(RAISE_BUG) if c.operator == "raise_guard"] == []
     # `ParseError` is neither a builtin nor a name of the module: raising it would be a NameError.
     assert [c for c in _with_raises(RAISE_BUG, "ParseError") if c.operator == "raise_guard"] == []
+    # A builtin that is not an exception (`int`) is not raised either.
+    assert [c for c in _with_raises(RAISE_BUG, "int") if c.operator == "raise_guard"] == []

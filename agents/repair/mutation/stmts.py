@@ -338,9 +338,7 @@ def early_returns(env: Env) -> Iterator[Edit]:
             yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
         # Only a parameter comes from callers that may pass another type.
         for type_expr in _expected_types(stmt, name) if name in env.scope.params else []:
-            check = ast.Call(func=name_node("isinstance"), args=[name_node(name), type_expr], keywords=[])
-            test = ast.UnaryOp(op=ast.Not(), operand=check)
-            guard = ast.If(test=test, body=[ast.Return(value=name_node(name))], orelse=[])
+            guard = ast.If(test=_not_instance(name, type_expr), body=[ast.Return(value=name_node(name))], orelse=[])
             yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
 
 
@@ -358,18 +356,28 @@ def raise_guards(env: Env) -> Iterator[Edit]:
         return
     if isinstance(stmt, _NO_GUARD) or is_docstring(stmt):
         return
-    known = [e for e in env.ctx.raises if e in env.ctx.callables or isinstance(getattr(builtins, e, None), type)]
+    known = [e for e in env.ctx.raises if e in env.ctx.callables or _builtin_exception(e)]
     for name in [n for n in _read_names(stmt, env) if n in env.scope.params][:LOCAL_LIMIT]:
-        tests: list[ast.expr] = [ast.Compare(left=name_node(name), ops=[ast.Is()], comparators=[ast.Constant(None)])]
-        for type_expr in _expected_types(stmt, name):
-            check = ast.Call(func=name_node("isinstance"), args=[name_node(name), type_expr], keywords=[])
-            tests.append(ast.UnaryOp(op=ast.Not(), operand=check))
+        is_none = ast.Compare(left=name_node(name), ops=[ast.Is()], comparators=[ast.Constant(None)])
+        tests = [is_none, *(_not_instance(name, t) for t in _expected_types(stmt, name))]
         for exc in known:
             # The message names the parameter and shows the value, as a maintainer would write it.
             raise_stmt = ast.parse(f'raise {exc}(f"invalid {name}: {{{name}!r}}")').body[0]
             for test in tests:
                 guard = ast.If(test=test, body=[raise_stmt], orelse=[])
                 yield Edit("raise_guard", RAISE_TIER, stmt, stmt, guard, "insert_before")
+
+
+def _not_instance(name: str, type_expr: ast.expr) -> ast.expr:
+    """`not isinstance(name, T)`."""
+    check = ast.Call(func=name_node("isinstance"), args=[name_node(name), type_expr], keywords=[])
+    return ast.UnaryOp(op=ast.Not(), operand=check)
+
+
+def _builtin_exception(name: str) -> bool:
+    """Is `name` a builtin exception class (not any builtin, such as `int`)?"""
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
 
 
 #: Calls that return None for "not found".
