@@ -83,6 +83,8 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "assignment inserted": ("insert_update, accumulate", "loop updates only"),
     "call statement inserted": ("insert_update (container updates)", "container updates only"),
     "statement deleted": ("delete", "yes"),
+    "value wrapped in a 1-tuple": ("format_tuple (new)", "the value of a one-conversion `%` template"),
+    "isinstance type widened/narrowed": ("isinstance_type (new)", "a sibling builtin type added; one type dropped"),
     "block inserted": ("", "no"),
     "definition inserted": ("", "no"),
     "branch added/removed": ("", "no"),
@@ -299,6 +301,11 @@ def classify_pair(parent: ast.AST | None, a: ast.AST, b: ast.AST) -> str:
         return "name change"
     if isinstance(a, ast.Attribute) and isinstance(b, ast.Attribute) and a.attr != b.attr:
         return "attribute change"
+    type_check = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "isinstance"
+    if type_check and any(isinstance(x, ast.Tuple) and _dump(y) in map(_dump, x.elts) for x, y in ((a, b), (b, a))):
+        return "isinstance type widened/narrowed"
+    if isinstance(b, ast.Tuple) and len(b.elts) == 1 and _dump(b.elts[0]) == _dump(a):
+        return "value wrapped in a 1-tuple"
     if isinstance(a, ast.Call) and isinstance(b, ast.Call):
         if len(a.args) != len(b.args):
             return "argument added/removed"

@@ -235,6 +235,17 @@ def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
             ["continue/break inserted"],
         ),
         ("def f(x):\n    g(x)\n    return x\n", "def f(x):\n    return x\n", ["statement deleted"]),
+        ("def f(k):\n    return '%r' % k\n", "def f(k):\n    return '%r' % (k,)\n", ["value wrapped in a 1-tuple"]),
+        (
+            "def f(x):\n    return isinstance(x, str)\n",
+            "def f(x):\n    return isinstance(x, (str, bytes))\n",
+            ["isinstance type widened/narrowed"],
+        ),
+        (
+            "def f(x):\n    return isinstance(x, (int, bool))\n",
+            "def f(x):\n    return isinstance(x, int)\n",
+            ["isinstance type widened/narrowed"],
+        ),
         (
             'def f(x):\n    """Doc."""\n    return x\n',
             'def f(x):\n    """Docs."""\n    return x\n',
@@ -402,3 +413,88 @@ def test_raise_guard_needs_an_expected_exception_the_module_can_name() -> None:
     assert [c for c in _with_raises(RAISE_BUG, "ParseError") if c.operator == "raise_guard"] == []
     # A builtin that is not an exception (`int`) is not raised either.
     assert [c for c in _with_raises(RAISE_BUG, "int") if c.operator == "raise_guard"] == []
+
+
+def test_format_tuple_formats_a_tuple_value_whole() -> None:
+    source = textwrap.dedent(
+        """
+        def describe(key):
+            return "unknown key %r" % key  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        f = ns["describe"]
+        return f(("a", 1)) == "unknown key ('a', 1)" and f("b") == "unknown key 'b'"
+
+    fixed = _fixing(source, check, "format_tuple")
+    assert [c.new_source.splitlines()[2].strip() for c in fixed] == ['return "unknown key %r" % (key,)  # BUG']
+    assert fixed[0].tier in OPERATOR_TIERS["format_tuple"]
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        '"%s and %s" % pair',  # two conversions: the value must already be a tuple
+        '"%(name)s" % fields',  # a mapping template
+        '"%*d" % width',  # a `*` width takes a value of its own
+        '"%s" % (key,)',  # already wrapped
+        '"%s" % {"a": 1}',  # a literal that is never a tuple
+        "template % key",  # not a literal template: its conversions are unknown
+        '"100%%" % ()',  # no conversion at all
+    ],
+)
+def test_format_tuple_stays_quiet_where_the_value_cannot_be_spread(expression: str) -> None:
+    source = f"def show(pair, fields, width, key, template):\n    return {expression}  # BUG\n"
+    assert [c for c in _candidates(source) if c.operator == "format_tuple"] == []
+
+
+def test_isinstance_type_widens_to_a_sibling_builtin_type() -> None:
+    source = textwrap.dedent(
+        """
+        def as_text(value):
+            if isinstance(value, str):  # BUG
+                return value.strip()
+            return None
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        f = ns["as_text"]
+        return f(b" x ") == b"x" and f(" y ") == "y" and f(3) is None
+
+    fixed = _fixing(source, check, "isinstance_type")
+    assert [c.new_source.splitlines()[2].strip() for c in fixed] == ["if isinstance(value, (str, bytes)):  # BUG"]
+    assert fixed[0].tier in OPERATOR_TIERS["isinstance_type"]
+
+
+def test_isinstance_type_takes_slices_in_item_methods_and_narrows_tuples() -> None:
+    source = textwrap.dedent(
+        """
+        class Row:
+            def __init__(self, cells):
+                self.cells = cells
+
+            def __getitem__(self, item):
+                if isinstance(item, int):  # BUG
+                    return self.cells[item]
+                return None
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        row = ns["Row"]([1, 2, 3])
+        return row[1:] == [2, 3] and row[0] == 1 and row["x"] is None
+
+    fixed = _fixing(source, check, "isinstance_type")
+    assert [c.new_source.splitlines()[6].strip() for c in fixed] == ["if isinstance(item, (int, slice)):  # BUG"]
+    counting = "def count(x):\n    return 1 if isinstance(x, (int, bool, float)) else 0  # BUG\n"
+    narrowed = {c.new_source.splitlines()[1].strip() for c in _candidates(counting) if c.operator == "isinstance_type"}
+    assert {
+        "return 1 if isinstance(x, (int, float)) else 0  # BUG",
+        "return 1 if isinstance(x, (bool, float)) else 0  # BUG",
+        "return 1 if isinstance(x, (int, bool)) else 0  # BUG",
+    } <= narrowed
+    # `slice` only where the subscript protocol passes one.
+    plain = "def pick(item):\n    return isinstance(item, int)  # BUG\n"
+    assert not any("slice" in c.new_source for c in _candidates(plain))
