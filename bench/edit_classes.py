@@ -83,6 +83,10 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "assignment inserted": ("insert_update, accumulate", "loop updates only"),
     "call statement inserted": ("insert_update (container updates)", "container updates only"),
     "statement deleted": ("delete", "yes"),
+    "statement wrapped in try/unwrapped": (
+        "try_wrap (new)",
+        "wrapped in try/except of the exception the test run shows (pass, return, break, continue); no unwrap",
+    ),
     "value wrapped in a 1-tuple": ("format_tuple (new)", "the value of a one-conversion `%` template"),
     "isinstance type widened/narrowed": ("isinstance_type (new)", "a sibling builtin type added; one type dropped"),
     "block inserted": ("", "no"),
@@ -215,6 +219,10 @@ def diff_statements(old: list[ast.stmt], new: list[ast.stmt]) -> list[Change]:
         if tag == "equal":
             continue
         olds, news = old[i1:i2], new[j1:j2]
+        tried = _try_change(olds, news)
+        if tried is not None:
+            changes.append(tried)
+            continue
         if tag == "replace" and len(olds) == len(news):
             for a, b in zip(olds, news, strict=True):
                 changes.extend(_diff_pair(a, b))
@@ -225,6 +233,15 @@ def diff_statements(old: list[ast.stmt], new: list[ast.stmt]) -> list[Change]:
         changes.extend(("delete", s, None) for s in olds)
         changes.extend(("insert", None, s) for s in news)
     return changes
+
+
+def _try_change(olds: list[ast.stmt], news: list[ast.stmt]) -> Change | None:
+    """Statements wrapped in a `try` (the new run is one `try` whose body is the old run), or unwrapped."""
+    for kind, run, other in (("try_wrap", olds, news), ("try_unwrap", news, olds)):
+        wrapper = other[0] if len(other) == 1 and isinstance(other[0], ast.Try) else None
+        if wrapper is not None and run and [_dump(s) for s in wrapper.body] == [_dump(s) for s in run]:
+            return (kind, olds[0] if olds else None, news[0] if news else None)
+    return None
 
 
 def _diff_pair(a: ast.stmt, b: ast.stmt) -> list[Change]:
@@ -402,6 +419,8 @@ def classify_change(change: Change) -> list[str]:
         return ["statement deleted"]
     if kind == "wrap":
         return ["statement wrapped in guard"]
+    if kind in ("try_wrap", "try_unwrap"):
+        return ["statement wrapped in try/unwrapped"]
     assert a is not None and b is not None
     if type(a) is not type(b):
         if isinstance(b, ast.If) and len(b.body) == 1 and isinstance(b.body[0], _EXITS):

@@ -243,11 +243,28 @@ class Shape(NamedTuple):
 
     deletion: bool  # it only removes code (`deletes_only`)
     raising: bool  # it adds a `raise` (`raises_added`)
+    silencing: bool = False  # it adds an `except` handler (`handlers_added`)
 
 
 def fix_shape(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> Shape:
     """The shape flags of a fix, from the sources of the files it changes."""
-    return Shape(deletes_only(old_sources, new_sources), raises_added(old_sources, new_sources))
+    return Shape(
+        deletes_only(old_sources, new_sources),
+        raises_added(old_sources, new_sources),
+        handlers_added(old_sources, new_sources),
+    )
+
+
+def _more_nodes(old_sources: Mapping[str, str], new_sources: Mapping[str, str], kind: type[ast.AST]) -> bool:
+    """True when a file of the fix has more nodes of `kind` than before."""
+
+    def count(source: str) -> int:
+        try:
+            return sum(isinstance(node, kind) for node in ast.walk(ast.parse(source)))
+        except (SyntaxError, ValueError):
+            return 0
+
+    return any(count(new_sources.get(p, "")) > count(old_sources.get(p, "")) for p in new_sources)
 
 
 def raises_added(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
@@ -257,14 +274,16 @@ def raises_added(old_sources: Mapping[str, str], new_sources: Mapping[str, str])
     expects the call to fail passes whatever the message says, and no test that passed before can tell
     whether the project wants that error (a report often gives the message it expects, the BRT rarely).
     """
+    return _more_nodes(old_sources, new_sources, ast.Raise)
 
-    def count(source: str) -> int:
-        try:
-            return sum(isinstance(node, ast.Raise) for node in ast.walk(ast.parse(source)))
-        except (SyntaxError, ValueError):
-            return 0
 
-    return any(count(new_sources.get(p, "")) > count(old_sources.get(p, "")) for p in new_sources)
+def handlers_added(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
+    """True when a file of the fix has more `except` handlers than before.
+
+    A new handler turns an error into a result of the fix's own choosing (nothing, `None`, the loop's end):
+    the reported call stops raising whatever that result is, and no test that passed before reached it.
+    """
+    return _more_nodes(old_sources, new_sources, ast.ExceptHandler)
 
 
 def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
@@ -585,6 +604,10 @@ _RAISING = (
     "the fix raises a new exception: its type and message are the fix's own, and no test that passed before can "
     "say whether the project wants that error"
 )
+_SILENCING = (
+    "the fix catches an exception the code raised: what it does instead is the fix's own choice, and no test that "
+    "passed before can say whether the project wants that"
+)
 
 
 def judge(
@@ -597,6 +620,7 @@ def judge(
     size: int = 0,
     deletion: bool = False,
     raising: bool = False,
+    silencing: bool = False,
     departs: Sequence[str] = (),
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
@@ -621,7 +645,8 @@ def judge(
             f"disagrees with {len(example_failures)} of the code's documented example(s) or the report's working "
             "calls: " + "; ".join(example_failures[:_SHOWN])
         )
-    reasons += [reason for flag, reason in ((deletion, _DELETION), (raising, _RAISING)) if flag]
+    shape = ((deletion, _DELETION), (raising, _RAISING), (silencing, _SILENCING))
+    reasons += [reason for flag, reason in shape if flag]
     if others_disagree:
         reasons.append(
             f"another validated candidate gives a different result on {len(others_disagree)} near input(s): "

@@ -86,13 +86,27 @@ def test_a_fix_that_adds_a_raise_is_never_confident() -> None:
     """A new error's type and message are the fix's own choice: a suggestion, never a PR (made up)."""
     loose = "def load(text):\n    return text.replace('\\r', '')\n"
     strict = "def load(text):\n    if not isinstance(text, str):\n        raise TypeError(text)\n" + loose[16:]
-    assert fix_shape({"a.py": loose}, {"a.py": strict}) == (False, True)
-    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (False, False)
+    assert fix_shape({"a.py": loose}, {"a.py": strict}) == (False, True, False)
+    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (False, False, False)
     event = _event("load", 0, "('a',)", "'a'")
     run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
     assert judge(run, run, brt_prefix="t/brt", targets=[]).verdict == "confident"
     verdict = judge(run, run, brt_prefix="t/brt", targets=[], raising=True)
     assert verdict.verdict == "unsure" and "raises a new exception" in verdict.reasons[0]
+
+
+def test_a_fix_that_catches_an_exception_is_never_confident() -> None:
+    """What a new handler does instead of raising is the fix's own choice: a suggestion, never a PR (made up)."""
+    bare = "def first(items):\n    return next(iter(items))\n"
+    handler = "    except StopIteration:\n        return\n"
+    caught = bare.replace("    return next", "    try:\n        return next") + handler
+    assert fix_shape({"a.py": bare}, {"a.py": caught}) == (False, False, True)
+    renamed = caught.replace("StopIteration", "LookupError")
+    assert fix_shape({"a.py": caught}, {"a.py": renamed}).silencing is False
+    event = _event("first", 0, "([1],)", "1")
+    run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
+    verdict = judge(run, run, brt_prefix="t/brt", targets=[], silencing=True)
+    assert verdict.verdict == "unsure" and "catches an exception" in verdict.reasons[0]
 
 
 def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:

@@ -237,6 +237,11 @@ def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
         ("def f(x):\n    g(x)\n    return x\n", "def f(x):\n    return x\n", ["statement deleted"]),
         ("def f(k):\n    return '%r' % k\n", "def f(k):\n    return '%r' % (k,)\n", ["value wrapped in a 1-tuple"]),
         (
+            "def f(d, k):\n    v = d[k]\n    return v\n",
+            "def f(d, k):\n    try:\n        v = d[k]\n    except KeyError:\n        v = None\n    return v\n",
+            ["statement wrapped in try/unwrapped"],
+        ),
+        (
             "def f(x):\n    return isinstance(x, str)\n",
             "def f(x):\n    return isinstance(x, (str, bytes))\n",
             ["isinstance type widened/narrowed"],
@@ -498,3 +503,56 @@ def test_isinstance_type_takes_slices_in_item_methods_and_narrows_tuples() -> No
     # `slice` only where the subscript protocol passes one.
     plain = "def pick(item):\n    return isinstance(item, int)  # BUG\n"
     assert not any("slice" in c.new_source for c in _candidates(plain))
+
+
+PAIRS_BUG = textwrap.dedent(
+    """
+    def pairs(items):
+        it = iter(items)
+        for first in it:
+            second = next(it)  # BUG
+            yield first, second
+    """
+)
+
+
+def _with_raised(source: str, raised: tuple[str, ...], raises: tuple[str, ...] = ()) -> list[Candidate]:
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "# BUG" in text)
+    context = replace(build_context(source), raised=raised, raises=raises)
+    return list(generate_candidates(source, line, context=context))
+
+
+def test_try_wrap_catches_the_exception_the_test_run_showed() -> None:
+    """`pairs([1, 2, 3])` raises RuntimeError (StopIteration inside a generator) on the odd item; the fix drops it."""
+    wraps = [c for c in _with_raised(PAIRS_BUG, ("StopIteration",)) if c.operator == "try_wrap"]
+    fixed = []
+    for candidate in wraps:
+        namespace: dict[str, Any] = {}
+        exec(compile(candidate.new_source, "<mutant>", "exec"), namespace)
+        try:
+            if list(namespace["pairs"]([1, 2, 3])) == [(1, 2)] and list(namespace["pairs"]([])) == []:
+                fixed.append(candidate)
+        except Exception:  # a wrong handler may leave the error in place
+            continue
+    # `return` and `break` end the generator, `continue` skips the odd item; `pass` yields an unbound `second`.
+    handlers = sorted(c.new_source.splitlines()[7].split("#")[0].strip() for c in fixed)
+    assert handlers == ["break", "continue", "return"]
+    assert all(c.tier in OPERATOR_TIERS["try_wrap"] for c in wraps)
+    assert "except StopIteration:" in wraps[0].new_source
+
+
+def test_try_wrap_needs_a_raised_exception_it_may_catch() -> None:
+    def wraps(raised: tuple[str, ...], raises: tuple[str, ...] = ()) -> list[Candidate]:
+        return [c for c in _with_raised(PAIRS_BUG, raised, raises) if c.operator == "try_wrap"]
+
+    assert wraps(()) == []  # the test run showed no exception
+    assert wraps(("AssertionError",)) == []  # the test's own assertion
+    assert wraps(("ParseError",)) == []  # a name the module cannot refer to
+    assert wraps(("ValueError",), raises=("ValueError",)) == []  # the test expects it to be raised
+    returning = "def head(items):\n    return items[0]  # BUG\n"
+    handlers = {
+        c.new_source.splitlines()[-1].split("#")[0].strip()
+        for c in _with_raised(returning, ("IndexError",))
+        if c.operator == "try_wrap"
+    }
+    assert handlers >= {"return"} and "pass" not in handlers  # no `pass` after a return: it would fall through

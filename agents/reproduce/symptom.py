@@ -95,6 +95,16 @@ def failure_cause(output: str) -> tuple[str | None, str]:
     return None, ""
 
 
+def raised_exception(output: str) -> str | None:
+    """The exception a failing test run shows the code raising (`ValueError`, `KeyError`; the last part of a
+    dotted name), or None when the test failed its own assertion, timed out, or did not fail."""
+    cause, _ = failure_cause(output)
+    if cause is None or cause in ("AssertionError", "Failed", "unknown failure"):
+        return None
+    name = cause.rsplit(".", 1)[-1]
+    return name if name.isidentifier() else None
+
+
 def _value_matches(out: str, reported: str | None) -> tuple[bool, str]:
     if reported is None:
         return True, "the assertion fails (the report states no actual value to compare with)"
