@@ -83,10 +83,7 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "assignment inserted": ("insert_update, accumulate", "loop updates only"),
     "call statement inserted": ("insert_update (container updates)", "container updates only"),
     "statement deleted": ("delete", "yes"),
-    "statement wrapped in try/unwrapped": (
-        "try_wrap (new)",
-        "wrapped in try/except of the exception the test run shows (pass, return, break, continue); no unwrap",
-    ),
+    "statement wrapped in try/unwrapped": ("", "no"),
     "value wrapped in a 1-tuple": ("format_tuple (new)", "the value of a one-conversion `%` template"),
     "isinstance type widened/narrowed": ("isinstance_type (new)", "a sibling builtin type added; one type dropped"),
     "block inserted": ("", "no"),

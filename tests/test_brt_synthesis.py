@@ -390,14 +390,3 @@ def test_expected_exceptions_read_from_a_test() -> None:
     assert expected_exceptions(source) == ("ValueError", "ParseError")
     assert expected_exceptions("def broken(:\n") == ()
     assert expected_exceptions("assert type(e).__name__ == 'X(); import os'\n") == ()
-
-
-def test_raised_exception_names_what_the_buggy_code_raised() -> None:
-    from agents.reproduce import raised_exception
-
-    raised = "E       tomlkit.exceptions.UnexpectedCharError: Unexpected character\nFAILED t.py::test_x\n"
-    assert raised_exception(raised) == "UnexpectedCharError"
-    assert raised_exception("E       KeyError: 'a'\nFAILED t.py::test_x - KeyError: 'a'\n") == "KeyError"
-    assert raised_exception("E       AssertionError: observed 3\nFAILED t.py::test_x\n") is None
-    assert raised_exception("E       assert 3 == 4\nFAILED t.py::test_x\n") is None
-    assert raised_exception("1 passed in 0.01s\n") is None

@@ -4,7 +4,6 @@ from agents.reproduce.brt import NotReproduced, Reproduction, brt_evidence, repr
 from agents.reproduce.checks import expected_exceptions
 from agents.reproduce.console import project_commands
 from agents.reproduce.examples import report_examples
-from agents.reproduce.symptom import raised_exception
 from agents.reproduce.synthesis import synthesize_brts
 from agents.reproduce.types import BrtCandidate
 
@@ -15,7 +14,6 @@ __all__ = [
     "brt_evidence",
     "expected_exceptions",
     "project_commands",
-    "raised_exception",
     "report_examples",
     "reproduce",
     "reproduction_evidence",

@@ -95,18 +95,6 @@ def failure_cause(output: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def raised_exception(output: str) -> str | None:
-    """The exception a failing test run shows the code raising (`ValueError`, `KeyError`; the last part of a
-    dotted name), or None when the test failed its own assertion, timed out, or did not fail. A BRT that checks
-    that a call no longer raises fails with its own `Failed: still raises E`, so this is None for it: the
-    exception escaped only a test that checks a value (or another exception) the code never got to."""
-    cause, _ = failure_cause(output)
-    if cause is None or cause in ("AssertionError", "Failed", "unknown failure"):
-        return None
-    name = cause.rsplit(".", 1)[-1]
-    return name if name.isidentifier() else None
-
-
 def _value_matches(out: str, reported: str | None) -> tuple[bool, str]:
     if reported is None:
         return True, "the assertion fails (the report states no actual value to compare with)"

@@ -20,7 +20,7 @@ from agents.repair.mutation import (
     missing_protocols,
     special_method_candidates,
 )
-from agents.reproduce import Reproduction, brt_evidence, expected_exceptions, raised_exception
+from agents.reproduce import Reproduction, brt_evidence, expected_exceptions
 from agents.trajectory import LimitsExceeded, Submitted, Trajectory
 from sandboxes.base import Sandbox
 from sandboxes.environment import Baseline, TestRun, TestSuite
@@ -272,15 +272,13 @@ class ClassicSearch:
         sandbox.write_file(self.repro.brt.path, self.repro.brt.source)
         contexts: dict[str, MutationContext] = {}  # module facts per file: many locations share one file
         raises = expected_exceptions(self.repro.brt.source)  # what the BRT expects raised, for raise guards
-        shown = raised_exception(self.repro.before.result.output)  # what the buggy code raised, for try wraps
-        raised = (shown,) if shown else ()
         for loc in self._search_plan(trajectory.seed):
             original = sandbox.read_file(loc.file)
             if loc.line == 0:
                 cands: Iterator[Candidate] = self._protocol_candidates(original)
             else:
                 if original not in contexts:
-                    contexts[original] = replace(build_context(original), raises=raises, raised=raised)
+                    contexts[original] = replace(build_context(original), raises=raises)
                 context = contexts[original]
                 cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
             for cand in islice(cands, self.limits.per_location):

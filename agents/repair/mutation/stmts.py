@@ -368,43 +368,6 @@ def raise_guards(env: Env) -> Iterator[Edit]:
                 yield Edit("raise_guard", RAISE_TIER, stmt, stmt, guard, "insert_before")
 
 
-#: Mined (`--all`): a statement wrapped in `try/except E` is 7 fixes in 6 of 25 projects; the handler is `pass`,
-#: `return` or `break` in 4 of the 6 that are not imports (3 projects).
-TRY_TIER = 3
-_NO_TRY = (*_NO_GUARD, ast.Import, ast.ImportFrom, ast.Assert)
-
-
-def try_wraps(env: Env) -> Iterator[Edit]:
-    """An exception the code should have expected, when the test run shows the buggy code raising `E`
-    (`MutationContext.raised`): wrap a statement of a function in `try: ... except E:` with a handler that
-    skips it (`pass`, for a statement that is not a `return`), ends the function (`return`), or ends or skips
-    the loop iteration (`break`, `continue`). `E` is a builtin exception or a name of the module, never one the
-    test expects to be raised."""
-    stmt = env.target.stmt
-    if not env.ctx.raised or env.target.header is not None or not env.target.functions:
-        return
-    if isinstance(stmt, _NO_TRY) or is_docstring(stmt):
-        return
-    known = [
-        e
-        for e in env.ctx.raised
-        if e not in env.ctx.raises and (e in env.ctx.callables or _builtin_exception(e)) and e not in _NOT_CAUGHT
-    ]
-    handlers: list[ast.stmt] = [] if isinstance(stmt, ast.Return) else [ast.Pass()]
-    handlers.append(ast.Return(value=None))
-    if env.target.loops:
-        handlers += [ast.Break(), ast.Continue()]
-    for exc in known:
-        for handler in handlers:
-            caught = ast.ExceptHandler(type=name_node(exc), name=None, body=[handler])
-            wrapped = ast.Try(body=[stmt], handlers=[caught], orelse=[], finalbody=[])
-            yield Edit("try_wrap", TRY_TIER, stmt, stmt, wrapped)
-
-
-#: Failures no code should catch to pass a test: the test's own assertion, and the interpreter's limits.
-_NOT_CAUGHT = frozenset({"AssertionError", "RecursionError", "MemoryError", "KeyboardInterrupt", "SystemExit"})
-
-
 def _not_instance(name: str, type_expr: ast.expr) -> ast.expr:
     """`not isinstance(name, T)`."""
     check = ast.Call(func=name_node("isinstance"), args=[name_node(name), type_expr], keywords=[])

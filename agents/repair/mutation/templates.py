@@ -63,7 +63,6 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     calls.helper_wraps,
     ops.format_tuples,
     calls.isinstance_types,
-    stmts.try_wraps,
 )
 
 #: operator name -> tiers it emits (lower is tried first).
@@ -108,8 +107,6 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     # isinstance type widened or narrowed: 9 mined edits in 6 projects.
     "format_tuple": (2,),
     "isinstance_type": (2,),
-    # A statement wrapped in try/except of the exception the test run shows: 7 mined fixes in 6 projects.
-    "try_wrap": (3,),
 }
 
 

@@ -24,7 +24,6 @@ class MutationContext:
     signatures: Mapping[str, Signature] = field(default_factory=dict, compare=False)  # module defs and classes
     helpers: tuple[str, ...] = ()  # module functions the module applies to one value (`applied_helpers`)
     raises: tuple[str, ...] = ()  # exceptions the test expects the call to raise (set by the search, not the file)
-    raised: tuple[str, ...] = ()  # exceptions the test run shows the buggy code raising (set by the search)
     source: str = field(default="", repr=False, compare=False)
     tree: ast.Module | None = field(default=None, repr=False, compare=False)
 
