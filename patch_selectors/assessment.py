@@ -243,7 +243,7 @@ class Shape(NamedTuple):
 
     deletion: bool  # it only removes code (`deletes_only`)
     raising: bool  # it adds a `raise` (`raises_added`)
-    silencing: bool = False  # it adds an `except` handler (`handlers_added`)
+    silencing: bool  # it adds an `except` handler (`handlers_added`)
 
 
 def fix_shape(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> Shape:

@@ -167,7 +167,7 @@ def _type_names(node: ast.expr) -> list[ast.expr] | None:
 def isinstance_types(env: Env) -> Iterator[Edit]:
     """The type check accepts too little or too much: `isinstance(x, str)` -> `isinstance(x, (str, bytes))` for a
     sibling builtin type (`int` -> `(int, slice)` in the item methods), and `isinstance(x, (A, B))` -> one type fewer.
-    Only builtin names the function does not rebind."""
+    A sibling whose name the function uses as a variable is not added."""
     inner = env.target.functions[0].name if env.target.functions else ""
     for node, root in env.of_type(ast.Call):
         assert isinstance(node, ast.Call)
