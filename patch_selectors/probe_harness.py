@@ -107,7 +107,8 @@ def _variants(value: object) -> list[object]:
     if isinstance(value, str):
         out: list[object] = []
         if value:
-            out += [value[:-1], value[1:], value + value[-1]]
+            # The first character repeated at the front too: a run the example had grows by one at either end.
+            out += [value[:-1], value[1:], value + value[-1], value[0] + value]
         return out
     if isinstance(value, (list, tuple)):
         seq = list(value)
@@ -118,6 +119,7 @@ def _variants(value: object) -> list[object]:
             for i in (len(seq) - 1, 0):
                 for v in _variants(seq[i])[:1]:
                     cands.append([*seq[:i], v, *seq[i + 1 :]])
+            cands.append([seq[0], *seq])
         return [type(value)(c) if isinstance(value, tuple) else c for c in cands]
     if isinstance(value, dict) and value:
         last = list(value)[-1]

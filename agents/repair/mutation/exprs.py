@@ -144,7 +144,8 @@ def attributes(env: Env) -> Iterator[Edit]:
 
 
 def swaps(env: Env) -> Iterator[Edit]:
-    """Swapped arguments `f(a, b)` -> `f(b, a)`; swapped operands of non-commutative operators."""
+    """Swapped arguments `f(a, b)` -> `f(b, a)`; swapped operands of non-commutative operators; swapped
+    indices `m[i, j]` -> `m[j, i]` and `m[i][j]` -> `m[j][i]`."""
     for node, root in env.nodes:
         if isinstance(node, ast.Call):
             args = node.args
@@ -169,6 +170,55 @@ def swaps(env: Env) -> Iterator[Edit]:
             elts = node.slice.elts
             index = ast.Tuple(elts=[elts[1], elts[0]], ctx=ast.Load())
             yield Edit("swap", 2, root, node, ast.Subscript(value=node.value, slice=index, ctx=node.ctx))
+        elif (swapped_index := _swapped_nested_index(node)) is not None:
+            yield Edit("swap", 2, root, node, swapped_index)
+
+
+def slice_mirrors(env: Env) -> Iterator[Edit]:
+    """A slice cut from the wrong end: `s[k:]` <-> `s[:-k]`, `s[:k]` <-> `s[-k:]` (one bound, no step).
+
+    `prefix[1:]` drops the first item where `prefix[:-1]` drops the last; the bound stays, its end flips.
+    """
+    for node, root in env.of_type(ast.Subscript):
+        assert isinstance(node, ast.Subscript)
+        bounds = node.slice
+        if not isinstance(bounds, ast.Slice) or bounds.step is not None:
+            continue
+        if (bounds.lower is None) == (bounds.upper is None):
+            continue
+        bound = bounds.lower if bounds.lower is not None else bounds.upper
+        assert bound is not None
+        if isinstance(bound, ast.Constant) and bound.value == 0:
+            continue  # `s[0:]` is all of s; `s[:-0]` would be none of it
+        flipped: ast.expr = (
+            bound.operand
+            if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub)
+            else ast.UnaryOp(op=ast.USub(), operand=bound)
+        )
+        mirrored = ast.Slice(lower=None, upper=flipped) if bounds.lower is not None else ast.Slice(lower=flipped)
+        yield Edit("slice_mirror", 2, root, node, ast.Subscript(value=node.value, slice=mirrored, ctx=node.ctx))
+
+
+def _literal(node: ast.expr) -> bool:
+    """A constant, or a negated one (`-1`)."""
+    return isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
+
+
+def _swapped_nested_index(node: ast.AST) -> ast.Subscript | None:
+    """`m[j][k]` -> `m[k][j]`: the two indices of a nested subscript (rows and columns) exchanged.
+
+    Only plain indices (names, constants, simple arithmetic on them), never slices, and only two different ones.
+    """
+    if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Subscript):
+        return None
+    inner, outer_index, inner_index = node.value, node.slice, node.value.slice
+    simple = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp)
+    if not isinstance(outer_index, simple) or not isinstance(inner_index, simple):
+        return None
+    if ast.dump(outer_index) == ast.dump(inner_index) or (_literal(outer_index) and _literal(inner_index)):
+        return None  # the same index twice, or a fixed cell of a table (`row[0][1]`), not rows against columns
+    swapped_inner = ast.Subscript(value=inner.value, slice=outer_index, ctx=ast.Load())
+    return ast.Subscript(value=swapped_inner, slice=inner_index, ctx=node.ctx)
 
 
 def _shape_for(sibling: ast.AST, name: ast.Name) -> ast.expr | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 from collections.abc import Iterator
 
 from agents.repair.mutation.exprs import LATE_TIER, LOCAL_LIMIT, name_node
@@ -293,15 +294,25 @@ def returns(env: Env) -> Iterator[Edit]:
 
 
 def accumulators(env: Env) -> Iterator[Edit]:
-    """Lost running extreme: `t = e` -> `t = max(t, e)` / `min(t, e)`; clamp `t = max(0, e)`."""
+    """Lost running extreme: `t = e` -> `t = max(t, e)` / `min(t, e)`; clamp `t = max(0, e)`.
+
+    The target may be an element or an attribute (`spans[-1][1] = end` -> `= max(spans[-1][1], end)`,
+    `self.best = score`): a running extreme kept in a container or on an object loses it the same way.
+    """
     stmt = env.target.stmt
     if env.target.header is not None or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
         return
     target = stmt.targets[0]
-    if not isinstance(target, ast.Name) or is_literal_seq(stmt.value) or isinstance(stmt.value, ast.Constant):
+    if not isinstance(target, (ast.Name, ast.Subscript, ast.Attribute)):
+        return
+    if is_literal_seq(stmt.value) or isinstance(stmt.value, ast.Constant):
         return
     for func in ("max", "min"):
-        call = ast.Call(func=name_node(func), args=[name_node(target.id), stmt.value], keywords=[])
+        current = copy.deepcopy(target)
+        for node in ast.walk(current):
+            if hasattr(node, "ctx"):
+                node.ctx = ast.Load()
+        call = ast.Call(func=name_node(func), args=[current, stmt.value], keywords=[])
         yield Edit("accumulate", 2, stmt, stmt.value, call)
     clamp = ast.Call(func=name_node("max"), args=[ast.Constant(0), stmt.value], keywords=[])
     yield Edit("accumulate", 3, stmt, stmt.value, clamp)

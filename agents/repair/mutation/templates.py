@@ -38,6 +38,7 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     ops.constants,
     ops.term_removal,
     exprs.swaps,
+    exprs.slice_mirrors,
     stmts.none_guards,
     stmts.length_guards,
     stmts.returns,
@@ -107,6 +108,9 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     # isinstance type widened or narrowed: 9 mined edits in 6 projects.
     "format_tuple": (2,),
     "isinstance_type": (2,),
+    # A one-sided slice taken from the wrong end (`s[1:]` for `s[:-1]`): QuixBugs' "incorrect array slice"
+    # class, generalized; see docs/agents.md.
+    "slice_mirror": (2,),
 }
 
 
