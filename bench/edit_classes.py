@@ -86,6 +86,8 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "statement wrapped in try/unwrapped": ("", "no"),
     "value wrapped in a 1-tuple": ("format_tuple (new)", "the value of a one-conversion `%` template"),
     "isinstance type widened/narrowed": ("isinstance_type (new)", "a sibling builtin type added; one type dropped"),
+    "slice taken from the other end": ("slice_mirror (new)", "one-sided slices"),
+    "assignments made simultaneous/sequential": ("simultaneous (new)", "two assignments merged; no split"),
     "block inserted": ("", "no"),
     "definition inserted": ("", "no"),
     "branch added/removed": ("", "no"),
@@ -216,7 +218,7 @@ def diff_statements(old: list[ast.stmt], new: list[ast.stmt]) -> list[Change]:
         if tag == "equal":
             continue
         olds, news = old[i1:i2], new[j1:j2]
-        tried = _try_change(olds, news)
+        tried = _try_change(olds, news) or _merge_change(olds, news)
         if tried is not None:
             changes.append(tried)
             continue
@@ -238,6 +240,22 @@ def _try_change(olds: list[ast.stmt], news: list[ast.stmt]) -> Change | None:
         wrapper = other[0] if len(other) == 1 and isinstance(other[0], ast.Try) else None
         if wrapper is not None and run and [_dump(s) for s in wrapper.body] == [_dump(s) for s in run]:
             return (kind, olds[0] if olds else None, news[0] if news else None)
+    return None
+
+
+def _merge_change(olds: list[ast.stmt], news: list[ast.stmt]) -> Change | None:
+    """Consecutive assignments made one tuple assignment (`a = b; b = a + b` -> `a, b = b, a + b`), or split."""
+    for kind, run, other in (("merge", olds, news), ("split", news, olds)):
+        if len(other) != 1 or not isinstance(other[0], ast.Assign) or len(run) < 2:
+            continue
+        merged = other[0]
+        if len(merged.targets) != 1 or not isinstance(merged.targets[0], ast.Tuple):
+            continue
+        if not all(isinstance(s, ast.Assign) and len(s.targets) == 1 for s in run):
+            continue
+        singles = [_dump(s.targets[0]) for s in run if isinstance(s, ast.Assign)]
+        if singles == [_dump(t) for t in merged.targets[0].elts]:
+            return (kind, olds[0], news[0])
     return None
 
 
@@ -306,6 +324,8 @@ def classify_pair(parent: ast.AST | None, a: ast.AST, b: ast.AST) -> str:
         return "comparison chain change" if max(len(a.ops), len(b.ops)) > 1 else "other"
     if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
         return "constant change"
+    if isinstance(a, ast.Slice) and isinstance(b, ast.Slice) and _mirrored(a, b):
+        return "slice taken from the other end"
     if isinstance(a, ast.BoolOp) and isinstance(b, ast.BoolOp) and type(a.op) is type(b.op):
         return "condition term added/removed" if _terms_added_or_removed(a.values, b.values) else "other"
     if isinstance(parent, ast.Call) and parent.func is a and isinstance(a, (ast.Name, ast.Attribute)):
@@ -325,6 +345,21 @@ def classify_pair(parent: ast.AST | None, a: ast.AST, b: ast.AST) -> str:
             return "argument added/removed"
         return "keyword argument added/removed" if len(a.keywords) != len(b.keywords) else "other"
     return _classify_shapes(a, b)
+
+
+def _mirrored(a: ast.Slice, b: ast.Slice) -> bool:
+    """`s[k:]` against `s[:-k]` (or `s[:k]` against `s[-k:]`): one bound, moved to the other side and negated."""
+    if a.step is not None or b.step is not None or (a.lower is None) == (a.upper is None):
+        return False
+    bound_a = a.lower if a.lower is not None else a.upper
+    bound_b = b.upper if a.lower is not None else b.lower
+    other_b = b.lower if a.lower is not None else b.upper
+    if bound_a is None or bound_b is None or other_b is not None:
+        return False
+    for x, y in ((bound_a, bound_b), (bound_b, bound_a)):
+        if isinstance(y, ast.UnaryOp) and isinstance(y.op, ast.USub) and _dump(y.operand) == _dump(x):
+            return True
+    return False
 
 
 def _terms_added_or_removed(old: list[ast.expr], new: list[ast.expr]) -> bool:
@@ -418,6 +453,8 @@ def classify_change(change: Change) -> list[str]:
         return ["statement wrapped in guard"]
     if kind in ("try_wrap", "try_unwrap"):
         return ["statement wrapped in try/unwrapped"]
+    if kind in ("merge", "split"):
+        return ["assignments made simultaneous/sequential"]
     assert a is not None and b is not None
     if type(a) is not type(b):
         if isinstance(b, ast.If) and len(b.body) == 1 and isinstance(b.body[0], _EXITS):

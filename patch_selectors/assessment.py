@@ -291,14 +291,15 @@ def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str])
 
     Deleting a check or a statement is the classic shape of an overfitting repair (the "anti-delete"
     patterns of search-based repair): the reported input stops failing because the code that handled
-    some other case is gone.
+    some other case is gone. An operand turned into its identity is a deletion too: `xs[1:]` -> `xs[0:]`
+    drops the slice, `i - 1` -> `i - 0` the offset (`_identities_removed`).
     """
     changed = False
     for path in sorted(set(old_sources) | set(new_sources)):
         try:
             # List brackets move when a list loses an element: compare the node sequence without them.
-            old = [t for t in (x.strip("[]") for x in _tokens(old_sources.get(path, ""))) if t]
-            new = [t for t in (x.strip("[]") for x in _tokens(new_sources.get(path, ""))) if t]
+            old = [t for t in (x.strip("[]") for x in _tokens(old_sources.get(path, ""), identities=False)) if t]
+            new = [t for t in (x.strip("[]") for x in _tokens(new_sources.get(path, ""), identities=False)) if t]
         except (SyntaxError, ValueError):
             return False
         ops = edit_opcodes(old, new)
@@ -308,9 +309,46 @@ def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str])
     return changed
 
 
-def _tokens(source: str) -> list[str]:
-    dump = ast.dump(ast.parse(source), annotate_fields=False, include_attributes=False)
+def _tokens(source: str, identities: bool = True) -> list[str]:
+    """The AST of `source` as a token list; `identities=False` first drops identity operands."""
+    tree = ast.parse(source)
+    if not identities:
+        tree = _IdentityRemover().visit(tree)
+    dump = ast.dump(tree, annotate_fields=False, include_attributes=False)
     return dump.replace("(", " ( ").replace(")", " ) ").replace(",", " ").split()
+
+
+def _number(node: ast.AST | None, value: int) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and not isinstance(node.value, bool)
+        and isinstance(node.value, (int, float))
+        and node.value == value
+    )
+
+
+class _IdentityRemover(ast.NodeTransformer):
+    """`xs[0:]` -> `xs[:]`, `xs[::1]` -> `xs[:]`, `e + 0` / `e - 0` / `e * 1` / `e // 1` -> `e`."""
+
+    def visit_Slice(self, node: ast.Slice) -> ast.AST:
+        self.generic_visit(node)
+        if _number(node.lower, 0):
+            node.lower = None
+        if _number(node.step, 1):
+            node.step = None
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.Add, ast.Sub)) and _number(node.right, 0):
+            return node.left
+        if isinstance(node.op, ast.Add) and _number(node.left, 0):
+            return node.right
+        if isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv)) and _number(node.right, 1):
+            return node.left
+        if isinstance(node.op, ast.Mult) and _number(node.left, 1):
+            return node.right
+        return node
 
 
 @dataclass(frozen=True)

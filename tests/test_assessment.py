@@ -82,6 +82,19 @@ def test_a_fix_that_only_deletes_code_is_recognized() -> None:
     assert verdict.verdict == "unsure" and "only deletes code" in verdict.reasons[0]
 
 
+def test_an_operand_turned_into_its_identity_is_a_deletion() -> None:
+    scan = "def peak(xs):\n    best = 0\n    for x in xs[1:]:\n        best = max(best, x)\n    return best\n"
+    assert deletes_only({"a.py": scan}, {"a.py": scan.replace("xs[1:]", "xs[0:]")})
+    assert deletes_only({"a.py": scan}, {"a.py": scan.replace("xs[1:]", "xs[::1]")})
+    assert not deletes_only({"a.py": scan}, {"a.py": scan.replace("xs[1:]", "xs[2:]")})
+    shift = "def last(xs, n):\n    return xs[n - 1] * 2\n"
+    assert deletes_only({"a.py": shift}, {"a.py": shift.replace("n - 1", "n - 0")})
+    assert deletes_only({"a.py": shift}, {"a.py": shift.replace("* 2", "* 1")})
+    assert not deletes_only({"a.py": shift}, {"a.py": shift.replace("n - 1", "n + 1")})
+    # A literal 0 that is the value itself, not an operand's identity, is an ordinary change.
+    assert not deletes_only({"a.py": scan}, {"a.py": scan.replace("best = 0", "best = 1")})
+
+
 def test_a_fix_that_adds_a_raise_is_never_confident() -> None:
     """A new error's type and message are the fix's own choice: a suggestion, never a PR (made up)."""
     loose = "def load(text):\n    return text.replace('\\r', '')\n"
@@ -262,9 +275,11 @@ def test_pool_prefers_confident_then_the_smallest_semantic_change() -> None:
 def test_harness_mutations_keep_the_type_and_stay_near() -> None:
     assert _variants(5) == [6, 4]
     assert _variants(True) == [False]
-    assert _variants("abc") == ["ab", "bc", "abcc"]
+    # A run the example had grows at either end: "aab" also runs as "aaab" (a count that tops out at 2).
+    assert _variants("aab") == ["aa", "ab", "aabb", "aaab"]
     lists = _variants([1, 2, 3])
     assert [1, 2] in lists and [2, 3] in lists and [1, 2, 3, 3] in lists and [1, 2, 4] in lists
+    assert [1, 1, 2, 3] in lists
     assert all(isinstance(v, tuple) for v in _variants((1, 2)))
     assert _variants(object()) == []
     assert norm_repr(object()).startswith("<object object") and "0x" not in norm_repr(object())

@@ -251,6 +251,14 @@ def test_new_classes_stay_quiet_on_a_neutral_function() -> None:
             "def f(x):\n    return isinstance(x, int)\n",
             ["isinstance type widened/narrowed"],
         ),
+        ("def f(s):\n    return s[1:]\n", "def f(s):\n    return s[:-1]\n", ["slice taken from the other end"]),
+        ("def f(s, n):\n    return s[-n:]\n", "def f(s, n):\n    return s[:n]\n", ["slice taken from the other end"]),
+        ("def f(s):\n    return s[1:]\n", "def f(s):\n    return s[2:]\n", ["constant change"]),
+        (
+            "def f(a, b):\n    a = b\n    b = a + b\n    return a\n",
+            "def f(a, b):\n    a, b = b, a + b\n    return a\n",
+            ["assignments made simultaneous/sequential"],
+        ),
         (
             'def f(x):\n    """Doc."""\n    return x\n',
             'def f(x):\n    """Docs."""\n    return x\n',
@@ -503,3 +511,115 @@ def test_isinstance_type_takes_slices_in_item_methods_and_narrows_tuples() -> No
     # `slice` only where the subscript protocol passes one.
     plain = "def pick(item):\n    return isinstance(item, int)  # BUG\n"
     assert not any("slice" in c.new_source for c in _candidates(plain))
+
+
+def test_slice_mirror_takes_the_slice_from_the_other_end() -> None:
+    source = textwrap.dedent(
+        """
+        def drop_extension(name):
+            parts = name.split(".")
+            return ".".join(parts[1:])  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        f = ns["drop_extension"]
+        return f("report.final.pdf") == "report.final" and f("a.b") == "a"
+
+    fixed = _fixing(source, check, "slice_mirror")
+    assert [c.new_source.splitlines()[3].strip() for c in fixed] == ['return ".".join(parts[:-1])  # BUG']
+    assert fixed[0].tier in OPERATOR_TIERS["slice_mirror"]
+    tail = "def tail(xs, n):\n    return xs[-n:]  # BUG\n"
+    assert [c.description for c in _candidates(tail) if c.operator == "slice_mirror"] == [
+        "line 2: `xs[-n:]` -> `xs[:n]`"
+    ]
+    quiet = "def f(xs, i, j):\n    return xs[0:] + xs[i:j] + xs[::2] + xs[:]  # BUG\n"
+    assert [c for c in _candidates(quiet) if c.operator == "slice_mirror"] == []
+
+
+def test_swap_exchanges_the_indices_of_a_nested_subscript() -> None:
+    source = textwrap.dedent(
+        """
+        def column(grid, c):
+            return [grid[c][r] for r in range(len(grid))]  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["column"]([[1, 2, 3], [4, 5, 6]], 2) == [3, 6]
+
+    fixed = _fixing(source, check, "swap")
+    assert [c.new_source.splitlines()[2].strip() for c in fixed] == [
+        "return [grid[r][c] for r in range(len(grid))]  # BUG"
+    ]
+    table = "def cell(rows):\n    return rows[0][1] + rows[-1][2]  # BUG\n"
+    assert not [c for c in _candidates(table) if c.operator == "swap" and "rows[1]" in c.new_source]
+
+
+def test_accumulator_keeps_a_running_extreme_in_an_element_or_attribute() -> None:
+    source = textwrap.dedent(
+        """
+        def longest_runs(words):
+            best = {}
+            for word in words:
+                best.setdefault(word[0], 0)
+                best[word[0]] = len(word)  # BUG
+            return best
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["longest_runs"](["apple", "ant", "bee"]) == {"a": 5, "b": 3}
+
+    fixed = _fixing(source, check, "accumulate")
+    assert [c.new_source.splitlines()[5].strip() for c in fixed] == [
+        "best[word[0]] = max(best[word[0]], len(word))  # BUG"
+    ]
+
+
+def test_simultaneous_assignment_replaces_a_sequential_swap() -> None:
+    source = textwrap.dedent(
+        """
+        def lucas(n):
+            a, b = 2, 1
+            for _ in range(n):
+                a = b  # BUG
+                b = a + b
+            return a
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return [ns["lucas"](n) for n in range(6)] == [2, 1, 3, 4, 7, 11]
+
+    fixed = _fixing(source, check, "simultaneous")
+    assert len(fixed) == 1 and fixed[0].tier in OPERATOR_TIERS["simultaneous"]
+    assert fixed[0].new_source.splitlines()[4].strip() == "a, b = b, a + b"
+    assert fixed[0].description == "lines 5-6: `a = b; b = a + b` -> `a, b = b, a + b`"
+    # A computation that builds on the first result (the first value does not read the second target).
+    chained = "def area(w):\n    h = w * 2  # BUG\n    s = h * w\n    return s\n"
+    assert [c for c in _candidates(chained) if c.operator == "simultaneous"] == []
+    same_line = "def swap(xs):\n    xs[0] = xs[1]; xs[1] = xs[0]  # BUG\n    return xs\n"
+    assert [c for c in _candidates(same_line) if c.operator == "simultaneous"] == []
+
+
+def test_order_wrap_passes_a_list_through_reversed_or_sorted() -> None:
+    source = textwrap.dedent(
+        """
+        def to_octal(n):
+            digits = []
+            while n:
+                digits.append(str(n % 8))
+                n //= 8
+            return "".join(digits) or "0"  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["to_octal"](64) == "100" and ns["to_octal"](83) == "123" and ns["to_octal"](0) == "0"
+
+    fixed = _fixing(source, check, "order_wrap")
+    assert [c.new_source.splitlines()[6].strip() for c in fixed] == ['return "".join(reversed(digits)) or "0"  # BUG']
+    assert fixed[0].tier in OPERATOR_TIERS["order_wrap"]
+    scalar = "def f(n, name):\n    total = 0\n    return str(n) + name.upper() + str(total)  # BUG\n"
+    assert [c for c in _candidates(scalar) if c.operator == "order_wrap"] == []

@@ -341,6 +341,30 @@ def builtins(env: Env) -> Iterator[Edit]:
             yield Edit("builtin", 2, root, node, ast.Call(func=name_node("len"), args=[node], keywords=[]))
 
 
+def order_wraps(env: Env) -> Iterator[Edit]:
+    """A sequence consumed in the wrong order: `''.join(xs)` -> `''.join(reversed(xs))` / `sorted(xs)`.
+
+    The mirror of the builtin unwrap: a list variable passed on as a call's argument, or iterated by a `for`
+    header, goes through `reversed` or `sorted` first (digits collected least significant first, items
+    gathered in arrival order where an order was meant). Only names the function knows as sequences.
+    """
+    header = env.target.header
+    iterated = {id(env.target.stmt.iter)} if header is not None and isinstance(env.target.stmt, ast.For) else set()
+    for node, root in env.of_type(ast.Name):
+        assert isinstance(node, ast.Name)
+        if not isinstance(node.ctx, ast.Load) or env.scope.kind(node.id) != "seq" or not _is_variable(env, node):
+            continue
+        parent = env.parent(node)
+        argument = isinstance(parent, ast.Call) and any(a is node for a in parent.args)
+        if argument and isinstance(parent, ast.Call) and call_name(parent) in ("reversed", "sorted", "len", "set"):
+            continue
+        if not argument and id(node) not in iterated:
+            continue
+        for func in ("reversed", "sorted"):
+            if func not in env.scope.variables:
+                yield Edit("order_wrap", 3, root, node, ast.Call(func=name_node(func), args=[node], keywords=[]))
+
+
 def locals_for_subexpressions(env: Env) -> Iterator[Edit]:
     """A call or subscript that should have been a local: `get(h, n) + w` -> `dist + w`."""
     stmt = env.target.stmt

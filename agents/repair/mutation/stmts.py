@@ -560,3 +560,50 @@ def _negated(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _INVERSE:
         return ast.Compare(left=test.left, ops=[_INVERSE[type(test.ops[0])]()], comparators=test.comparators)
     return ast.UnaryOp(op=ast.Not(), operand=test)
+
+
+def simultaneous_assignments(env: Env) -> Iterator[Edit]:
+    """`a = b` then `b = a + b` -> `a, b = b, a + b`: the second assignment meant the value `a` had before.
+
+    Tried at either statement of the pair: two consecutive single-target assignments to different targets,
+    where the second's value reads the first's target and the first's value reads the second's (a swap or a
+    step of a recurrence, not a computation that builds on the first result).
+    """
+    block, index = env.target.block, env.target.index
+    if env.target.header is not None:
+        return
+    for first_at in (index, index - 1):
+        if first_at < 0 or first_at + 1 >= len(block):
+            continue
+        first, second = block[first_at], block[first_at + 1]
+        merged = _merged_assignment(first, second)
+        if merged is not None:
+            yield Edit("simultaneous", 2, second, first, merged, "merge_next")
+
+
+def _merged_assignment(first: ast.stmt, second: ast.stmt) -> ast.Assign | None:
+    """`x, y = e1, e2` for `x = e1; y = e2` when e2 reads x and e1 reads y; else None."""
+    pair = (first, second)
+    if not all(isinstance(s, ast.Assign) and len(s.targets) == 1 for s in pair):
+        return None
+    assert isinstance(first, ast.Assign) and isinstance(second, ast.Assign)
+    x, y = first.targets[0], second.targets[0]
+    simple = (ast.Name, ast.Attribute, ast.Subscript)
+    if not isinstance(x, simple) or not isinstance(y, simple) or _key(x) == _key(y):
+        return None
+    if not _reads(second.value, x) or not _reads(first.value, y):
+        return None
+    targets = ast.Tuple(elts=[x, y], ctx=ast.Store())
+    values = ast.Tuple(elts=[first.value, second.value], ctx=ast.Load())
+    return ast.copy_location(ast.Assign(targets=[targets], value=values, type_comment=None), first)
+
+
+def _key(node: ast.expr) -> str:
+    """An expression's identity regardless of load/store context."""
+    return ast.dump(node).replace("ctx=Store()", "ctx=Load()")
+
+
+def _reads(expr: ast.expr, target: ast.expr) -> bool:
+    """Whether `expr` reads the value that `target` names."""
+    wanted = _key(target)
+    return any(isinstance(node, ast.expr) and _key(node) == wanted for node in ast.walk(expr))

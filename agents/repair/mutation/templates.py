@@ -34,6 +34,7 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     ops.augmented_operators,
     ops.binary_operators,
     exprs.builtins,
+    exprs.order_wraps,
     ops.off_by_one,
     ops.constants,
     ops.term_removal,
@@ -50,6 +51,7 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     exprs.locals_for_subexpressions,
     exprs.term_addition,
     stmts.accumulators,
+    stmts.simultaneous_assignments,
     stmts.statement_guards,
     stmts.container_updates,
     stmts.deletion,
@@ -111,6 +113,12 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     # A one-sided slice taken from the wrong end (`s[1:]` for `s[:-1]`): QuixBugs' "incorrect array slice"
     # class, generalized; see docs/agents.md.
     "slice_mirror": (2,),
+    # `a = b` then `b = a + b`, where the second meant the old `a`: one tuple assignment (`a, b = b, a + b`),
+    # the classic sequential swap.
+    "simultaneous": (2,),
+    # A list passed on or iterated that should go through reversed()/sorted() first: the mirror of the
+    # builtin unwrap, a long shot.
+    "order_wrap": (3,),
 }
 
 
@@ -344,6 +352,8 @@ def _render_statement(text: _Text, edit: Edit, originals: dict[int, str]) -> str
     source = text.source
     indent = text.indent(anchor.lineno)
     end_line = anchor.end_lineno or anchor.lineno
+    if edit.mode == "merge_next":
+        return _render_merge(text, edit, originals)
     if edit.mode == "delete":
         start, end = text.span(anchor)
         before = source[text.line_start(anchor.lineno) : start]
@@ -361,6 +371,41 @@ def _render_statement(text: _Text, edit: Edit, originals: dict[int, str]) -> str
     return result if _compiles(result) else None
 
 
+def _render_merge(text: _Text, edit: Edit, originals: dict[int, str]) -> str | None:
+    """Two consecutive statements, each on lines of its own, replaced by one."""
+    first, second = edit.node, edit.root
+    assert isinstance(first, ast.stmt) and isinstance(second, ast.stmt) and edit.new is not None
+    source = text.source
+    for stmt in (first, second):
+        start, end = text.span(stmt)
+        end_line = stmt.end_lineno or stmt.lineno
+        before = source[text.line_start(stmt.lineno) : start]
+        after = source[end : text.line_start(end_line) + len(text.lines[end_line - 1])]
+        if before.strip() or (after.strip() and not after.strip().startswith("#")):
+            return None  # shares a line with another statement (`a = b; b = a`): left alone
+    indent = text.indent(first.lineno)
+    code = indent + _indented(_tuple_assignment_text(edit.new, originals), indent) + "\n"
+    end_line = second.end_lineno or second.lineno
+    result = source[: text.line_start(first.lineno)] + code + source[text.line_start(end_line + 1) :]
+    return result if _compiles(result) else None
+
+
+def _tuple_assignment_text(stmt: ast.AST, originals: dict[int, str]) -> str:
+    """`a, b = b, a + b` without the parentheses ast.unparse puts around the values."""
+    if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Tuple) and len(stmt.targets) == 1):
+        return _splice_render(stmt, originals)
+    targets = stmt.targets[0]
+    if not isinstance(targets, ast.Tuple):
+        return _splice_render(stmt, originals)
+    bare = (ast.Tuple, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Lambda, ast.Starred)
+
+    def part(node: ast.expr) -> str:
+        text = _splice_render(node, originals)
+        return f"({text})" if isinstance(node, bare) else text
+
+    return ", ".join(map(part, targets.elts)) + " = " + ", ".join(map(part, stmt.value.elts))
+
+
 def _short(node: ast.AST, limit: int = 60) -> str:
     code = " ".join(ast.unparse(node).split())
     return code if len(code) <= limit else code[: limit - 3] + "..."
@@ -376,4 +421,8 @@ def _describe(edit: Edit) -> str:
     if edit.mode == "insert_after":
         end = getattr(edit.node, "end_lineno", line)
         return f"insert `{_short(edit.new)}` after line {end}"
+    if edit.mode == "merge_next":
+        end = getattr(edit.root, "end_lineno", line)
+        merged = " ".join(_tuple_assignment_text(edit.new, {}).split())
+        return f"lines {line}-{end}: `{_short(edit.node)}; {_short(edit.root)}` -> `{merged}`"
     return f"line {line}: `{_short(edit.node)}` -> `{_short(edit.new)}`"

@@ -83,7 +83,9 @@ class Edit:
     root: ast.AST  # statement or header expression whose source span contains the change
     node: ast.AST  # node replaced (mode "replace") or anchor statement
     new: ast.AST | None = None
-    mode: str = "replace"  # replace | insert_before | insert_after | delete
+    # replace | insert_before | insert_after | delete | merge_next (`node` and the statement `root` after it
+    # become `new`)
+    mode: str = "replace"
 
 
 @dataclass(frozen=True, eq=False)
