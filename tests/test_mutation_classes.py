@@ -623,3 +623,29 @@ def test_order_wrap_passes_a_list_through_reversed_or_sorted() -> None:
     assert fixed[0].tier in OPERATOR_TIERS["order_wrap"]
     scalar = "def f(n, name):\n    total = 0\n    return str(n) + name.upper() + str(total)  # BUG\n"
     assert [c for c in _candidates(scalar) if c.operator == "order_wrap"] == []
+
+
+def test_loop_counters_and_pairwise_assignments_are_numbers() -> None:
+    import ast
+
+    from agents.repair.mutation.scope import variable_kinds
+
+    source = textwrap.dedent(
+        """
+        def scale(grid, names):
+            rows, cols = len(grid), len(grid[0])
+            for i in range(rows):
+                for j, name in enumerate(names):
+                    grid[i][j] = name
+            return grid
+        """
+    )
+    kinds = variable_kinds(ast.parse(source).body[0])
+    assert {k: kinds.get(k) for k in ("rows", "cols", "i", "j", "grid")} == {
+        "rows": "num", "cols": "num", "i": "num", "j": "num", "grid": "seq"
+    }  # fmt: skip
+    assert "name" not in kinds  # an enumerate item: no evidence either way
+    # A number swapped for a list is a long shot (tier 3), so the search reaches other families first.
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "grid[i][j] = name" in text)
+    tiers = {c.description: c.tier for c in generate_candidates(source, line) if c.operator == "name"}
+    assert tiers["line 6: `i` -> `grid`"] == 3 and tiers["line 6: `i` -> `j`"] == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from agents.repair.mutation.signatures import applied_helpers, module_signatures
 from agents.repair.mutation.types import COMPREHENSIONS, MutationContext, Scope, Target
@@ -273,6 +273,18 @@ def expr_kind(node: ast.AST) -> str | None:
     return None
 
 
+def _vote_loop_counter(
+    loop: ast.For | ast.AsyncFor | ast.comprehension, vote: Callable[[ast.AST, str | None], None]
+) -> None:
+    """`for i in range(n)` and `for i, x in enumerate(xs)`: the counter is a number."""
+    if not isinstance(loop.iter, ast.Call) or not isinstance(loop.iter.func, ast.Name):
+        return
+    if loop.iter.func.id == "range":
+        vote(loop.target, "num")
+    elif loop.iter.func.id == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts:
+        vote(loop.target.elts[0], "num")
+
+
 def variable_kinds(root: ast.AST) -> dict[str, str]:
     """Guess "num", "seq" or "obj" for the variables of a def from how it assigns and uses them.
 
@@ -294,6 +306,11 @@ def variable_kinds(root: ast.AST) -> dict[str, str]:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 vote(target, expr_kind(node.value))
+                pairwise = isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                if pairwise and len(target.elts) == len(node.value.elts):  # type: ignore[attr-defined]
+                    # `rows, cols = len(a), len(b)`: element by element.
+                    for name, value in zip(target.elts, node.value.elts, strict=True):  # type: ignore[attr-defined]
+                        vote(name, expr_kind(value))
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             vote(node.target, expr_kind(node.value))
         elif isinstance(node, ast.Subscript):
@@ -302,6 +319,7 @@ def variable_kinds(root: ast.AST) -> dict[str, str]:
             vote(node.value, "seq" if node.attr in _CONTAINER_METHODS else "obj")
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             vote(node.iter, "seq")
+            _vote_loop_counter(node, vote)
         elif isinstance(node, ast.Compare):
             for op, right in zip(node.ops, node.comparators, strict=True):
                 if isinstance(op, (ast.In, ast.NotIn)):
