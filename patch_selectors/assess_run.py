@@ -26,6 +26,7 @@ from patch_selectors.assessment import (
     documented_examples,
     fix_shape,
     judge,
+    literal_only,
     not_assessed,
     semantic_size,
     table_entry_lines,
@@ -148,6 +149,7 @@ class _Prepared:
     workspaces: dict[str, Path] = field(default_factory=dict)
     targets: dict[str, list[Target]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
+    literal: set[str] = field(default_factory=set)  # candidates that only change literal values
     shapes: dict[str, Shape] = field(default_factory=dict)
     failed: dict[str, Assessment] = field(default_factory=dict)
     new_lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
@@ -181,6 +183,8 @@ async def _prepare(env: ReviewEnv, members: list[PatchRecord]) -> _Prepared:
         # Whole-module token diffs: CPU work, off the event loop.
         prep.sizes[record.id] = await asyncio.to_thread(semantic_size, old, new)
         prep.shapes[record.id] = await asyncio.to_thread(fix_shape, old, new)
+        if await asyncio.to_thread(literal_only, old, new):
+            prep.literal.add(record.id)
         prep.workspaces[record.id] = workspace
     return prep
 
@@ -222,7 +226,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         for rid in after
     }
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
-    disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident}, sizes)
+    disagree = disagreements({rid: run for rid, run in after.items() if own[rid].confident}, sizes, prep.literal)
     departs = departures(before, after)
     out = dict(failed)
     for rid in workspaces:

@@ -21,7 +21,8 @@ flag, or no evidence at all, gives ``unsure``, and the bot then suggests instead
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping, Sequence
+import copy
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -309,6 +310,38 @@ def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str])
     return changed
 
 
+def literal_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
+    """True when the fix changes nothing but literal values (`count = 1` -> `count = 2`, `-1` -> `0`)."""
+    changed = False
+    for path in sorted(set(old_sources) | set(new_sources)):
+        try:
+            old_tree = ast.parse(old_sources.get(path, ""))
+            new_tree = ast.parse(new_sources.get(path, ""))
+        except (SyntaxError, ValueError):
+            return False
+        if ast.dump(old_tree) == ast.dump(new_tree):
+            continue
+        if _shape_without_literals(old_tree) != _shape_without_literals(new_tree):
+            return False
+        changed = True
+    return changed
+
+
+def _shape_without_literals(tree: ast.AST) -> str:
+    """The tree's dump with every number, string and negated number reduced to one placeholder."""
+
+    class Blank(ast.NodeTransformer):
+        def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+            if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+                return ast.Constant(value=...)
+            return self.generic_visit(node)
+
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            return ast.Constant(value=...)
+
+    return ast.dump(Blank().visit(copy.deepcopy(tree)), annotate_fields=False, include_attributes=False)
+
+
 def _tokens(source: str, identities: bool = True) -> list[str]:
     """The AST of `source` as a token list; `identities=False` first drops identity operands."""
     tree = ast.parse(source)
@@ -524,19 +557,23 @@ def _result(row: Mapping[str, str]) -> tuple[str, ...]:
     return (row.get("outcome", ""), row.get("exc", ""))
 
 
-def disagreements(runs: Mapping[str, TraceRun], sizes: Mapping[str, int] | None = None) -> dict[str, list[str]]:
+def disagreements(
+    runs: Mapping[str, TraceRun], sizes: Mapping[str, int] | None = None, literal: Collection[str] = ()
+) -> dict[str, list[str]]:
     """For each candidate, the near inputs on which another candidate's result differs from its own.
 
     With `sizes` (semantic size per candidate), only a candidate whose change is no larger casts doubt:
     of two fixes that pass the same checks and disagree, the smaller change is the better explanation of
     the bug, and a bigger one (typically one that builds the report's own constants into the code) does not
-    outweigh it. Equal sizes doubt each other.
+    outweigh it. Equal sizes doubt each other. A candidate in `literal` (its change only replaces literal
+    values, `literal_only`) is doubted by any fix that disagrees with it, whatever the sizes: a number tuned
+    until the reported example passes is the smallest change there is, and the commonest overfit.
     """
     out: dict[str, list[str]] = {cid: [] for cid in runs}
     ids = sorted(runs)
 
     def doubts(who: str, whom: str) -> bool:
-        if sizes is None:
+        if sizes is None or whom in literal:
             return True
         a, b = sizes.get(who, -1), sizes.get(whom, -1)
         return a < 0 or b < 0 or a <= b

@@ -24,6 +24,7 @@ from patch_selectors.assessment import (
     enclosing_functions,
     fix_shape,
     judge,
+    literal_only,
     new_crashes,
     semantic_size,
     table_entry_lines,
@@ -211,6 +212,17 @@ def test_candidates_that_disagree_on_a_near_input_both_hear_of_it() -> None:
     sized = disagreements({"p1": one, "p2": two}, {"p1": 2, "p2": 7})
     assert sized == {"p1": [], "p2": ["k: 3 here, 2 with p1"]}
     assert disagreements({"p1": one, "p2": two}, {"p1": 4, "p2": 4}) == found
+    # A fix that only retunes a literal is doubted by a larger fix that disagrees with it, and still doubts it.
+    assert disagreements({"p1": one, "p2": two}, {"p1": 1, "p2": 3}, literal={"p1"}) == found
+
+
+def test_a_fix_that_only_changes_literal_values_is_recognized() -> None:
+    counter = "def runs(text):\n    out = []\n    for ch in text:\n        if out and out[-1][0] == ch:\n"
+    counter += "            out[-1][1] = 1\n        else:\n            out.append([ch, 1])\n    return out\n"
+    assert literal_only({"a.py": counter}, {"a.py": counter.replace("[1] = 1", "[1] = 2")})
+    assert literal_only({"a.py": counter}, {"a.py": counter.replace("out[-1][0]", "out[0][0]")})
+    assert not literal_only({"a.py": counter}, {"a.py": counter.replace("[1] = 1", "[1] += 1")})
+    assert not literal_only({"a.py": counter}, {"a.py": counter})
 
 
 def test_verdicts() -> None:
