@@ -145,6 +145,21 @@ def _sibling_values(values: list[Any]) -> list[tuple[int, int, object]]:
     return out
 
 
+def _neighbour_values(values: list[Any]) -> list[tuple[int, int, object]]:
+    """(i, j, v): an int argument i moved just past int argument j, on either side (v = values[j] ± 1).
+
+    Arguments that are compared with each other (`clamp(x, lo, hi)`, an index and a length) take other
+    branches when one crosses the other: `clamp(5, 0, 10)` also runs as `clamp(11, 0, 10)` and `clamp(-1, 0, 10)`.
+    """
+    ints = [i for i, v in enumerate(values) if isinstance(v, int) and not isinstance(v, bool)]
+    out: list[tuple[int, int, object]] = []
+    for i in ints:
+        for j in ints:
+            if i != j:
+                out += [(i, j, v) for v in (values[j] + 1, values[j] - 1) if v != values[i]]
+    return out
+
+
 class _Timeout(BaseException):
     """Raised by the alarm inside a probe call (BaseException so the repo's `except Exception` cannot eat it)."""
 
@@ -377,6 +392,8 @@ def probe(seeds: list[dict[str, Any]], tracer: Tracer | None = None) -> list[dic
                 variants.append((f"arg{i}:{n}", [*base[:i], v, *base[i + 1 :]]))
         for i, j, v in _sibling_values(base):
             variants.append((f"arg{i}-from-arg{j}", [*base[:i], v, *base[i + 1 :]]))
+        for i, j, v in _neighbour_values(base):
+            variants.append((f"arg{i}-near-arg{j}", [*base[:i], v, *base[i + 1 :]]))
         for label, values in variants[: MAX_VARIANTS_PER_SEED + 1]:
             key = seed["module"] + "." + seed["qualname"] + "(" + ", ".join(norm_repr(v) for v in values) + ")"
             if key in seen and label != "seed":

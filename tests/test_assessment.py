@@ -378,6 +378,48 @@ async def test_sandboxed_assessment_trusts_the_right_fix_and_doubts_the_overfitt
     assert [r.id for r in assessment_pool([good, bad], both)] == ["good"]
 
 
+BOUNDS = """\
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x < hi:
+        return hi
+    return x
+"""
+BOUNDS_TESTS = "from clamp import clamp\n\n\ndef test_below():\n    assert clamp(-3, 0, 10) == 0\n"
+BOUNDS_BRT = "from clamp import clamp\n\n\ndef test_inside():\n    assert clamp(5, 0, 10) == 5\n"
+
+
+def _bounds_fix(old: str, new: str, line: int) -> str:
+    before = BOUNDS.splitlines()
+    after = [new if i == line - 1 else text for i, text in enumerate(before)]
+    assert before[line - 1] == old
+    body = "".join(f" {a}\n" if a == b else f"-{a}\n+{b}\n" for a, b in zip(before, after, strict=True))
+    header = "diff --git a/clamp.py b/clamp.py\n--- a/clamp.py\n+++ b/clamp.py\n@@ -1,6 +1,6 @@\n"
+    return header + body + _new_file("tests/test_brt.py", BOUNDS_BRT)
+
+
+async def test_fixes_that_disagree_once_x_passes_hi_are_both_unsure(tmp_path: Path, settings: Settings) -> None:
+    """clamp(5, 0, 10) alone cannot tell `return x` from `x > hi`; clamp(11, 0, 10), a near input, can."""
+    files = {
+        "clamp.py": BOUNDS,
+        "tests/test_clamp.py": BOUNDS_TESTS,
+        "pyproject.toml": '[project]\nname = "clamp"\nversion = "0"\n[tool.pytest.ini_options]\n'
+        'pythonpath = ["."]\ntestpaths = ["tests"]\n',
+    }
+    base = make_git_repo(tmp_path / "base", files)
+    env, run = await sandboxed_review_env(base, tmp_path / "scratch", settings)
+    assert run.all_passed, run.result.output
+    right = make_record("right", _bounds_fix("    if x < hi:", "    if x > hi:", 4), [Review(True, "brt")])
+    wrong = make_record("wrong", _bounds_fix("        return hi", "        return x", 5), [Review(True, "brt")])
+    alone = await assess_records([wrong], env)
+    assert alone["wrong"].verdict == "confident"  # nothing else to compare it with: the BRT and tests agree
+    both = await assess_records([right, wrong], env)
+    assert both["right"].verdict == "unsure" and both["wrong"].verdict == "unsure"
+    assert any("clamp(11, 0, 10)" in d for d in both["wrong"].disagreements), both["wrong"].disagreements
+    shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+
+
 def _countdown(n):  # type: ignore[no-untyped-def]
     while n > 0:
         yield n
@@ -514,6 +556,16 @@ def test_harness_runs_documented_examples_in_the_module_namespace(tmp_path: Path
     assert rows["clamp(5, 0, 10)"]["outcome"] == "fail" and rows["clamp(5, 0, 10)"]["value"] == "10"
     assert rows["clamp(5, 0, 10)"]["hit"] == "1"
     assert rows["clamp(missing, 0, 1)"]["outcome"] == "unresolved"
+
+
+def test_near_inputs_move_an_int_argument_across_another() -> None:
+    from patch_selectors.probe_harness import _neighbour_values
+
+    moved = _neighbour_values([5, 0, 10])
+    # clamp(5, 0, 10) also runs with x just above hi and just below lo, and lo/hi moved around x.
+    assert (0, 2, 11) in moved and (0, 1, -1) in moved and (2, 0, 4) in moved and (1, 0, 6) in moved
+    assert _neighbour_values([3, "a", True]) == []  # one int only: bools and strings are not numbers here
+    assert all(v != [4, 3][i] for i, _j, v in _neighbour_values([4, 3]))  # never the value it already has
 
 
 def test_near_inputs_also_take_values_that_occur_in_a_sequence_argument() -> None:
