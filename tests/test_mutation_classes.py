@@ -649,3 +649,75 @@ def test_loop_counters_and_pairwise_assignments_are_numbers() -> None:
     line = next(i for i, text in enumerate(source.splitlines(), 1) if "grid[i][j] = name" in text)
     tiers = {c.description: c.tier for c in generate_candidates(source, line) if c.operator == "name"}
     assert tiers["line 6: `i` -> `grid`"] == 3 and tiers["line 6: `i` -> `j`"] == 1
+
+
+def test_term_addition_reaches_slice_bounds_and_indices() -> None:
+    source = textwrap.dedent(
+        """
+        def page(items, offset, count):
+            return items[offset:count]  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["page"](list("abcdef"), 2, 3) == ["c", "d", "e"] and ns["page"]([], 0, 5) == []
+
+    fixed = _fixing(source, check, "term_addition")
+    assert {c.new_source.splitlines()[2].strip() for c in fixed} == {"return items[offset:count + offset]  # BUG"}
+
+
+def test_length_guard_checks_a_counter_against_the_sequence_it_indexes() -> None:
+    source = textwrap.dedent(
+        """
+        def interleave(a, b):
+            out = []
+            i = j = 0
+            while i < len(a):  # BUG
+                out.append(a[i])
+                out.append(b[j])
+                i += 1
+                j += 1
+            return out + a[i:] + b[j:]
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["interleave"]([1, 2, 3], [9]) == [1, 9, 2, 3] and ns["interleave"]([1], [7, 8]) == [1, 7, 8]
+
+    fixed = _fixing(source, check, "length_guard")
+    assert [c.new_source.splitlines()[4].strip() for c in fixed] == ["while i < len(a) and len(b) > j:  # BUG"]
+    lookup = "def total(prices, key):\n    if prices[key] > 0:  # BUG\n        return prices[key]\n    return 0\n"
+    assert [c for c in _candidates(lookup) if c.operator == "length_guard"] == []  # a key, not a position
+
+
+def test_augmented_product_where_the_function_starts_at_one() -> None:
+    source = textwrap.dedent(
+        """
+        def factorial(n):
+            result = 1
+            for k in range(2, n + 1):
+                result = k  # BUG
+            return result
+        """
+    )
+    tiers = {c.description: c.tier for c in _candidates(source) if c.operator == "augop"}
+    assert tiers["line 5: `result = k` -> `result *= k`"] == 2
+    summing = source.replace("result = 1", "result = 0")
+    tiers = {c.description: c.tier for c in _candidates(summing) if c.operator == "augop"}
+    assert tiers["line 5: `result = k` -> `result *= k`"] == 3 and tiers["line 5: `result = k` -> `result += k`"] == 2
+
+
+def test_order_wrap_sorts_a_value_stored_as_a_sequence() -> None:
+    source = textwrap.dedent(
+        """
+        def lowest_two(values):
+            ordered = values  # BUG
+            return ordered[:2]
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["lowest_two"]([5, 1, 3]) == [1, 3]
+
+    fixed = _fixing(source, check, "order_wrap")
+    assert [c.new_source.splitlines()[2].strip() for c in fixed] == ["ordered = sorted(values)  # BUG"]

@@ -342,7 +342,8 @@ def builtins(env: Env) -> Iterator[Edit]:
 
 
 def order_wraps(env: Env) -> Iterator[Edit]:
-    """A sequence consumed in the wrong order: `''.join(xs)` -> `''.join(reversed(xs))` / `sorted(xs)`.
+    """A sequence consumed in the wrong order: `''.join(xs)` -> `''.join(reversed(xs))` / `sorted(xs)`;
+    `ordered = xs` -> `ordered = sorted(xs)`.
 
     The mirror of the builtin unwrap: a list variable passed on as a call's argument, or iterated by a `for`
     header, goes through `reversed` or `sorted` first (digits collected least significant first, items
@@ -350,17 +351,29 @@ def order_wraps(env: Env) -> Iterator[Edit]:
     """
     header = env.target.header
     iterated = {id(env.target.stmt.iter)} if header is not None and isinstance(env.target.stmt, ast.For) else set()
+    stmt = env.target.stmt
+    # `ordered = nums`: the value is a sequence when the name it is stored in is one.
+    stored_seq = (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and env.scope.kind(stmt.targets[0].id) == "seq"
+    )
     for node, root in env.of_type(ast.Name):
         assert isinstance(node, ast.Name)
-        if not isinstance(node.ctx, ast.Load) or env.scope.kind(node.id) != "seq" or not _is_variable(env, node):
+        if not isinstance(node.ctx, ast.Load) or not _is_variable(env, node):
+            continue
+        if env.scope.kind(node.id) != "seq" and not (stored_seq and getattr(stmt, "value", None) is node):
             continue
         parent = env.parent(node)
         argument = isinstance(parent, ast.Call) and any(a is node for a in parent.args)
         if argument and isinstance(parent, ast.Call) and call_name(parent) in ("reversed", "sorted", "len", "set"):
             continue
-        if not argument and id(node) not in iterated:
+        # A whole assigned or returned value keeps its type: sorted() gives a list, reversed() an iterator.
+        whole = header is None and isinstance(stmt, (ast.Assign, ast.Return)) and stmt.value is node
+        if not argument and not whole and id(node) not in iterated:
             continue
-        for func in ("reversed", "sorted"):
+        for func in ("sorted",) if whole else ("reversed", "sorted"):
             if func not in env.scope.variables:
                 yield Edit("order_wrap", 3, root, node, ast.Call(func=name_node(func), args=[node], keywords=[]))
 
@@ -383,17 +396,22 @@ def locals_for_subexpressions(env: Env) -> Iterator[Edit]:
 
 
 def term_addition(env: Env) -> Iterator[Edit]:
-    """Missing term: argument `x` -> `x - v` / `x + v`; returned/assigned `e` -> `v + e` / `e + v`."""
-    for node, root in env.of_type(ast.Call):
-        assert isinstance(node, ast.Call)
-        if call_name(node) in ("print", "len", "isinstance"):
-            continue
-        for arg in node.args:
-            if isinstance(arg, ast.Name) and _is_variable(env, arg) and env.scope.kind(arg.id) in (None, "num"):
-                numbers = [v for v in _pool(env, arg, arg.id) if env.scope.kind(v) in (None, "num")]
-                for var in numbers[:LOCAL_LIMIT]:
-                    for op in (ast.Sub, ast.Add):
-                        yield Edit("term_addition", 2, root, arg, ast.BinOp(left=arg, op=op(), right=name_node(var)))
+    """Missing term: argument, index or slice bound `x` -> `x - v` / `x + v` (`seq[start:size]` ->
+    `seq[start:size + start]`); returned/assigned `e` -> `v + e` / `e + v`."""
+    positions: list[tuple[ast.AST, ast.AST]] = []
+    for node, root in env.nodes:
+        if isinstance(node, ast.Call) and call_name(node) not in ("print", "len", "isinstance"):
+            positions += [(arg, root) for arg in node.args]
+        elif isinstance(node, ast.Subscript):
+            bounds = node.slice
+            parts = [bounds.lower, bounds.upper] if isinstance(bounds, ast.Slice) else [bounds]
+            positions += [(part, root) for part in parts if part is not None]
+    for arg, root in positions:
+        if isinstance(arg, ast.Name) and _is_variable(env, arg) and env.scope.kind(arg.id) in (None, "num"):
+            numbers = [v for v in _pool(env, arg, arg.id) if env.scope.kind(v) in (None, "num")]
+            for var in numbers[:LOCAL_LIMIT]:
+                for op in (ast.Sub, ast.Add):
+                    yield Edit("term_addition", 2, root, arg, ast.BinOp(left=arg, op=op(), right=name_node(var)))
     stmt = env.target.stmt
     if env.target.header is None and isinstance(stmt, (ast.Return, ast.Assign)) and stmt.value is not None:
         value = stmt.value

@@ -138,8 +138,23 @@ def augmented_operators(env: Env) -> Iterator[Edit]:
     elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
         if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) and not is_literal_seq(stmt.value):
-            for op, tier in ((ast.Add, 2), (ast.Sub, 3)):
+            # `result = n` -> `result *= n` where the function starts `result` at 1, the product's identity.
+            product = isinstance(target, ast.Name) and _starts_at_one(env, target.id)
+            for op, tier in ((ast.Add, 2), (ast.Sub, 3), (ast.Mult, 2 if product else 3)):
                 yield Edit("augop", tier, stmt, stmt, ast.AugAssign(target=target, op=op(), value=stmt.value))
+
+
+def _starts_at_one(env: Env, name: str) -> bool:
+    """Whether the enclosing function assigns the literal 1 to `name` somewhere."""
+    if not env.target.functions:
+        return False
+    return any(
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and node.value.value == 1
+        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        for node in ast.walk(env.target.functions[0])
+    )
 
 
 def _literal_operand(node: ast.Compare, index: int) -> bool:

@@ -189,7 +189,10 @@ LENGTH_TIER = 2
 
 
 def _needed_length(index: ast.expr) -> ast.expr | int | None:
-    """What `len(s) >` must exceed for `s[index]` to exist: k for `k`, k-1 for `-k`, `i + k` for `i + k`."""
+    """What `len(s) >` must exceed for `s[index]` to exist: k for `k`, k-1 for `-k`, `i + k` for `i + k`, `i`
+    for a plain name (`length_guards` keeps that one only for a name the function counts with)."""
+    if isinstance(index, ast.Name):
+        return index
     if isinstance(index, ast.Constant) and type(index.value) is int:
         return index.value if index.value >= 0 else -index.value - 1
     if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant):
@@ -254,6 +257,8 @@ def length_guards(env: Env) -> Iterator[Edit]:
             # A condition that already measures the sequence has its guard; another bound is a constant edit.
             if count >= LOCAL_LIMIT or ast.unparse(seq) in measured:
                 continue
+            if isinstance(bound, ast.Name) and env.scope.kind(bound.id) != "num":
+                continue  # `d[key]`: a lookup, not a position
             count += 1
             length = ast.Call(func=name_node("len"), args=[seq], keywords=[])
             term = ast.Compare(left=length, ops=[ast.Gt()], comparators=[bound])
