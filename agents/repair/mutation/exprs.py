@@ -196,7 +196,7 @@ def slice_mirrors(env: Env) -> Iterator[Edit]:
             else ast.UnaryOp(op=ast.USub(), operand=bound)
         )
         mirrored = ast.Slice(lower=None, upper=flipped) if bounds.lower is not None else ast.Slice(lower=flipped)
-        yield Edit("slice_mirror", 2, root, node, ast.Subscript(value=node.value, slice=mirrored, ctx=node.ctx))
+        yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=mirrored, ctx=node.ctx))
 
 
 def _literal(node: ast.expr) -> bool:

@@ -583,7 +583,7 @@ def simultaneous_assignments(env: Env) -> Iterator[Edit]:
         first, second = block[first_at], block[first_at + 1]
         merged = _merged_assignment(first, second)
         if merged is not None:
-            yield Edit("simultaneous", 2, second, first, merged, "merge_next")
+            yield Edit("simultaneous", 3, second, first, merged, "merge_next")
 
 
 def _merged_assignment(first: ast.stmt, second: ast.stmt) -> ast.Assign | None:
