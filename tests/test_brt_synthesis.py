@@ -187,6 +187,27 @@ def test_float_expected_uses_approx() -> None:
     assert "pytest.approx(0.15)" in cands[0].source
 
 
+@pytest.mark.parametrize(
+    ("expected", "good", "bad"),
+    [("[2.0]", [2.0], [2]), ("2", 2, 2.0), ("[1, 2.5]", [1, 2.5], [1.0, 2.5]), ("1", 1, True)],
+)
+def test_numbers_keep_the_kind_the_report_shows(expected: str, good: object, bad: object) -> None:
+    from agents.reproduce.checks import VAR, _equality
+
+    line = _equality(expected).replace(VAR, "actual")
+
+    def holds(actual: object) -> bool:
+        try:
+            exec(line, {"pytest": pytest, "actual": actual})
+        except AssertionError:
+            return False
+        return True
+
+    assert holds(good)
+    # `2 == 2.0` and `[2] == [2.0]`: only the kinds tell them apart. True == 1 and True is no float: it passes.
+    assert holds(bad) is (expected == "1")
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.md")))
 def test_every_sample_synthesizes_valid_python(name: str) -> None:
     facts = _facts(name)

@@ -226,7 +226,13 @@ def _is_str_literal(text: str) -> bool:
 
 
 def _equality(src: str) -> str:
-    """`is` for singletons, approx for floats, == otherwise; the message carries the observed value."""
+    """`is` for singletons, approx for floats, == otherwise; the message carries the observed value.
+
+    Numbers keep the kind the report shows: `2 == 2.0` in Python, yet a report that expects `[2.0]` is not
+    answered by `[2]` (a missing `/ 2` that a doubled term makes up for), nor one that expects `2` by `2.0`
+    (`//` turned into `/`). So a number, or a flat list or tuple of numbers, is also checked item by item
+    for being a float exactly where the report's value is.
+    """
     message = f', f"observed {{{VAR}!r}}"'
     if src in ("True", "False", "None"):
         return f"assert {VAR} is {src}{message}"
@@ -235,9 +241,17 @@ def _equality(src: str) -> str:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return f"assert {VAR} == {src}{message}"
     flat = value if isinstance(value, list | tuple) else [value]
-    if any(isinstance(v, float) for v in flat) and all(isinstance(v, int | float) for v in flat):
-        return f"assert {VAR} == pytest.approx({src}){message}"
-    return f"assert {VAR} == {src}{message}"
+    numbers = bool(flat) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in flat)
+    if not numbers:
+        return f"assert {VAR} == {src}{message}"
+    floats = [isinstance(v, float) for v in flat]
+    kinds = (
+        f"[isinstance(v, float) for v in {VAR}] == {floats}"
+        if isinstance(value, list | tuple)
+        else f"isinstance({VAR}, float) is {floats[0]}"
+    )
+    equal = f"{VAR} == pytest.approx({src})" if any(floats) else f"{VAR} == {src}"
+    return f"assert {equal} and {kinds}{message}"
 
 
 def expected_exceptions(test_source: str) -> tuple[str, ...]:
