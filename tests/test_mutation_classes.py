@@ -530,9 +530,13 @@ def test_slice_mirror_takes_the_slice_from_the_other_end() -> None:
     assert [c.new_source.splitlines()[3].strip() for c in fixed] == ['return ".".join(parts[:-1])  # BUG']
     assert fixed[0].tier in OPERATOR_TIERS["slice_mirror"]
     tail = "def tail(xs, n):\n    return xs[-n:]  # BUG\n"
+    # `xs[n:]` comes from the unary-minus removal already; each source is tried once.
     assert [c.description for c in _candidates(tail) if c.operator == "slice_mirror"] == [
         "line 2: `xs[-n:]` -> `xs[:n]`"
     ]
+    last = "def last(items, n):\n    return items[n:] if n else []  # BUG\n"
+    kept = _fixing(last, lambda ns: ns["last"]([1, 2, 3], 2) == [2, 3] and ns["last"]([1], 0) == [], "slice_mirror")
+    assert [c.new_source.splitlines()[1].strip() for c in kept] == ["return items[-n:] if n else []  # BUG"]
     quiet = "def f(xs, i, j):\n    return xs[0:] + xs[i:j] + xs[::2] + xs[:]  # BUG\n"
     assert [c for c in _candidates(quiet) if c.operator == "slice_mirror"] == []
 

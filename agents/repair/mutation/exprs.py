@@ -175,9 +175,11 @@ def swaps(env: Env) -> Iterator[Edit]:
 
 
 def slice_mirrors(env: Env) -> Iterator[Edit]:
-    """A slice cut from the wrong end: `s[k:]` <-> `s[:-k]`, `s[:k]` <-> `s[-k:]` (one bound, no step).
+    """A slice cut from the wrong end: `s[k:]` <-> `s[:-k]`, `s[:k]` <-> `s[-k:]`, and the bound counted from
+    the other end in place, `s[k:]` <-> `s[-k:]`, `s[:k]` <-> `s[:-k]` (one bound, no step).
 
-    `prefix[1:]` drops the first item where `prefix[:-1]` drops the last; the bound stays, its end flips.
+    `prefix[1:]` drops the first item where `prefix[:-1]` drops the last; `items[n:]` skips n items where
+    `items[-n:]` keeps the last n.
     """
     for node, root in env.of_type(ast.Subscript):
         assert isinstance(node, ast.Subscript)
@@ -195,8 +197,11 @@ def slice_mirrors(env: Env) -> Iterator[Edit]:
             if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub)
             else ast.UnaryOp(op=ast.USub(), operand=bound)
         )
-        mirrored = ast.Slice(lower=None, upper=flipped) if bounds.lower is not None else ast.Slice(lower=flipped)
-        yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=mirrored, ctx=node.ctx))
+        lower = bounds.lower is not None
+        for other_end in (True, False):
+            side = (not lower) if other_end else lower
+            mirrored = ast.Slice(lower=flipped) if side else ast.Slice(lower=None, upper=flipped)
+            yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=mirrored, ctx=node.ctx))
 
 
 def _literal(node: ast.expr) -> bool:
