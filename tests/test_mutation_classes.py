@@ -725,3 +725,33 @@ def test_order_wrap_sorts_a_value_stored_as_a_sequence() -> None:
 
     fixed = _fixing(source, check, "order_wrap")
     assert [c.new_source.splitlines()[2].strip() for c in fixed] == ["ordered = sorted(values)  # BUG"]
+
+
+def test_flag_reset_clears_a_flag_in_the_branch_it_enables() -> None:
+    source = textwrap.dedent(
+        """
+        def join_words(words):
+            out = ""
+            first = True
+            for word in words:
+                if not first:
+                    out += ", "
+                if first and word:
+                    out += word.upper()  # BUG
+                else:
+                    out += word
+            return out
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["join_words"](["a", "b", "c"]) == "A, b, c" and ns["join_words"]([]) == ""
+
+    fixed = _fixing(source, check, "flag_reset")
+    assert [c.description for c in fixed] == ["insert `first = False` after line 9"]
+    assert fixed[0].tier in OPERATOR_TIERS["flag_reset"]
+    # A branch that already clears the flag, or a name that is no bool flag, gets nothing.
+    cleared = source.replace("out += word.upper()  # BUG", "out += word.upper()  # BUG\n            first = False")
+    assert [c for c in _candidates(cleared) if c.operator == "flag_reset"] == []
+    counted = "def f(xs, limit):\n    for x in xs:\n        if limit and x:\n            print(x)  # BUG\n"
+    assert [c for c in _candidates(counted) if c.operator == "flag_reset"] == []

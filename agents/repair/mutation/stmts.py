@@ -612,3 +612,51 @@ def _reads(expr: ast.expr, target: ast.expr) -> bool:
     """Whether `expr` reads the value that `target` names."""
     wanted = _key(target)
     return any(isinstance(node, ast.expr) and _key(node) == wanted for node in ast.walk(expr))
+
+
+def flag_resets(env: Env) -> Iterator[Edit]:
+    """A flag that enables a branch and is never cleared there: `if start and c: ...` -> `...; start = False`.
+
+    For a name the function sets to a bool literal and the enclosing `if` tests (as `start` or `not start`),
+    where that branch never assigns it: the assignment that turns the branch off again is inserted after the
+    target statement (the first-item-only flags: separators, capitals, headers).
+    """
+    stmt = env.target.stmt
+    if env.target.header is not None or not env.target.functions or isinstance(stmt, (ast.Return, ast.Raise)):
+        return
+    function = env.target.functions[0]
+    branch = next(
+        (n for n in ast.walk(function) if isinstance(n, ast.If) and any(s is stmt for s in n.body)),
+        None,
+    )
+    if branch is None:
+        return
+    flags = {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    cleared = {
+        node.id
+        for body_stmt in branch.body
+        for node in ast.walk(body_stmt)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    for name, negated in _tested_names(branch.test):
+        if name in flags and name not in cleared:
+            new = assign(ast.Name(id=name, ctx=ast.Store()), ast.Constant(value=negated))
+            yield Edit("flag_reset", 3, stmt, stmt, new, "insert_after")
+
+
+def _tested_names(test: ast.expr) -> list[tuple[str, bool]]:
+    """Names a condition tests for truth, directly or in an `and` chain: (name, whether under `not`)."""
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    out: list[tuple[str, bool]] = []
+    for term in terms:
+        if isinstance(term, ast.Name):
+            out.append((term.id, False))
+        elif isinstance(term, ast.UnaryOp) and isinstance(term.op, ast.Not) and isinstance(term.operand, ast.Name):
+            out.append((term.operand.id, True))
+    return out
