@@ -755,3 +755,22 @@ def test_flag_reset_clears_a_flag_in_the_branch_it_enables() -> None:
     assert [c for c in _candidates(cleared) if c.operator == "flag_reset"] == []
     counted = "def f(xs, limit):\n    for x in xs:\n        if limit and x:\n            print(x)  # BUG\n"
     assert [c for c in _candidates(counted) if c.operator == "flag_reset"] == []
+
+
+def test_early_return_guards_a_divisor_that_may_be_zero() -> None:
+    source = textwrap.dedent(
+        """
+        def share(part, whole):
+            if part is None:
+                return None
+            return part / whole  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["share"](1, 4) == 0.25 and ns["share"](3, 0) is None and ns["share"](None, 2) is None
+
+    fixed = _fixing(source, check, "early_return")
+    assert [c.description for c in fixed] == ["insert `if not whole: return None` before line 5"]
+    constant = "def half(x):\n    return x / 2  # BUG\n"
+    assert not [c for c in _candidates(constant) if c.operator == "early_return" and "not" in c.description]

@@ -347,6 +347,12 @@ def early_returns(env: Env) -> Iterator[Edit]:
     func = env.target.functions[0]
     empties = _empty_results(func)
     maybe_none = _maybe_none(func)
+    # A divisor that may be zero: `if not d: return <empty>` before `a / d` (a ratio of nothing is no ratio).
+    for divisor in _divisors(stmt, env)[:LOCAL_LIMIT]:
+        is_zero = ast.UnaryOp(op=ast.Not(), operand=name_node(divisor))
+        for value in empties:
+            guard = ast.If(test=is_zero, body=[ast.Return(value=value)], orelse=[])
+            yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
     for name in _read_names(stmt, env)[:LOCAL_LIMIT]:
         is_none = ast.Compare(left=name_node(name), ops=[ast.Is()], comparators=[ast.Constant(None)])
         for value in empties if name in maybe_none else []:
@@ -356,6 +362,18 @@ def early_returns(env: Env) -> Iterator[Edit]:
         for type_expr in _expected_types(stmt, name) if name in env.scope.params else []:
             guard = ast.If(test=_not_instance(name, type_expr), body=[ast.Return(value=name_node(name))], orelse=[])
             yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
+
+
+def _divisors(stmt: ast.stmt, env: Env) -> list[str]:
+    """Variables the statement divides by (`/`, `//`, `%` with a name on the right), in order."""
+    names: list[str] = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+            right = node.right
+            usable = isinstance(right, ast.Name) and right.id in env.scope.variables and right.id not in names
+            if usable and env.scope.kind(right.id) in (None, "num"):  # type: ignore[attr-defined]
+                names.append(right.id)  # type: ignore[attr-defined]
+    return names
 
 
 #: Mined (bench/edit_classes.py --all): `if <bad input>: raise E(...)` is 30 of 1,880 small-fix edits in 11 of
