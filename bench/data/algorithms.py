@@ -1,0 +1,1114 @@
+# ruff: noqa: E501  (a data table: each program is one call whose docstring and inputs read best unwrapped)
+"""Made-up algorithm programs with one injected bug each, in QuixBugs' layout: a check on code nothing was tuned on.
+
+Three sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
+(or one-statement) bug of a class from QuixBugs' taxonomy (wrong operator, variable, comparison, missing
+condition, off by one, swapped variables, wrong slice, wrong constant, wrong method, missing arithmetic,
+missing call, missing line), a docstring, and JSON test inputs. Each set was first run as a held-out check of
+the rules written before it, then its failures were read and more rules written (issue 27, session 24): set a
+led to the slice, nested swap, running extreme, simultaneous assignment and order wrap templates and to the
+assessment's identity-deletion and literal-only rules; set b to the neighbour near inputs, the counter length
+guard, the missing term at bounds, the product augop and the flag reset; set c to the number kinds of a BRT's
+expected value, the slice bound counted from the other end and the zero-divisor guard. All three are
+development data now: measure the next rule on a set written after it (d).
+
+    python bench/data/algorithms.py --set c OUT_REPO      # a git repository in QuixBugs' layout
+    QUIXBUGS_URL=OUT_REPO QUIXBUGS_REF=HEAD python bench/data/build_quixbugs.py --split all --out CASES
+    reprobot eval --bench CASES -M 4
+
+`build_quixbugs.py` runs each input on the buggy and the correct version in a sandbox and writes the cases
+(report in one of four styles, oracle BRT, regression tests), exactly as for QuixBugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+#: set -> (name, docstring, correct code, (text of the bug site, buggy text), JSON inputs [[args], expected]).
+PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]]]]] = {"a": [], "b": [], "c": []}
+_SET = "a"
+
+
+def _program(name: str, doc: str, code: str, bug: tuple[str, str], tests: list[list[object]]) -> None:
+    PROGRAMS[_SET].append((name, doc, textwrap.dedent(code).strip() + "\n", bug, tests))
+
+
+# ---- set a ----------------------------------------------------------------------------------------------------
+
+_SET = "a"
+
+_program(
+    "insertion_sort",
+    "Insertion sort\n\nInput:\n    arr: A list of ints\n\nOutput:\n    A sorted copy of arr",
+    """
+def insertion_sort(arr):
+    result = list(arr)
+    for i in range(1, len(result)):
+        key = result[i]
+        j = i - 1
+        while j >= 0 and result[j] > key:
+            result[j + 1] = result[j]
+            j -= 1
+        result[j + 1] = key
+    return result
+""",
+    ("while j >= 0 and", "while j > 0 and"),
+    [
+        [[[1, 2, 3]], [1, 2, 3]],
+        [[[]], []],
+        [[[3, 1, 2]], [1, 2, 3]],
+        [[[5]], [5]],
+        [[[1, 3, 2]], [1, 2, 3]],
+        [[[2, 1]], [1, 2]],
+    ],
+)
+
+_program(
+    "run_length_encode",
+    "Run-length encoding\n\nInput:\n    text: A string\n\nOutput:\n    A list of [char, count] pairs, one per run of equal characters",
+    """
+def run_length_encode(text):
+    runs = []
+    for char in text:
+        if runs and runs[-1][0] == char:
+            runs[-1][1] += 1
+        else:
+            runs.append([char, 1])
+    return runs
+""",
+    ("runs[-1][1] += 1", "runs[-1][1] = 1"),
+    [
+        [[""], []],
+        [["ab"], [["a", 1], ["b", 1]]],
+        [["aab"], [["a", 2], ["b", 1]]],
+        [["abbbc"], [["a", 1], ["b", 3], ["c", 1]]],
+    ],
+)
+
+_program(
+    "roman_to_int",
+    "Roman numerals\n\nInput:\n    s: A valid Roman numeral\n\nOutput:\n    Its integer value",
+    """
+def roman_to_int(s):
+    values = {'I': 1, 'V': 5, 'X': 10, 'L': 50, 'C': 100, 'D': 500, 'M': 1000}
+    total = 0
+    for i, char in enumerate(s):
+        value = values[char]
+        if i + 1 < len(s) and values[s[i + 1]] > value:
+            total -= value
+        else:
+            total += value
+    return total
+""",
+    ("values[s[i + 1]] > value", "values[s[i + 1]] >= value"),
+    [[["IV"], 4], [["XL"], 40], [["MCMXCIV"], 1994], [["XX"], 20], [["VI"], 6], [["III"], 3]],
+)
+
+_program(
+    "lower_bound",
+    "Lower bound\n\nInput:\n    arr: A sorted list of ints\n    x: A value\n\nOutput:\n    The first index i such that arr[i] >= x, or len(arr) if there is none",
+    """
+def lower_bound(arr, x):
+    lo, hi = 0, len(arr)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if arr[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+""",
+    ("if arr[mid] < x:", "if arr[mid] <= x:"),
+    [
+        [[[1, 3, 5], 4], 2],
+        [[[], 1], 0],
+        [[[1, 2, 3], 0], 0],
+        [[[1, 2, 2, 3], 2], 1],
+        [[[5, 5], 5], 0],
+        [[[1, 2], 9], 2],
+    ],
+)
+
+_program(
+    "merge_intervals",
+    "Merge intervals\n\nInput:\n    intervals: A list of [start, end] pairs\n\nOutput:\n    The sorted list of merged, non-overlapping intervals",
+    """
+def merge_intervals(intervals):
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+""",
+    ("merged[-1][1] = max(merged[-1][1], end)", "merged[-1][1] = end"),
+    [
+        [[[[1, 3], [2, 6], [8, 10]]], [[1, 6], [8, 10]]],
+        [[[]], []],
+        [[[[5, 6], [1, 2]]], [[1, 2], [5, 6]]],
+        [[[[1, 10], [2, 3]]], [[1, 10]]],
+        [[[[1, 4], [4, 5]]], [[1, 5]]],
+    ],
+)
+
+_program(
+    "caesar",
+    "Caesar cipher\n\nInput:\n    text: A string\n    shift: A non-negative int\n\nOutput:\n    text with every lowercase letter shifted by shift places, wrapping around the alphabet",
+    """
+def caesar(text, shift):
+    out = []
+    for char in text:
+        if char.isalpha() and char.islower():
+            out.append(chr((ord(char) - ord('a') + shift) % 26 + ord('a')))
+        else:
+            out.append(char)
+    return ''.join(out)
+""",
+    ("chr((ord(char) - ord('a') + shift) % 26 + ord('a'))", "chr(ord(char) - ord('a') + shift + ord('a'))"),
+    [[["abc", 1], "bcd"], [["hello world", 0], "hello world"], [["xyz", 3], "abc"], [["Hi!", 2], "Hk!"]],
+)
+
+_program(
+    "digital_root",
+    "Digital root\n\nInput:\n    n: A non-negative int\n\nOutput:\n    The single digit got by summing n's digits repeatedly",
+    """
+def digital_root(n):
+    while n >= 10:
+        n = sum(int(d) for d in str(n))
+    return n
+""",
+    ("while n >= 10:", "while n > 10:"),
+    [[[16], 7], [[942], 6], [[0], 0], [[10], 1], [[1234], 1]],
+)
+
+_program(
+    "rotate",
+    "Rotate a list\n\nInput:\n    lst: A list\n    k: A non-negative int\n\nOutput:\n    lst rotated right by k places",
+    """
+def rotate(lst, k):
+    if not lst:
+        return []
+    k = k % len(lst)
+    return lst[-k:] + lst[:-k]
+""",
+    ("    k = k % len(lst)\n", ""),
+    [
+        [[[1, 2, 3], 1], [3, 1, 2]],
+        [[[], 5], []],
+        [[[1, 2], 2], [1, 2]],
+        [[[1, 2, 3], 4], [3, 1, 2]],
+        [[[1, 2, 3, 4], 6], [3, 4, 1, 2]],
+    ],
+)
+
+_program(
+    "moving_average",
+    "Moving average\n\nInput:\n    values: A list of numbers\n    window: A positive int\n\nOutput:\n    The average of every window of that many consecutive values",
+    """
+def moving_average(values, window):
+    averages = []
+    total = 0
+    for i, value in enumerate(values):
+        total += value
+        if i >= window:
+            total -= values[i - window]
+        if i >= window - 1:
+            averages.append(total / window)
+    return averages
+""",
+    ("if i >= window:", "if i > window:"),
+    [
+        [[[1, 2], 2], [1.5]],
+        [[[5], 1], [5.0]],
+        [[[], 3], []],
+        [[[1, 2, 3, 4], 2], [1.5, 2.5, 3.5]],
+        [[[4, 4, 4], 3], [4.0]],
+        [[[1, 2, 3], 1], [1.0, 2.0, 3.0]],
+    ],
+)
+
+_program(
+    "flatten_dict",
+    "Flatten a nested dict\n\nInput:\n    d: A dict whose values may be dicts\n    prefix: The key prefix\n\nOutput:\n    A flat dict whose keys are the dotted paths to the leaves",
+    """
+def flatten_dict(d, prefix=''):
+    flat = {}
+    for key, value in d.items():
+        name = prefix + '.' + key if prefix else key
+        if isinstance(value, dict):
+            flat.update(flatten_dict(value, name))
+        else:
+            flat[name] = value
+    return flat
+""",
+    ("flatten_dict(value, name)", "flatten_dict(value, key)"),
+    [
+        [[{"a": 1, "b": 2}], {"a": 1, "b": 2}],
+        [[{"a": {"b": 1}}], {"a.b": 1}],
+        [[{"a": {"b": {"c": 1}}}], {"a.b.c": 1}],
+        [[{}], {}],
+    ],
+)
+
+_program(
+    "chunk",
+    "Chunk a list\n\nInput:\n    lst: A list\n    size: A positive int\n\nOutput:\n    lst cut into consecutive pieces of size items (the last may be shorter)",
+    """
+def chunk(lst, size):
+    return [lst[i:i + size] for i in range(0, len(lst), size)]
+""",
+    ("range(0, len(lst), size)", "range(0, len(lst) - 1, size)"),
+    [
+        [[[1, 2, 3, 4], 2], [[1, 2], [3, 4]]],
+        [[[], 3], []],
+        [[[1, 2, 3], 3], [[1, 2, 3]]],
+        [[[1, 2, 3], 2], [[1, 2], [3]]],
+        [[[1], 1], [[1]]],
+    ],
+)
+
+_program(
+    "to_binary",
+    "Binary digits\n\nInput:\n    n: A non-negative int\n\nOutput:\n    n written in base 2, as a string",
+    """
+def to_binary(n):
+    if n == 0:
+        return '0'
+    digits = []
+    while n > 0:
+        digits.append(str(n % 2))
+        n //= 2
+    return ''.join(reversed(digits))
+""",
+    ("''.join(reversed(digits))", "''.join(digits)"),
+    [[[5], "101"], [[0], "0"], [[1], "1"], [[7], "111"], [[6], "110"], [[4], "100"]],
+)
+
+_program(
+    "longest_common_prefix",
+    "Longest common prefix\n\nInput:\n    words: A list of strings\n\nOutput:\n    The longest string that every word starts with",
+    """
+def longest_common_prefix(words):
+    if not words:
+        return ''
+    prefix = words[0]
+    for word in words[1:]:
+        while not word.startswith(prefix):
+            prefix = prefix[:-1]
+    return prefix
+""",
+    ("prefix = prefix[:-1]", "prefix = prefix[1:]"),
+    [
+        [[["a", "a"]], "a"],
+        [[[]], ""],
+        [[["abc"]], "abc"],
+        [[["flower", "flow", "flight"]], "fl"],
+        [[["dog", "racecar"]], ""],
+    ],
+)
+
+_program(
+    "two_sum",
+    "Two sum\n\nInput:\n    nums: A list of ints\n    target: An int\n\nOutput:\n    The indices [i, j], i < j, of two different items that add up to target, or None",
+    """
+def two_sum(nums, target):
+    seen = {}
+    for i, num in enumerate(nums):
+        if target - num in seen:
+            return [seen[target - num], i]
+        seen[num] = i
+    return None
+""",
+    (
+        "        if target - num in seen:\n            return [seen[target - num], i]\n        seen[num] = i\n",
+        "        seen[num] = i\n        if target - num in seen:\n            return [seen[target - num], i]\n",
+    ),
+    [[[[2, 7, 11, 15], 9], [0, 1]], [[[1, 2], 10], None], [[[3, 2, 4], 6], [1, 2]], [[[3, 3], 6], [0, 1]]],
+)
+
+_program(
+    "count_inversions",
+    "Count inversions\n\nInput:\n    arr: A list of ints\n\nOutput:\n    The number of pairs i < j with arr[i] > arr[j]",
+    """
+def count_inversions(arr):
+    count = 0
+    for i in range(len(arr)):
+        for j in range(i + 1, len(arr)):
+            if arr[i] > arr[j]:
+                count += 1
+    return count
+""",
+    ("if arr[i] > arr[j]:", "if arr[j] > arr[i]:"),
+    [[[[1, 1]], 0], [[[]], 0], [[[5]], 0], [[[2, 1, 2]], 1], [[[2, 1]], 1], [[[1, 2, 3]], 0]],
+)
+
+_program(
+    "fib_list",
+    "Fibonacci numbers\n\nInput:\n    n: A non-negative int\n\nOutput:\n    The first n Fibonacci numbers, starting 0, 1",
+    """
+def fib_list(n):
+    seq = []
+    a, b = 0, 1
+    for _ in range(n):
+        seq.append(a)
+        a, b = b, a + b
+    return seq
+""",
+    ("        a, b = b, a + b\n", "        a = b\n        b = a + b\n"),
+    [[[0], []], [[1], [0]], [[2], [0, 1]], [[5], [0, 1, 1, 2, 3]], [[3], [0, 1, 1]]],
+)
+
+_program(
+    "is_anagram",
+    "Anagrams\n\nInput:\n    a, b: Two strings\n\nOutput:\n    Whether a and b have the same letters, ignoring case and spaces",
+    """
+def is_anagram(a, b):
+    a = a.replace(' ', '').lower()
+    b = b.replace(' ', '').lower()
+    return sorted(a) == sorted(b)
+""",
+    ("b = b.replace(' ', '').lower()", "b = a.replace(' ', '').lower()"),
+    [[["abc", "cba"], True], [["Dormitory", "dirty room"], True], [["abc", "abd"], False], [["a", "ab"], False]],
+)
+
+_program(
+    "matrix_multiply",
+    "Matrix product\n\nInput:\n    a, b: Matrices as lists of rows, len(a[0]) == len(b)\n\nOutput:\n    The product a times b",
+    """
+def matrix_multiply(a, b):
+    rows, inner, cols = len(a), len(b), len(b[0])
+    result = [[0] * cols for _ in range(rows)]
+    for i in range(rows):
+        for j in range(cols):
+            for k in range(inner):
+                result[i][j] += a[i][k] * b[k][j]
+    return result
+""",
+    ("a[i][k] * b[k][j]", "a[i][k] * b[j][k]"),
+    [
+        [[[[1, 2], [3, 4]], [[1, 0], [0, 1]]], [[1, 2], [3, 4]]],
+        [[[[2]], [[3]]], [[6]]],
+        [[[[1, 2], [3, 4]], [[5, 6], [7, 8]]], [[19, 22], [43, 50]]],
+        [[[[1, 2, 3]], [[1], [2], [3]]], [[14]]],
+    ],
+)
+
+_program(
+    "remove_duplicates",
+    "Remove duplicates\n\nInput:\n    lst: A list of hashable items\n\nOutput:\n    lst without repeated items, first occurrences kept in order",
+    """
+def remove_duplicates(lst):
+    seen = set()
+    result = []
+    for item in lst:
+        if item not in seen:
+            seen.add(item)
+            result.append(item)
+    return result
+""",
+    ("            seen.add(item)\n", ""),
+    [[[[1, 2, 3]], [1, 2, 3]], [[[]], []], [[[1, 1, 2]], [1, 2]], [[["a", "b", "a"]], ["a", "b"]]],
+)
+
+_program(
+    "is_prime",
+    "Primality\n\nInput:\n    n: An int\n\nOutput:\n    Whether n is a prime number",
+    """
+def is_prime(n):
+    if n < 2:
+        return False
+    i = 2
+    while i * i <= n:
+        if n % i == 0:
+            return False
+        i += 1
+    return True
+""",
+    ("while i * i <= n:", "while i * i < n:"),
+    [[[7], True], [[1], False], [[2], True], [[15], False], [[4], False], [[9], False], [[25], False]],
+)
+
+_program(
+    "max_subarray",
+    "Maximum subarray sum\n\nInput:\n    nums: A non-empty list of ints\n\nOutput:\n    The largest sum of a non-empty run of consecutive items",
+    """
+def max_subarray(nums):
+    best = current = nums[0]
+    for num in nums[1:]:
+        current = max(num, current + num)
+        best = max(best, current)
+    return best
+""",
+    ("best = current = nums[0]", "best = current = 0"),
+    [[[[-2, 1, -3, 4, -1, 2, 1, -5, 4]], 6], [[[0, 3]], 3], [[[1, 2, 3]], 6], [[[-3, -1, -2]], -1], [[[5]], 5]],
+)
+
+_program(
+    "collatz_steps",
+    "Collatz steps\n\nInput:\n    n: A positive int\n\nOutput:\n    How many Collatz steps (halve if even, else 3n + 1) take n to 1",
+    """
+def collatz_steps(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+""",
+    ("n = 3 * n + 1", "n = 3 * n - 1"),
+    [[[1], 0], [[2], 1], [[4], 2], [[7], 16], [[3], 7], [[8], 3]],
+)
+
+# ---- set b ----------------------------------------------------------------------------------------------------
+
+_SET = "b"
+
+_program(
+    "running_total",
+    "Running totals\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    The list of prefix sums",
+    """
+def running_total(nums):
+    totals = []
+    total = 0
+    for n in nums:
+        total += n
+        totals.append(total)
+    return totals
+""",
+    ("        total += n\n", "        total = n\n"),
+    [[[[]], []], [[[5]], [5]], [[[1, 2, 3]], [1, 3, 6]], [[[0, 4]], [0, 4]]],
+)
+
+_program(
+    "second_largest",
+    "Second largest\n\nInput:\n    nums: A list of ints\n\nOutput:\n    The largest value below the maximum, or None",
+    """
+def second_largest(nums):
+    first = second = None
+    for n in nums:
+        if first is None or n > first:
+            first, second = n, first
+        elif n != first and (second is None or n > second):
+            second = n
+    return second
+""",
+    ("first, second = n, first", "first, second = n, second"),
+    [[[[3, 2, 1]], 2], [[[5]], None], [[[2, 2]], None], [[[1, 2, 3]], 2], [[[1, 3, 2]], 2]],
+)
+
+_program(
+    "count_in_range",
+    "Count in range\n\nInput:\n    nums: A list of numbers\n    lo, hi: Bounds\n\nOutput:\n    How many items x satisfy lo <= x < hi",
+    """
+def count_in_range(nums, lo, hi):
+    return sum(1 for n in nums if lo <= n < hi)
+""",
+    ("lo <= n < hi", "lo < n < hi"),
+    [[[[1, 2, 3], 0, 10], 3], [[[], 0, 1], 0], [[[1, 2, 3], 1, 3], 2], [[[5], 5, 6], 1]],
+)
+
+_program(
+    "merge_sorted",
+    "Merge two sorted lists\n\nInput:\n    a, b: Sorted lists\n\nOutput:\n    One sorted list with the items of both",
+    """
+def merge_sorted(a, b):
+    out = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i] <= b[j]:
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    return out + a[i:] + b[j:]
+""",
+    ("while i < len(a) and j < len(b):", "while i < len(a):"),
+    [[[[], [1]], [1]], [[[1], [2, 3]], [1, 2, 3]], [[[1, 3], [2]], [1, 2, 3]], [[[2], [1]], [1, 2]]],
+)
+
+_program(
+    "last_index",
+    "Last index\n\nInput:\n    items: A list\n    target: A value\n\nOutput:\n    The index of the last item equal to target, or -1",
+    """
+def last_index(items, target):
+    for i in range(len(items) - 1, -1, -1):
+        if items[i] == target:
+            return i
+    return -1
+""",
+    ("range(len(items) - 1, -1, -1)", "range(len(items) - 1, 0, -1)"),
+    [[[[1, 2, 3], 3], 2], [[[1, 2, 1], 1], 2], [[[], 1], -1], [[[1, 2, 3], 1], 0], [[[4], 4], 0]],
+)
+
+_program(
+    "lcm",
+    "Least common multiple\n\nInput:\n    a, b: Positive ints\n\nOutput:\n    The smallest positive int that both divide",
+    """
+def lcm(a, b):
+    x, y = a, b
+    while y:
+        x, y = y, x % y
+    return a * b // x
+""",
+    ("x, y = y, x % y", "x, y = y, y % x"),
+    [[[4, 6], 12], [[7, 7], 7], [[1, 1], 1], [[3, 5], 15], [[2, 4], 4]],
+)
+
+_program(
+    "window",
+    "Window\n\nInput:\n    seq: A list\n    start: An index\n    size: A non-negative int\n\nOutput:\n    The size items of seq from start on (fewer at the end)",
+    """
+def window(seq, start, size):
+    return seq[start:start + size]
+""",
+    ("seq[start:start + size]", "seq[start:size]"),
+    [[[[1, 2, 3, 4], 0, 2], [1, 2]], [[[], 0, 3], []], [[[1, 2, 3, 4], 1, 2], [2, 3]], [[[1, 2, 3], 2, 1], [3]]],
+)
+
+_program(
+    "split_parity",
+    "Split by parity\n\nInput:\n    nums: A list of ints\n\nOutput:\n    [evens, odds], each in input order",
+    """
+def split_parity(nums):
+    evens, odds = [], []
+    for n in nums:
+        if n % 2 == 0:
+            evens.append(n)
+        else:
+            odds.append(n)
+    return [evens, odds]
+""",
+    ("if n % 2 == 0:", "if n % 2 == 1:"),
+    [[[[]], [[], []]], [[[1, 2]], [[2], [1]]], [[[0]], [[0], []]], [[[3, 5, 4]], [[4], [3, 5]]]],
+)
+
+_program(
+    "unique_words",
+    "Unique words\n\nInput:\n    text: A string\n\nOutput:\n    The distinct words of text, lowercased and sorted",
+    """
+def unique_words(text):
+    return sorted(set(text.lower().split()))
+""",
+    ("text.lower()", "text.upper()"),
+    [[[""], []], [["1 2 1"], ["1", "2"]], [["b a B"], ["a", "b"]], [["Hello hello"], ["hello"]]],
+)
+
+_program(
+    "oldest",
+    "Oldest person\n\nInput:\n    people: A list of dicts with 'name' and 'age'\n\nOutput:\n    The name of the oldest person (the first of equals), or None",
+    """
+def oldest(people):
+    best = None
+    for person in people:
+        if best is None or person["age"] > best["age"]:
+            best = person
+    return best["name"] if best else None
+""",
+    ('return best["name"] if best else None', 'return best["age"] if best else None'),
+    [
+        [[[]], None],
+        [[[{"name": 5, "age": 5}]], 5],
+        [[[{"name": "ann", "age": 3}, {"name": "bob", "age": 7}]], "bob"],
+        [[[{"name": "cy", "age": 1}]], "cy"],
+    ],
+)
+
+_program(
+    "mean",
+    "Arithmetic mean\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    Their mean, or 0 for an empty list",
+    """
+def mean(nums):
+    if not nums:
+        return 0
+    return sum(nums) / len(nums)
+""",
+    ("return sum(nums) / len(nums)", "return sum(nums)"),
+    [[[[]], 0], [[[5]], 5.0], [[[1, 2, 3]], 2.0], [[[2, 2]], 2.0]],
+)
+
+_program(
+    "median",
+    "Median\n\nInput:\n    nums: A non-empty list of numbers\n\nOutput:\n    The middle value of the sorted list (the mean of the two middle ones for an even length)",
+    """
+def median(nums):
+    ordered = sorted(nums)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2
+""",
+    ("ordered = sorted(nums)", "ordered = nums"),
+    [[[[1, 2, 3]], 2], [[[5]], 5], [[[1, 2]], 1.5], [[[3, 1, 2]], 2], [[[4, 1, 3, 2]], 2.5]],
+)
+
+_program(
+    "bubble_sort",
+    "Bubble sort\n\nInput:\n    arr: A list of ints\n\nOutput:\n    A sorted copy of arr",
+    """
+def bubble_sort(arr):
+    arr = list(arr)
+    n = len(arr)
+    for i in range(n):
+        swapped = False
+        for j in range(n - 1 - i):
+            if arr[j] > arr[j + 1]:
+                arr[j], arr[j + 1] = arr[j + 1], arr[j]
+                swapped = True
+        if not swapped:
+            break
+    return arr
+""",
+    ("                swapped = True\n", ""),
+    [[[[1, 2, 3]], [1, 2, 3]], [[[]], []], [[[2, 1]], [1, 2]], [[[3, 2, 1]], [1, 2, 3]], [[[4, 1, 3]], [1, 3, 4]]],
+)
+
+_program(
+    "product",
+    "Product\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    The product of the items (1 for an empty list)",
+    """
+def product(nums):
+    result = 1
+    for n in nums:
+        result *= n
+    return result
+""",
+    ("result *= n", "result = n"),
+    [[[[]], 1], [[[5]], 5], [[[1, 1, 7]], 7], [[[2, 3]], 6], [[[2, 2, 2]], 8]],
+)
+
+_program(
+    "positions",
+    "Positions of a character\n\nInput:\n    text: A string\n    ch: A character\n\nOutput:\n    The indices where ch occurs in text",
+    """
+def positions(text, ch):
+    return [i for i, c in enumerate(text) if c == ch]
+""",
+    ("[i for i, c in", "[c for i, c in"),
+    [[["", "a"], []], [["xyz", "a"], []], [["abca", "a"], [0, 3]], [["b", "b"], [0]]],
+)
+
+_program(
+    "clamp",
+    "Clamp\n\nInput:\n    x, lo, hi: Numbers, lo <= hi\n\nOutput:\n    x limited to the range [lo, hi]",
+    """
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+""",
+    ("if x > hi:", "if x < hi:"),
+    [[[-1, 0, 10], 0], [[10, 0, 10], 10], [[5, 0, 10], 5], [[15, 0, 10], 10]],
+)
+
+_program(
+    "dig",
+    "Nested lookup\n\nInput:\n    data: Nested dicts\n    path: A list of keys\n\nOutput:\n    The value at the end of the path, or None where the path leaves the dicts",
+    """
+def dig(data, path):
+    for key in path:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+""",
+    ("if not isinstance(data, dict) or key not in data:", "if key not in data:"),
+    [
+        [[{"a": {"b": 1}}, ["a", "b"]], 1],
+        [[{}, ["a"]], None],
+        [[{"a": 1}, ["a", "b"]], None],
+        [[{"a": "xyz"}, ["a", "y"]], None],
+    ],
+)
+
+_program(
+    "pad_left",
+    "Pad on the left\n\nInput:\n    text: A string\n    width: An int\n    fill: One character\n\nOutput:\n    text with fill prepended until it is width long",
+    """
+def pad_left(text, width, fill):
+    while len(text) < width:
+        text = fill + text
+    return text
+""",
+    ("while len(text) < width:", "while len(text) < width - 1:"),
+    [[["ab", 2, "0"], "ab"], [["abc", 1, "0"], "abc"], [["7", 3, "0"], "007"], [["", 1, "x"], "x"]],
+)
+
+_program(
+    "subtract_lists",
+    "Element-wise difference\n\nInput:\n    a, b: Lists of numbers of equal length\n\nOutput:\n    The list of a[i] - b[i]",
+    """
+def subtract_lists(a, b):
+    return [x - y for x, y in zip(a, b)]
+""",
+    ("[x - y for", "[y - x for"),
+    [[[[1, 2], [1, 2]], [0, 0]], [[[], []], []], [[[5], [3]], [2]], [[[1, 9], [0, 4]], [1, 5]]],
+)
+
+_program(
+    "flatten_once",
+    "Flatten one level\n\nInput:\n    lists: A list whose items may be lists\n\nOutput:\n    The items, with the items of inner lists spliced in",
+    """
+def flatten_once(lists):
+    out = []
+    for item in lists:
+        if isinstance(item, list):
+            out.extend(item)
+        else:
+            out.append(item)
+    return out
+""",
+    ("            out.extend(item)\n", "            out.append(item)\n"),
+    [[[[]], []], [[[1, 2]], [1, 2]], [[[[1], 2]], [1, 2]], [[[[1, 2], [3]]], [1, 2, 3]]],
+)
+
+_program(
+    "capitalize_sentences",
+    "Capitalize sentences\n\nInput:\n    text: A string\n\nOutput:\n    text with the first letter of each sentence in upper case",
+    """
+def capitalize_sentences(text):
+    out = []
+    start = True
+    for ch in text:
+        if start and ch.isalpha():
+            ch = ch.upper()
+            start = False
+        elif ch in ".!?":
+            start = True
+        out.append(ch)
+    return "".join(out)
+""",
+    ("            start = False\n", ""),
+    [[["a"], "A"], [[""], ""], [["x! y"], "X! Y"], [["hi. yo"], "Hi. Yo"]],
+)
+
+# ---- set c ----------------------------------------------------------------------------------------------------
+
+_SET = "c"
+
+_program(
+    "balance",
+    "Account balance\n\nInput:\n    transactions: A list of [kind, amount], kind 'deposit' or 'withdraw'\n\nOutput:\n    The balance after all of them, from 0",
+    """
+def balance(transactions):
+    total = 0
+    for kind, amount in transactions:
+        if kind == "deposit":
+            total += amount
+        else:
+            total -= amount
+    return total
+""",
+    ("            total -= amount\n", "            total = amount\n"),
+    [[[[]], 0], [[[["deposit", 5]]], 5], [[[["withdraw", 0]]], 0], [[[["deposit", 5], ["withdraw", 2]]], 3]],
+)
+
+_program(
+    "weighted_sum",
+    "Weighted sum\n\nInput:\n    values, weights: Lists of numbers of equal length\n\nOutput:\n    The sum of value times weight",
+    """
+def weighted_sum(values, weights):
+    return sum(v * w for v, w in zip(values, weights))
+""",
+    ("v * w for", "v * v for"),
+    [[[[], []], 0], [[[1], [1]], 1], [[[1, 2], [1, 1]], 3], [[[2], [3]], 6]],
+)
+
+_program(
+    "all_positive",
+    "All positive\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    Whether every item is greater than zero",
+    """
+def all_positive(nums):
+    return all(n > 0 for n in nums)
+""",
+    ("n > 0 for", "n >= 0 for"),
+    [[[[]], True], [[[1, 2]], True], [[[-1]], False], [[[0, 1]], False]],
+)
+
+_program(
+    "first_long_word",
+    "First long word\n\nInput:\n    words: A list of strings\n    n: A length\n\nOutput:\n    The first word of at least n letters only, or None",
+    """
+def first_long_word(words, n):
+    for word in words:
+        if len(word) >= n and word.isalpha():
+            return word
+    return None
+""",
+    ("if len(word) >= n and word.isalpha():", "if len(word) >= n:"),
+    [[[["ab", "abc"], 3], "abc"], [[[], 1], None], [[["a1b2", "hello"], 4], "hello"]],
+)
+
+_program(
+    "nth_from_end",
+    "Nth from the end\n\nInput:\n    items: A list\n    n: 1 <= n <= len(items)\n\nOutput:\n    The n-th item counting from the end (1 is the last)",
+    """
+def nth_from_end(items, n):
+    return items[len(items) - n]
+""",
+    ("items[len(items) - n]", "items[len(items) - n - 1]"),
+    [[[[5], 1], 5], [[[1, 2, 3], 1], 3], [[[1, 2], 2], 1]],
+)
+
+_program(
+    "power_mod",
+    "Modular power\n\nInput:\n    base, exp, mod: Non-negative ints, mod > 1\n\nOutput:\n    base ** exp % mod",
+    """
+def power_mod(base, exp, mod):
+    result = 1
+    base %= mod
+    while exp > 0:
+        if exp % 2 == 1:
+            result = result * base % mod
+        base = base * base % mod
+        exp //= 2
+    return result
+""",
+    ("result = result * base % mod", "result = result * mod % base"),
+    [[[3, 0, 7], 1], [[5, 1, 7], 5], [[2, 3, 5], 3], [[2, 10, 1000], 24]],
+)
+
+_program(
+    "tail",
+    "Tail\n\nInput:\n    items: A list\n    n: A non-negative int\n\nOutput:\n    The last n items",
+    """
+def tail(items, n):
+    return items[-n:] if n else []
+""",
+    ("items[-n:] if n", "items[n:] if n"),
+    [[[[1, 2, 3], 0], []], [[[], 3], []], [[[1, 2, 3], 1], [3]], [[[1, 2], 2], [1, 2]]],
+)
+
+_program(
+    "histogram",
+    "Histogram\n\nInput:\n    values: Ints in range(size)\n    size: The number of buckets\n\nOutput:\n    How often each value occurs",
+    """
+def histogram(values, size):
+    counts = [0] * size
+    for v in values:
+        counts[v] += 1
+    return counts
+""",
+    ("counts = [0] * size", "counts = [1] * size"),
+    [[[[], 2], [0, 0]], [[[0, 1, 1], 2], [1, 2]]],
+)
+
+_program(
+    "strip_all",
+    "Strip lines\n\nInput:\n    lines: A list of strings\n\nOutput:\n    Each line without leading and trailing blanks",
+    """
+def strip_all(lines):
+    return [line.strip() for line in lines]
+""",
+    ("line.strip()", "line.lstrip()"),
+    [[[[]], []], [[["a"]], ["a"]], [[["  b"]], ["b"]], [[[" a "]], ["a"]]],
+)
+
+_program(
+    "sort_by_age",
+    "Sort by age\n\nInput:\n    people: A list of [name, age]\n\nOutput:\n    The list sorted by age, youngest first (stable)",
+    """
+def sort_by_age(people):
+    return sorted(people, key=lambda p: p[1])
+""",
+    ("key=lambda p: p[1]", "key=lambda p: p[0]"),
+    [[[[]], []], [[[["a", 1], ["b", 2]]], [["a", 1], ["b", 2]]], [[[["a", 2], ["b", 1]]], [["b", 1], ["a", 2]]]],
+)
+
+_program(
+    "midpoints",
+    "Midpoints\n\nInput:\n    xs: A list of numbers\n\nOutput:\n    The midpoint of each pair of neighbours",
+    """
+def midpoints(xs):
+    return [(a + b) / 2 for a, b in zip(xs, xs[1:])]
+""",
+    ("[(a + b) / 2 for", "[(a + b) for"),
+    [[[[]], []], [[[0, 0]], [0.0]], [[[1, 3]], [2.0]], [[[2, 4, 8]], [3.0, 6.0]]],
+)
+
+_program(
+    "word_lengths",
+    "Word lengths\n\nInput:\n    text: A string\n\nOutput:\n    The length of each word",
+    """
+def word_lengths(text):
+    return [len(w) for w in text.split()]
+""",
+    ("[len(w) for w", "[w for w"),
+    [[[""], []], [["a bb"], [1, 2]], [["hello"], [5]]],
+)
+
+_program(
+    "count_runs",
+    "Count runs\n\nInput:\n    nums: A list\n\nOutput:\n    How many runs of equal neighbours the list has",
+    """
+def count_runs(nums):
+    runs = 0
+    prev = None
+    for n in nums:
+        if n != prev:
+            runs += 1
+        prev = n
+    return runs
+""",
+    ("        prev = n\n", ""),
+    [[[[]], 0], [[[1]], 1], [[[1, 2]], 2], [[[1, 1]], 1], [[[1, 1, 2]], 2]],
+)
+
+_program(
+    "find_peak",
+    "Find a peak\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    The first index i with nums[i] above both neighbours, or -1",
+    """
+def find_peak(nums):
+    for i in range(1, len(nums) - 1):
+        if nums[i] > nums[i - 1] and nums[i] > nums[i + 1]:
+            return i
+    return -1
+""",
+    ("and nums[i] > nums[i + 1]", "and nums[i] < nums[i + 1]"),
+    [[[[]], -1], [[[1, 1, 1]], -1], [[[1, 3, 2]], 1], [[[1, 2, 3]], -1]],
+)
+
+_program(
+    "case_counts",
+    "Case counts\n\nInput:\n    text: A string\n\nOutput:\n    [number of upper-case letters, number of lower-case letters]",
+    """
+def case_counts(text):
+    upper = lower = 0
+    for ch in text:
+        if ch.isupper():
+            upper += 1
+        elif ch.islower():
+            lower += 1
+    return [upper, lower]
+""",
+    ("            lower += 1\n", "            upper += 1\n"),
+    [[[""], [0, 0]], [["AB"], [2, 0]], [["aB"], [1, 1]], [["ab1"], [0, 2]]],
+)
+
+_program(
+    "triangle",
+    "Triangle rows\n\nInput:\n    n: A non-negative int\n\nOutput:\n    The row lengths 1..n of a triangle of n rows",
+    """
+def triangle(n):
+    return [i for i in range(1, n + 1)]
+""",
+    ("range(1, n + 1)", "range(1, n)"),
+    [[[0], []], [[1], [1]], [[3], [1, 2, 3]]],
+)
+
+_program(
+    "safe_ratio",
+    "Safe ratio\n\nInput:\n    a, b: Numbers\n\nOutput:\n    a / b, or None when b is zero",
+    """
+def safe_ratio(a, b):
+    return a / b if b else None
+""",
+    ("return a / b if b else None", "return a / b"),
+    [[[1, 2], 0.5], [[0, 5], 0.0], [[1, 0], None]],
+)
+
+_program(
+    "count_between",
+    "Count between\n\nInput:\n    nums: A list of numbers\n    lo, hi: Bounds\n\nOutput:\n    How many items lie in [lo, hi]",
+    """
+def between(x, lo, hi):
+    return lo <= x <= hi
+
+
+def count_between(nums, lo, hi):
+    return sum(1 for n in nums if between(n, lo, hi))
+""",
+    ("between(n, lo, hi))", "between(lo, n, hi))"),
+    [[[[], 0, 1], 0], [[[0], 0, 0], 1], [[[1, 5, 10], 0, 6], 2]],
+)
+
+_program(
+    "rotate_left",
+    "Rotate left\n\nInput:\n    lst: A list\n    k: 0 <= k <= len(lst)\n\nOutput:\n    lst rotated left by k places",
+    """
+def rotate_left(lst, k):
+    return lst[k:] + lst[:k]
+""",
+    ("return lst[k:] + lst[:k]", "return lst[:k] + lst[k:]"),
+    [[[[1, 2], 0], [1, 2]], [[[], 0], []], [[[1, 2], 2], [1, 2]], [[[1, 2, 3], 1], [2, 3, 1]]],
+)
+
+_program(
+    "normalize_words",
+    "Normalize words\n\nInput:\n    words: A list of strings\n\nOutput:\n    The distinct words in lower case, sorted",
+    """
+def normalize_words(words):
+    return sorted(set(w.lower() for w in words))
+""",
+    ("sorted(set(w.lower() for w in words))", "sorted(w.lower() for w in words)"),
+    [[[[]], []], [[["a", "B"]], ["a", "b"]], [[["a", "A"]], ["a"]]],
+)
+
+_program(
+    "eval_rpn",
+    "Reverse Polish notation\n\nInput:\n    tokens: Ints as strings and the operators + - *\n\nOutput:\n    The value of the expression",
+    """
+def eval_rpn(tokens):
+    stack = []
+    for tok in tokens:
+        if tok in ("+", "-", "*"):
+            b = stack.pop()
+            a = stack.pop()
+            if tok == "+":
+                stack.append(a + b)
+            elif tok == "-":
+                stack.append(a - b)
+            else:
+                stack.append(a * b)
+        else:
+            stack.append(int(tok))
+    return stack[-1]
+""",
+    ("stack.append(a - b)", "stack.append(b - a)"),
+    [[[["3"]], 3], [[["2", "3", "+"]], 5], [[["2", "3", "*"]], 6], [[["5", "2", "-"]], 3]],
+)
+
+
+def write_repo(out: Path, programs: list[tuple[str, str, str, tuple[str, str], list[list[object]]]]) -> None:
+    """The programs as a git repository: python_programs/ (buggy), correct_python_programs/, json_testcases/."""
+    for sub in ("python_programs", "correct_python_programs", "json_testcases"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    for name, doc, code, (old, new), tests in programs:
+        if code.count(old) != 1:
+            raise ValueError(f"{name}: the bug site must occur exactly once")
+        doc_text = '\n\n"""\n' + doc + '\n"""\n'
+        (out / "correct_python_programs" / f"{name}.py").write_text(code + doc_text)
+        (out / "python_programs" / f"{name}.py").write_text(code.replace(old, new) + doc_text)
+        (out / "json_testcases" / f"{name}.json").write_text("".join(json.dumps(t) + "\n" for t in tests))
+    git = ["git", "-c", "user.name=reprobot", "-c", "user.email=reprobot@localhost", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run([*git, "init", "-q"], cwd=out, check=True)
+    subprocess.run([*git, "add", "."], cwd=out, check=True)
+    subprocess.run([*git, "commit", "-qm", "made-up algorithm bugs"], cwd=out, check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write one set's repository."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=sorted(PROGRAMS), required=True)
+    parser.add_argument("out", type=Path, help="an empty or new folder")
+    args = parser.parse_args(argv)
+    if args.out.exists() and any(args.out.iterdir()):
+        print(f"{args.out} is not empty", file=sys.stderr)
+        return 2
+    write_repo(args.out, PROGRAMS[args.set])
+    print(f"wrote {len(PROGRAMS[args.set])} programs of set {args.set} into {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
