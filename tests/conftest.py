@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -116,6 +119,17 @@ def settings(tmp_path: Path, env_cache: Path) -> Settings:
     data.mkdir()
     (data / "cache").symlink_to(env_cache)
     return Settings(data_dir=data, trajectories=2, cache_max_size=0, cache_max_days=0.0)
+
+
+def load_script(relative: str) -> ModuleType:
+    """A script of bench/ (outside the packages), loaded by its path under the repo and registered by its stem."""
+    path = REPO_ROOT / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_git_repo(path: Path, files: dict[str, str]) -> Path:

@@ -342,19 +342,24 @@ CORRECT = _fix("return items[(len(items) - 1) // 2]") + _new_file("tests/test_br
 OVERFIT = _fix("return items[len(items) // 2 - 1]") + _new_file("tests/test_brt.py", BRT)
 
 
-@pytest.fixture
-async def middle_env(tmp_path: Path, settings: Settings) -> AsyncIterator[ReviewEnv]:
-    """A small project of our own with its environment and baseline, in real sandboxes."""
+async def _project_env(tmp_path: Path, settings: Settings, name: str, module: str, tests: str) -> ReviewEnv:
+    """A one-module project of our own with its environment and baseline, in real sandboxes."""
     files = {
-        "middle.py": MIDDLE,
-        "tests/test_middle.py": REGRESSION,
-        "pyproject.toml": '[project]\nname = "middle"\nversion = "0"\n[tool.pytest.ini_options]\n'
+        f"{name}.py": module,
+        f"tests/test_{name}.py": tests,
+        "pyproject.toml": f'[project]\nname = "{name}"\nversion = "0"\n[tool.pytest.ini_options]\n'
         'pythonpath = ["."]\ntestpaths = ["tests"]\n',
     }
     base = make_git_repo(tmp_path / "base", files)
     env, run = await sandboxed_review_env(base, tmp_path / "scratch", settings)
     assert run.all_passed, run.result.output
-    yield env
+    return env
+
+
+@pytest.fixture
+async def middle_env(tmp_path: Path, settings: Settings) -> AsyncIterator[ReviewEnv]:
+    """The middle() project."""
+    yield await _project_env(tmp_path, settings, "middle", MIDDLE, REGRESSION)
     shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
 
 
@@ -401,15 +406,7 @@ def _bounds_fix(old: str, new: str, line: int) -> str:
 
 async def test_fixes_that_disagree_once_x_passes_hi_are_both_unsure(tmp_path: Path, settings: Settings) -> None:
     """clamp(5, 0, 10) alone cannot tell `return x` from `x > hi`; clamp(11, 0, 10), a near input, can."""
-    files = {
-        "clamp.py": BOUNDS,
-        "tests/test_clamp.py": BOUNDS_TESTS,
-        "pyproject.toml": '[project]\nname = "clamp"\nversion = "0"\n[tool.pytest.ini_options]\n'
-        'pythonpath = ["."]\ntestpaths = ["tests"]\n',
-    }
-    base = make_git_repo(tmp_path / "base", files)
-    env, run = await sandboxed_review_env(base, tmp_path / "scratch", settings)
-    assert run.all_passed, run.result.output
+    env = await _project_env(tmp_path, settings, "clamp", BOUNDS, BOUNDS_TESTS)
     right = make_record("right", _bounds_fix("    if x < hi:", "    if x > hi:", 4), [Review(True, "brt")])
     wrong = make_record("wrong", _bounds_fix("        return hi", "        return x", 5), [Review(True, "brt")])
     alone = await assess_records([wrong], env)

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_script
 
-
-def _load() -> ModuleType:
-    """bench/data/algorithms.py, a script outside the packages, loaded by path."""
-    spec = importlib.util.spec_from_file_location("algorithms", REPO_ROOT / "bench" / "data" / "algorithms.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-algorithms = _load()
+algorithms = load_script("bench/data/algorithms.py")
 
 
 def _run(code: str, name: str, args: list[Any]) -> object:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -11,26 +10,14 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from bot.evaluate.run import load_cases, run_eval
 from bot.settings.config import Settings
-from tests.conftest import REPO_ROOT, make_git_repo
+from tests.conftest import REPO_ROOT, load_script, make_git_repo
 
-
-def _builder() -> ModuleType:
-    """bench/data/build_quixbugs.py, a script outside the packages, loaded by path."""
-    spec = importlib.util.spec_from_file_location("build_quixbugs", REPO_ROOT / "bench" / "data" / "build_quixbugs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-B = _builder()
+B = load_script("bench/data/build_quixbugs.py")
 
 # Buggy and correct programs in QuixBugs' layout. The correct `scale` differs by a comment too and carries an
 # alternative solution under another name, which the minimal fix leaves out.

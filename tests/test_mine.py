@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from bot.settings.config import Settings
 from sandboxes.factory import available_backends
-from tests.conftest import REPO_ROOT, make_git_repo
+from tests.conftest import REPO_ROOT, load_script, make_git_repo
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def _miner() -> ModuleType:
-    """bench/data/mine.py, a script outside the packages, loaded by path."""
-    spec = importlib.util.spec_from_file_location("mine", REPO_ROOT / "bench" / "data" / "mine.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-M = _miner()
+M = load_script("bench/data/mine.py")
 
 BUGGY = "def clamp(x, low, high):\n    return max(low, min(x, high - 1))\n"
 FIXED = "def clamp(x, low, high):\n    return max(low, min(x, high))\n"
