@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a data table: each program is one call whose docstring and inputs read best unwrapped)
 """Made-up algorithm programs with one injected bug each, in QuixBugs' layout: a check on code nothing was tuned on.
 
-Three sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
+Four sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
 (or one-statement) bug of a class from QuixBugs' taxonomy (wrong operator, variable, comparison, missing
 condition, off by one, swapped variables, wrong slice, wrong constant, wrong method, missing arithmetic,
 missing call, missing line), a docstring, and JSON test inputs. Each set was first run as a held-out check of
@@ -9,8 +9,9 @@ the rules written before it, then its failures were read and more rules written 
 led to the slice, nested swap, running extreme, simultaneous assignment and order wrap templates and to the
 assessment's identity-deletion and literal-only rules; set b to the neighbour near inputs, the counter length
 guard, the missing term at bounds, the product augop and the flag reset; set c to the number kinds of a BRT's
-expected value, the slice bound counted from the other end and the zero-divisor guard. All three are
-development data now: measure the next rule on a set written after it (d).
+expected value, the slice bound counted from the other end and the zero-divisor guard. Those three are
+development data now. Set d was written after the last of those rules and run once, old and new side by side,
+as the held-out check; its failures were not read. Measure the next rule on d, or on a set written after it.
 
     python bench/data/algorithms.py --set c OUT_REPO      # a git repository in QuixBugs' layout
     QUIXBUGS_URL=OUT_REPO QUIXBUGS_REF=HEAD python bench/data/build_quixbugs.py --split all --out CASES
@@ -30,7 +31,12 @@ import textwrap
 from pathlib import Path
 
 #: set -> (name, docstring, correct code, (text of the bug site, buggy text), JSON inputs [[args], expected]).
-PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]]]]] = {"a": [], "b": [], "c": []}
+PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]]]]] = {
+    "a": [],
+    "b": [],
+    "c": [],
+    "d": [],
+}
 _SET = "a"
 
 
@@ -1076,6 +1082,309 @@ def eval_rpn(tokens):
 """,
     ("stack.append(a - b)", "stack.append(b - a)"),
     [[[["3"]], 3], [[["2", "3", "+"]], 5], [[["2", "3", "*"]], 6], [[["5", "2", "-"]], 3]],
+)
+
+
+# ---- set d ----------------------------------------------------------------------------------------------------
+
+_SET = "d"
+
+_program(
+    "countdown_sum",
+    "Countdown sum\n\nInput:\n    n: A non-negative int\n\nOutput:\n    n + (n - 1) + ... + 1",
+    """
+def countdown_sum(n):
+    total = 0
+    while n > 0:
+        total += n
+        n -= 1
+    return total
+""",
+    ("        total += n\n", "        total = n\n"),
+    [[[0], 0], [[1], 1], [[3], 6], [[4], 10]],
+)
+
+_program(
+    "max_gap",
+    "Maximum gap\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    The largest difference between neighbours once sorted (0 for fewer than two)",
+    """
+def max_gap(nums):
+    ordered = sorted(nums)
+    best = 0
+    for a, b in zip(ordered, ordered[1:]):
+        best = max(best, b - a)
+    return best
+""",
+    ("best = max(best, b - a)", "best = max(best, b - best)"),
+    [[[[]], 0], [[[5]], 0], [[[1, 2, 10]], 8], [[[1, 3]], 2], [[[4, 9, 10]], 5]],
+)
+
+_program(
+    "is_sorted",
+    "Is sorted\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    Whether the list is in non-decreasing order",
+    """
+def is_sorted(nums):
+    return all(a <= b for a, b in zip(nums, nums[1:]))
+""",
+    ("a <= b for", "a < b for"),
+    [[[[]], True], [[[1, 2, 3]], True], [[[3, 1]], False], [[[1, 1]], True]],
+)
+
+_program(
+    "first_negative",
+    "First negative\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    The index of the first negative item, or -1",
+    """
+def first_negative(nums):
+    i = 0
+    while i < len(nums) and nums[i] >= 0:
+        i += 1
+    return i if i < len(nums) else -1
+""",
+    ("while i < len(nums) and nums[i] >= 0:", "while nums[i] >= 0:"),
+    [[[[1, -2]], 1], [[[-1]], 0], [[[1, 2]], -1], [[[]], -1]],
+)
+
+_program(
+    "repeat_join",
+    "Repeat and join\n\nInput:\n    word: A string\n    n: A non-negative int\n    sep: A separator\n\nOutput:\n    n copies of word joined by sep",
+    """
+def repeat_join(word, n, sep):
+    parts = []
+    for _ in range(n):
+        parts.append(word)
+    return sep.join(parts)
+""",
+    ("range(n)", "range(n - 1)"),
+    [[["a", 0, ","], ""], [["a", 1, ","], "a"], [["ab", 3, "-"], "ab-ab-ab"]],
+)
+
+_program(
+    "percent",
+    "Percentage\n\nInput:\n    part, whole: Numbers, whole != 0\n\nOutput:\n    part as a percentage of whole",
+    """
+def percent(part, whole):
+    return 100 * part / whole
+""",
+    ("100 * part / whole", "100 * whole / part"),
+    [[[2, 2], 100.0], [[5, 5], 100.0], [[1, 4], 25.0], [[3, 6], 50.0]],
+)
+
+_program(
+    "middle_chars",
+    "Middle characters\n\nInput:\n    s: A string\n\nOutput:\n    s without its first and last character",
+    """
+def middle_chars(s):
+    return s[1:-1]
+""",
+    ("s[1:-1]", "s[1:]"),
+    [[[""], ""], [["a"], ""], [["abc"], "b"], [["abcd"], "bc"]],
+)
+
+_program(
+    "letter_counts",
+    "Letter counts\n\nInput:\n    text: A string\n\nOutput:\n    How often each letter occurs",
+    """
+def letter_counts(text):
+    counts = {}
+    for ch in text:
+        if ch.isalpha():
+            counts[ch] = counts.get(ch, 0) + 1
+    return counts
+""",
+    ("counts.get(ch, 0)", "counts.get(ch, 1)"),
+    [[[""], {}], [["1"], {}], [["a"], {"a": 1}], [["aba"], {"a": 2, "b": 1}]],
+)
+
+_program(
+    "without",
+    "Without an item\n\nInput:\n    items: A list\n    x: A value\n\nOutput:\n    A copy of items without the first occurrence of x",
+    """
+def without(items, x):
+    out = list(items)
+    if x in out:
+        out.remove(x)
+    return out
+""",
+    ("out.remove(x)", "out.pop(x)"),
+    [[[[1, 2, 3], 4], [1, 2, 3]], [[[], 1], []], [[[0, 1, 2], 1], [0, 2]], [[[5, 6], 6], [5]], [[[3, 1], 3], [1]]],
+)
+
+_program(
+    "total_price",
+    "Total price\n\nInput:\n    items: A list of dicts with 'price' and 'qty'\n\nOutput:\n    The sum of price times quantity",
+    """
+def total_price(items):
+    return sum(i["price"] * i["qty"] for i in items)
+""",
+    ('i["price"] * i["qty"]', 'i["price"] * i["price"]'),
+    [
+        [[[]], 0],
+        [[[{"price": 1, "qty": 1}]], 1],
+        [[[{"price": 2, "qty": 1}]], 2],
+        [[[{"price": 3, "qty": 2}, {"price": 1, "qty": 5}]], 11],
+    ],
+)
+
+_program(
+    "hours_minutes",
+    "Hours and minutes\n\nInput:\n    total: A number of minutes\n\nOutput:\n    [hours, minutes]",
+    """
+def hours_minutes(total):
+    return [total // 60, total % 60]
+""",
+    ("[total // 60, total % 60]", "[total // 60, total]"),
+    [[[59], [0, 59]], [[0], [0, 0]], [[61], [1, 1]], [[120], [2, 0]]],
+)
+
+_program(
+    "unique_count",
+    "Unique count\n\nInput:\n    items: A list of hashable items\n\nOutput:\n    How many different items there are",
+    """
+def unique_count(items):
+    return len(set(items))
+""",
+    ("len(set(items))", "len(items)"),
+    [[[[]], 0], [[[1, 2]], 2], [[[1, 1]], 1], [[["a", "b", "a"]], 2]],
+)
+
+_program(
+    "insert_sorted",
+    "Insert into a sorted list\n\nInput:\n    lst: A sorted list\n    x: A value\n\nOutput:\n    A sorted copy of lst with x inserted",
+    """
+def insert_sorted(lst, x):
+    out = list(lst)
+    i = 0
+    while i < len(out) and out[i] < x:
+        i += 1
+    out.insert(i, x)
+    return out
+""",
+    ("out.insert(i, x)", "out.append(x)"),
+    [[[[], 1], [1]], [[[1, 2], 3], [1, 2, 3]], [[[2, 3], 1], [1, 2, 3]], [[[1, 3], 2], [1, 2, 3]]],
+)
+
+_program(
+    "apply_discounts",
+    "Apply discounts\n\nInput:\n    price: A number\n    discounts: Percentages, applied one after another\n\nOutput:\n    The discounted price",
+    """
+def apply_discounts(price, discounts):
+    for d in discounts:
+        price -= price * d / 100
+    return price
+""",
+    ("price -= price * d / 100", "price = price * d / 100"),
+    [[[100, []], 100], [[100, [10]], 90.0], [[50, [0]], 50.0]],
+)
+
+_program(
+    "longest_word",
+    "Longest word\n\nInput:\n    words: A list of strings\n\nOutput:\n    The first longest word, or '' for no words",
+    """
+def longest_word(words):
+    best = ""
+    for word in words:
+        if len(word) > len(best):
+            best = word
+    return best
+""",
+    ("if len(word) > len(best):", "if len(best) > len(word):"),
+    [[[[]], ""], [[["a"]], "a"], [[["ab", "c"]], "ab"]],
+)
+
+_program(
+    "grade",
+    "Letter grade\n\nInput:\n    score: A number from 0 to 100\n\nOutput:\n    A for 90 and up, B for 80 and up, C for 70 and up, else F",
+    """
+def grade(score):
+    if score >= 90:
+        return "A"
+    if score >= 80:
+        return "B"
+    if score >= 70:
+        return "C"
+    return "F"
+""",
+    ("if score >= 80:", "if score > 80:"),
+    [[[95], "A"], [[85], "B"], [[75], "C"], [[10], "F"], [[80], "B"]],
+)
+
+_program(
+    "parse_int",
+    "Parse an int\n\nInput:\n    text: A string\n\nOutput:\n    The int it spells (an optional sign and digits, blanks around), or None",
+    """
+def parse_int(text):
+    text = text.strip()
+    if not text:
+        return None
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:] if text[0] in "+-" else text
+    if not digits.isdigit():
+        return None
+    return sign * int(digits)
+""",
+    ("    if not text:\n        return None\n", ""),
+    [[["12"], 12], [["-3"], -3], [["x"], None], [[""], None], [["  "], None]],
+)
+
+_program(
+    "chunk_count",
+    "Chunk count\n\nInput:\n    n: A number of items\n    size: A positive chunk size\n\nOutput:\n    How many chunks of size items n items fill",
+    """
+def chunk_count(n, size):
+    return (n + size - 1) // size
+""",
+    ("(n + size - 1) // size", "(n + size) // size"),
+    [[[4, 3], 2], [[5, 3], 2], [[0, 3], 0], [[3, 3], 1]],
+)
+
+_program(
+    "replace_all",
+    "Replace all\n\nInput:\n    text, old, new: Strings, old not empty\n\nOutput:\n    text with every old replaced by new",
+    """
+def replace_all(text, old, new):
+    return text.replace(old, new)
+""",
+    ("text.replace(old, new)", "text.replace(new, old)"),
+    [[["abc", "z", "y"], "abc"], [["", "a", "b"], ""], [["aXa", "X", "Y"], "aYa"]],
+)
+
+_program(
+    "reverse_words",
+    "Reverse words\n\nInput:\n    text: A string\n\nOutput:\n    Its words in reverse order, joined by single spaces",
+    """
+def reverse_words(text):
+    return " ".join(text.split()[::-1])
+""",
+    ("text.split()[::-1]", "text.split()[::1]"),
+    [[["a"], "a"], [[""], ""], [["a b"], "b a"], [["x y z"], "z y x"]],
+)
+
+_program(
+    "title_case",
+    "Title case\n\nInput:\n    words: A list of strings\n\nOutput:\n    Each word with its first letter in upper case and the rest in lower case",
+    """
+def title_case(words):
+    return [w.capitalize() for w in words]
+""",
+    ("w.capitalize()", "w.upper()"),
+    [[[[]], []], [[["A"]], ["A"]], [[["ab"]], ["Ab"]]],
+)
+
+_program(
+    "cumulative_max",
+    "Cumulative maximum\n\nInput:\n    nums: A list of numbers\n\nOutput:\n    The largest item so far, at every position",
+    """
+def cumulative_max(nums):
+    out = []
+    best = None
+    for n in nums:
+        if best is None or n > best:
+            best = n
+        out.append(best)
+    return out
+""",
+    ("        out.append(best)\n", ""),
+    [[[[]], []], [[[1]], [1]], [[[1, 3, 2]], [1, 3, 3]]],
 )
 
 
