@@ -329,17 +329,19 @@ def literal_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str])
 
 def _shape_without_literals(tree: ast.AST) -> str:
     """The tree's dump with every number, string and negated number reduced to one placeholder."""
+    return ast.dump(_LiteralBlanker().visit(copy.deepcopy(tree)), annotate_fields=False, include_attributes=False)
 
-    class Blank(ast.NodeTransformer):
-        def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
-            if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-                return ast.Constant(value=...)
-            return self.generic_visit(node)
 
-        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+class _LiteralBlanker(ast.NodeTransformer):
+    """Every literal (and negated literal) becomes the same placeholder constant."""
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
             return ast.Constant(value=...)
+        return self.generic_visit(node)
 
-    return ast.dump(Blank().visit(copy.deepcopy(tree)), annotate_fields=False, include_attributes=False)
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return ast.Constant(value=...)
 
 
 def _tokens(source: str, identities: bool = True) -> list[str]:
