@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a data table: each program is one call whose docstring and inputs read best unwrapped)
 """Made-up algorithm programs with one injected bug each, in QuixBugs' layout: a check on code nothing was tuned on.
 
-Four sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
+Five sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
 (or one-statement) bug of a class from QuixBugs' taxonomy (wrong operator, variable, comparison, missing
 condition, off by one, swapped variables, wrong slice, wrong constant, wrong method, missing arithmetic,
 missing call, missing line), a docstring, and JSON test inputs. Each set was first run as a held-out check of
@@ -11,7 +11,8 @@ assessment's identity-deletion and literal-only rules; set b to the neighbour ne
 guard, the missing term at bounds, the product augop and the flag reset; set c to the number kinds of a BRT's
 expected value, the slice bound counted from the other end and the zero-divisor guard. Those three are
 development data now. Set d was written after the last of those rules and run once, old and new side by side,
-as the held-out check; its failures were not read. Measure the next rule on d, or on a set written after it.
+as the held-out check; its failures were not read. Set e was written after set d as a further held-out set.
+Measure the next rule on d, or on a set written after it.
 
     python bench/data/algorithms.py --set c OUT_REPO      # a git repository in QuixBugs' layout
     QUIXBUGS_URL=OUT_REPO QUIXBUGS_REF=HEAD python bench/data/build_quixbugs.py --split all --out CASES
@@ -36,6 +37,7 @@ PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]
     "b": [],
     "c": [],
     "d": [],
+    "e": [],
 }
 _SET = "a"
 
@@ -1385,6 +1387,534 @@ def cumulative_max(nums):
 """,
     ("        out.append(best)\n", ""),
     [[[[]], []], [[[1]], [1]], [[[1, 3, 2]], [1, 3, 3]]],
+)
+
+
+# ---- set e ----------------------------------------------------------------------------------------------------
+
+_SET = "e"
+
+_program(
+    "bracket_depth",
+    "Bracket depth\n\nInput:\n    text: A string whose parentheses are balanced\n\nOutput:\n    The deepest nesting of parentheses in text (0 for none)",
+    """
+def bracket_depth(text):
+    depth = 0
+    deepest = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+""",
+    ("depth -= 1", "depth += 1"),
+    [[[""], 0], [["abc"], 0], [["(a)"], 1], [["(())"], 2], [["()()"], 1], [["((x)(y))"], 2], [["f(g(h))"], 2]],
+)
+
+_program(
+    "gcd_of_list",
+    "Greatest common divisor of a list\n\nInput:\n    nums: A list of ints\n\nOutput:\n    The greatest common divisor of all items, never negative (0 for no items or all zeros)",
+    """
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def gcd_of_list(nums):
+    result = 0
+    for n in nums:
+        result = _gcd(result, abs(n))
+    return result
+""",
+    ("abs(n)", "n"),
+    [[[[]], 0], [[[12]], 12], [[[12, 18]], 6], [[[-4]], 4], [[[-4, 6]], 2], [[[7, 13]], 1], [[[0, 5]], 5], [[[6, -9]], 3]],
+)
+
+_program(
+    "rotated_min",
+    "Minimum of a rotated sorted list\n\nInput:\n    nums: A non-empty list of distinct ints, sorted ascending and then rotated by some amount\n\nOutput:\n    The smallest item, found by binary search",
+    """
+def rotated_min(nums):
+    lo, hi = 0, len(nums) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if nums[mid] > nums[hi]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return nums[lo]
+""",
+    ("len(nums) - 1", "len(nums) - 2"),
+    [[[[5]], 5], [[[1, 2, 3]], 1], [[[3, 1, 2]], 1], [[[4, 5, 1, 2, 3]], 1], [[[2, 3, 4, 5, 1]], 1], [[[2, 1]], 1]],
+)
+
+_program(
+    "transpose",
+    "Matrix transpose\n\nInput:\n    matrix: A list of equally long rows\n\nOutput:\n    The transposed matrix, its rows being the columns of matrix",
+    """
+def transpose(matrix):
+    if not matrix:
+        return []
+    rows, cols = len(matrix), len(matrix[0])
+    return [[matrix[r][c] for r in range(rows)] for c in range(cols)]
+""",
+    ("matrix[r][c]", "matrix[c][r]"),
+    [
+        [[[]], []],
+        [[[[1]]], [[1]]],
+        [[[[1, 2], [2, 1]]], [[1, 2], [2, 1]]],
+        [[[[1, 2], [3, 4]]], [[1, 3], [2, 4]]],
+        [[[[1, 2, 3]]], [[1], [2], [3]]],
+        [[[[5, 0], [0, 5]]], [[5, 0], [0, 5]]],
+    ],
+)
+
+_program(
+    "bfs_distances",
+    "Breadth-first distances\n\nInput:\n    graph: A dict from each node to the list of its successors (nodes without successors may be missing)\n    start: A node\n\nOutput:\n    A dict from every node reachable from start to its fewest number of edges from start",
+    """
+from collections import deque
+
+
+def bfs_distances(graph, start):
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for nxt in graph.get(node, []):
+            if nxt not in dist:
+                dist[nxt] = dist[node] + 1
+                queue.append(nxt)
+    return dist
+""",
+    ("queue.popleft()", "queue.pop()"),
+    [
+        [[{"a": []}, "a"], {"a": 0}],
+        [[{}, "x"], {"x": 0}],
+        [[{"a": ["b"], "b": ["c"], "c": []}, "a"], {"a": 0, "b": 1, "c": 2}],
+        [[{"a": ["b", "c"], "b": ["d"], "c": ["e"], "e": ["d"]}, "a"], {"a": 0, "b": 1, "c": 1, "d": 2, "e": 2}],
+        [[{"a": ["b"], "b": ["a"]}, "b"], {"b": 0, "a": 1}],
+        [[{"s": ["a", "b"], "a": ["c"], "b": ["c"], "c": []}, "s"], {"s": 0, "a": 1, "b": 1, "c": 2}],
+        [[{"a": ["b", "c"], "c": ["d"], "d": ["f"], "b": ["f"]}, "a"], {"a": 0, "b": 1, "c": 1, "d": 2, "f": 2}],
+    ],
+)
+
+_program(
+    "topo_order",
+    "Topological order\n\nInput:\n    n: The number of nodes, named 0 to n - 1\n    edges: A list of [u, v] pairs, u must come before v\n\nOutput:\n    The smallest order (compared item by item) that keeps every edge, or None if the edges form a cycle",
+    """
+import heapq
+
+
+def topo_order(n, edges):
+    indegree = [0] * n
+    adjacent = [[] for _ in range(n)]
+    for u, v in edges:
+        adjacent[u].append(v)
+        indegree[v] += 1
+    ready = [v for v in range(n) if indegree[v] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        u = heapq.heappop(ready)
+        order.append(u)
+        for v in adjacent[u]:
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                heapq.heappush(ready, v)
+    return order if len(order) == n else None
+""",
+    ("indegree[v] += 1", "indegree[u] += 1"),
+    [
+        [[0, []], []],
+        [[1, []], [0]],
+        [[3, [[0, 1], [1, 2]]], [0, 1, 2]],
+        [[3, [[2, 0]]], [1, 2, 0]],
+        [[2, [[0, 1], [1, 0]]], None],
+        [[4, [[0, 1], [2, 3]]], [0, 1, 2, 3]],
+        [[3, [[0, 1], [1, 2], [2, 0]]], None],
+    ],
+)
+
+_program(
+    "parse_csv_line",
+    'Parse a CSV line\n\nInput:\n    line: One line of comma-separated fields; a field may be quoted with ", and "" inside quotes stands for one "\n\nOutput:\n    The list of field values',
+    """
+def parse_csv_line(line):
+    fields = []
+    field = ''
+    quoted = False
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quoted:
+            if char == '"' and i + 1 < len(line) and line[i + 1] == '"':
+                field += '"'
+                i += 1
+            elif char == '"':
+                quoted = False
+            else:
+                field += char
+        elif char == '"':
+            quoted = True
+        elif char == ',':
+            fields.append(field)
+            field = ''
+        else:
+            field += char
+        i += 1
+    fields.append(field)
+    return fields
+""",
+    ("            field = ''\n", ""),
+    [
+        [[""], [""]],
+        [["a"], ["a"]],
+        [["a,b,c"], ["a", "b", "c"]],
+        [['"x,y",z'], ["x,y", "z"]],
+        [['"say ""hi"""'], ['say "hi"']],
+        [[","], ["", ""]],
+    ],
+)
+
+_program(
+    "count_set_bits",
+    "Count set bits\n\nInput:\n    n: A non-negative int\n\nOutput:\n    How many 1 bits n has in binary",
+    """
+def count_set_bits(n):
+    count = 0
+    while n > 0:
+        count += n & 1
+        n >>= 1
+    return count
+""",
+    ("n >>= 1", "n >>= 2"),
+    [[[0], 0], [[1], 1], [[5], 2], [[2], 1], [[7], 3], [[16], 1], [[255], 8]],
+)
+
+_program(
+    "is_power_of_two",
+    "Power of two\n\nInput:\n    n: An int\n\nOutput:\n    Whether n is 2 ** k for some k >= 0",
+    """
+def is_power_of_two(n):
+    return n > 0 and (n & (n - 1)) == 0
+""",
+    ("n > 0 and (n & (n - 1)) == 0", "(n & (n - 1)) == 0"),
+    [[[0], False], [[1], True], [[2], True], [[6], False], [[64], True], [[-4], False]],
+)
+
+_program(
+    "gray_code",
+    "Gray code\n\nInput:\n    bits: A non-negative int\n\nOutput:\n    The 2 ** bits reflected Gray codes in order, as ints",
+    """
+def gray_code(bits):
+    return [i ^ (i >> 1) for i in range(1 << bits)]
+""",
+    ("i ^ (i >> 1)", "i | (i >> 1)"),
+    [[[0], [0]], [[1], [0, 1]], [[2], [0, 1, 3, 2]], [[3], [0, 1, 3, 2, 6, 7, 5, 4]], [[4], [0, 1, 3, 2, 6, 7, 5, 4, 12, 13, 15, 14, 10, 11, 9, 8]]],
+)
+
+_program(
+    "spiral_order",
+    "Spiral order\n\nInput:\n    matrix: A list of equally long rows\n\nOutput:\n    The items read clockwise in a spiral from the top left corner inwards",
+    """
+def spiral_order(matrix):
+    out = []
+    if not matrix:
+        return out
+    top, bottom = 0, len(matrix) - 1
+    left, right = 0, len(matrix[0]) - 1
+    while top <= bottom and left <= right:
+        for c in range(left, right + 1):
+            out.append(matrix[top][c])
+        top += 1
+        for r in range(top, bottom + 1):
+            out.append(matrix[r][right])
+        right -= 1
+        if top <= bottom:
+            for c in range(right, left - 1, -1):
+                out.append(matrix[bottom][c])
+            bottom -= 1
+        if left <= right:
+            for r in range(bottom, top - 1, -1):
+                out.append(matrix[r][left])
+            left += 1
+    return out
+""",
+    ("matrix[bottom][c]", "matrix[top][c]"),
+    [
+        [[[]], []],
+        [[[[1]]], [1]],
+        [[[[1, 2, 3]]], [1, 2, 3]],
+        [[[[1, 2], [3, 4]]], [1, 2, 4, 3]],
+        [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], [1, 2, 3, 6, 9, 8, 7, 4, 5]],
+        [[[[1], [2], [3]]], [1, 2, 3]],
+        [[[[1, 2], [3, 4], [5, 6]]], [1, 2, 4, 6, 5, 3]],
+    ],
+)
+
+_program(
+    "compress_ranges",
+    "Compress ranges\n\nInput:\n    nums: A sorted list of distinct non-negative ints\n\nOutput:\n    A list of strings, 'a-b' for each run of consecutive ints a to b and 'a' for a run of one",
+    """
+def _format_range(first, last):
+    if first == last:
+        return str(first)
+    return str(first) + '-' + str(last)
+
+
+def compress_ranges(nums):
+    parts = []
+    start = 0
+    for i in range(1, len(nums) + 1):
+        if i == len(nums) or nums[i] != nums[i - 1] + 1:
+            parts.append(_format_range(nums[start], nums[i - 1]))
+            start = i
+    return parts
+""",
+    ("+ str(last)", "+ last"),
+    [
+        [[[]], []],
+        [[[5]], ["5"]],
+        [[[1, 3]], ["1", "3"]],
+        [[[1, 2, 3, 5]], ["1-3", "5"]],
+        [[[0, 1, 4, 6, 7, 8]], ["0-1", "4", "6-8"]],
+        [[[2, 4, 6]], ["2", "4", "6"]],
+    ],
+)
+
+_program(
+    "kth_smallest",
+    "K-th smallest\n\nInput:\n    nums: A non-empty list of ints\n    k: An int, 1 <= k <= len(nums)\n\nOutput:\n    The k-th smallest item (counting duplicates), found by quickselect",
+    """
+def kth_smallest(nums, k):
+    pivot = nums[len(nums) // 2]
+    lower = [n for n in nums if n < pivot]
+    equal = [n for n in nums if n == pivot]
+    higher = [n for n in nums if n > pivot]
+    if k <= len(lower):
+        return kth_smallest(lower, k)
+    if k <= len(lower) + len(equal):
+        return pivot
+    return kth_smallest(higher, k - len(lower) - len(equal))
+""",
+    ("k - len(lower) - len(equal)", "k - len(lower)"),
+    [
+        [[[5], 1], 5],
+        [[[3, 1, 2], 1], 1],
+        [[[3, 1, 2], 3], 3],
+        [[[7, 7, 7], 2], 7],
+        [[[4, 2, 9, 1], 2], 2],
+        [[[10, 40, 20, 30], 4], 40],
+    ],
+)
+
+_program(
+    "top_words",
+    "Most frequent words\n\nInput:\n    text: A string of words separated by whitespace\n    k: A non-negative int\n\nOutput:\n    The k most frequent words, lower-cased, most frequent first and ties in alphabetical order",
+    """
+def _words(text):
+    return text.lower().split()
+
+
+def top_words(text, k):
+    counts = {}
+    for word in _words(text):
+        counts[word] = counts.get(word, 0) + 1
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))
+    return ranked[:k]
+""",
+    (".split()", ".split(' ')"),
+    [
+        [["", 1], []],
+        [["b a b", 1], ["b"]],
+        [["b a b", 5], ["b", "a"]],
+        [["The cat the hat", 2], ["the", "cat"]],
+        [["x  y  x", 2], ["x", "y"]],
+        [["to be or not to be", 3], ["be", "to", "not"]],
+    ],
+)
+
+_program(
+    "pascal_row",
+    "Row of Pascal's triangle\n\nInput:\n    n: A non-negative int\n\nOutput:\n    The binomial coefficients C(n, 0) to C(n, n)",
+    """
+def pascal_row(n):
+    row = [1]
+    for k in range(n):
+        row.append(row[k] * (n - k) // (k + 1))
+    return row
+""",
+    ("(n - k)", "n"),
+    [[[0], [1]], [[1], [1, 1]], [[2], [1, 2, 1]], [[4], [1, 4, 6, 4, 1]], [[5], [1, 5, 10, 10, 5, 1]]],
+)
+
+_program(
+    "int_to_base",
+    "Integer to base\n\nInput:\n    n: An int\n    base: An int from 2 to 36\n\nOutput:\n    n written in that base with digits 0-9 and a-z, with a leading '-' if n is negative",
+    """
+def int_to_base(n, base):
+    digits = '0123456789abcdefghijklmnopqrstuvwxyz'
+    if n == 0:
+        return '0'
+    sign = '-' if n < 0 else ''
+    n = abs(n)
+    out = []
+    while n > 0:
+        out.append(digits[n % base])
+        n //= base
+    return sign + ''.join(reversed(out))
+""",
+    ("    n = abs(n)\n", ""),
+    [[[0, 2], "0"], [[5, 2], "101"], [[255, 16], "ff"], [[-10, 10], "-10"], [[35, 36], "z"], [[-1, 2], "-1"], [[6, 2], "110"]],
+)
+
+_program(
+    "two_stack_queue",
+    "Queue from two stacks\n\nInput:\n    ops: A list of operations, ['push', x] or ['pop']\n\nOutput:\n    The values the pops return in order, first in first out (None for a pop on an empty queue)",
+    """
+def two_stack_queue(ops):
+    inbox, outbox = [], []
+    results = []
+    for op in ops:
+        if op[0] == 'push':
+            inbox.append(op[1])
+        else:
+            if not outbox:
+                while inbox:
+                    outbox.append(inbox.pop())
+            results.append(outbox.pop() if outbox else None)
+    return results
+""",
+    (
+        "            if not outbox:\n                while inbox:\n                    outbox.append(inbox.pop())\n",
+        "            while inbox:\n                outbox.append(inbox.pop())\n",
+    ),
+    [
+        [[[]], []],
+        [[[["pop"]]], [None]],
+        [[[["push", 1], ["push", 2], ["pop"], ["pop"]]], [1, 2]],
+        [[[["push", 1], ["push", 2], ["pop"], ["push", 3], ["pop"], ["pop"]]], [1, 2, 3]],
+        [[[["push", 1], ["pop"], ["pop"]]], [1, None]],
+        [[[["push", "a"], ["push", "b"], ["pop"], ["push", "c"], ["push", "d"], ["pop"], ["pop"]]], ["a", "b", "c"]],
+    ],
+)
+
+_program(
+    "majority_element",
+    "Majority element\n\nInput:\n    nums: A list of ints\n\nOutput:\n    The item that fills more than half of the list, or None if there is none",
+    """
+def majority_element(nums):
+    candidate, count = None, 0
+    for n in nums:
+        if count == 0:
+            candidate = n
+        count += 1 if n == candidate else -1
+    if nums.count(candidate) > len(nums) // 2:
+        return candidate
+    return None
+""",
+    ("> len(nums) // 2", ">= len(nums) // 2"),
+    [[[[]], None], [[[3]], 3], [[[1, 2]], None], [[[2, 2, 1]], 2], [[[5, 5, 5, 2]], 5], [[[4, 4, 5, 5]], None], [[[1, 1, 1, 2, 3]], 1]],
+)
+
+_program(
+    "merge_sort_by_key",
+    "Stable merge sort by key\n\nInput:\n    pairs: A list of [name, key] pairs with int keys\n\nOutput:\n    The pairs sorted by key, pairs with equal keys keeping their order",
+    """
+def merge_sort_by_key(pairs):
+    if len(pairs) <= 1:
+        return list(pairs)
+    mid = len(pairs) // 2
+    left = merge_sort_by_key(pairs[:mid])
+    right = merge_sort_by_key(pairs[mid:])
+    merged = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i][1] <= right[j][1]:
+            merged.append(left[i])
+            i += 1
+        else:
+            merged.append(right[j])
+            j += 1
+    return merged + left[i:] + right[j:]
+""",
+    ("left[i][1] <= right[j][1]", "left[i][1] < right[j][1]"),
+    [
+        [[[]], []],
+        [[[["a", 1]]], [["a", 1]]],
+        [[[["a", 2], ["b", 1]]], [["b", 1], ["a", 2]]],
+        [[[["a", 1], ["b", 1]]], [["a", 1], ["b", 1]]],
+        [[[["x", 3], ["y", 1], ["z", 3], ["w", 2]]], [["y", 1], ["w", 2], ["x", 3], ["z", 3]]],
+        [[[["p", 5], ["q", 4], ["r", 3]]], [["r", 3], ["q", 4], ["p", 5]]],
+    ],
+)
+
+_program(
+    "file_extension",
+    "File extension\n\nInput:\n    name: A file path with '/' between folders\n\nOutput:\n    The text after the last '.' of the file name, or '' if it has none (a leading '.' does not start an extension)",
+    """
+def file_extension(name):
+    base = name[name.rfind('/') + 1:]
+    dot = base.rfind('.')
+    if dot <= 0:
+        return ''
+    return base[dot + 1:]
+""",
+    ("base[dot + 1:]", "base[dot:]"),
+    [
+        [["README"], ""],
+        [[".bashrc"], ""],
+        [["dir/file.py"], "py"],
+        [["x.tar.gz"], "gz"],
+        [["a.b/c"], ""],
+        [["notes."], ""],
+        [["Makefile"], ""],
+    ],
+)
+
+_program(
+    "trimmed_mean",
+    "Trimmed mean\n\nInput:\n    nums: A list of numbers\n    k: A non-negative int\n\nOutput:\n    The mean once the k smallest and the k largest items are dropped, or None if nothing is left",
+    """
+def trimmed_mean(nums, k):
+    ordered = sorted(nums)
+    kept = ordered[k:len(ordered) - k]
+    if not kept:
+        return None
+    return sum(kept) / len(kept)
+""",
+    ("ordered[k:len(ordered) - k]", "ordered[k:-k]"),
+    [[[[1, 2, 3], 0], 2.0], [[[1, 2, 3, 100], 1], 2.5], [[[5], 0], 5.0], [[[1, 2], 1], None], [[[], 0], None], [[[10, 1, 2, 3, -50], 1], 2.0]],
+)
+
+_program(
+    "leaderboard",
+    "Leaderboard\n\nInput:\n    scores: A dict from player name to score\n\nOutput:\n    A list of [rank, name, score], highest score first and ties by name; tied scores share a rank and the next rank skips (1, 1, 3)",
+    """
+def leaderboard(scores):
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    rows = []
+    for position, (name, score) in enumerate(ranked):
+        if position > 0 and score == rows[-1][2]:
+            rank = rows[-1][0]
+        else:
+            rank = position + 1
+        rows.append([rank, name, score])
+    return rows
+""",
+    ("(-item[1], item[0])", "(item[0], -item[1])"),
+    [
+        [[{}], []],
+        [[{"a": 1}], [[1, "a", 1]]],
+        [[{"amy": 3, "bob": 5}], [[1, "bob", 5], [2, "amy", 3]]],
+        [[{"amy": 5, "bob": 3}], [[1, "amy", 5], [2, "bob", 3]]],
+        [[{"c": 2, "a": 2, "b": 1}], [[1, "a", 2], [1, "c", 2], [3, "b", 1]]],
+        [[{"x": 4, "y": 4}], [[1, "x", 4], [1, "y", 4]]],
+    ],
 )
 
 
