@@ -149,14 +149,17 @@ def _neighbour_values(values: list[Any]) -> list[tuple[int, int, object]]:
     """(i, j, v): an int argument i moved just past int argument j, on either side (v = values[j] ± 1).
 
     Arguments that are compared with each other (`clamp(x, lo, hi)`, an index and a length) take other
-    branches when one crosses the other: `clamp(5, 0, 10)` also runs as `clamp(11, 0, 10)` and `clamp(-1, 0, 10)`.
+    branches when one crosses the other: `clamp(5, 0, 10)` also runs as `clamp(11, 0, 10)` and `clamp(-1, 0, 10)`,
+    but `percent(1, 5)` not as `percent(1, 0)`.
     """
     ints = [i for i, v in enumerate(values) if isinstance(v, int) and not isinstance(v, bool)]
     out: list[tuple[int, int, object]] = []
     for i in ints:
         for j in ints:
             if i != j:
-                out += [(i, j, v) for v in (values[j] + 1, values[j] - 1) if v != values[i]]
+                # Never a zero the argument did not have: it leaves the domain (a divisor, a size) rather
+                # than crossing the other argument, and a fix rightly raises there where the bug returned.
+                out += [(i, j, v) for v in (values[j] + 1, values[j] - 1) if v != values[i] and v != 0]
     return out
 
 

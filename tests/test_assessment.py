@@ -563,6 +563,8 @@ def test_near_inputs_move_an_int_argument_across_another() -> None:
     assert (0, 2, 11) in moved and (0, 1, -1) in moved and (2, 0, 4) in moved and (1, 0, 6) in moved
     assert _neighbour_values([3, "a", True]) == []  # one int only: bools and strings are not numbers here
     assert all(v != [4, 3][i] for i, _j, v in _neighbour_values([4, 3]))  # never the value it already has
+    # percent(1, 5): the whole moved just below the part would be zero, out of the domain, so it is not tried.
+    assert (1, 0, 0) not in _neighbour_values([1, 5]) and (1, 0, 2) in _neighbour_values([1, 5])
 
 
 def test_near_inputs_also_take_values_that_occur_in_a_sequence_argument() -> None:

@@ -774,3 +774,85 @@ def test_early_return_guards_a_divisor_that_may_be_zero() -> None:
     assert [c.description for c in fixed] == ["insert `if not whole: return None` before line 5"]
     constant = "def half(x):\n    return x / 2  # BUG\n"
     assert not [c for c in _candidates(constant) if c.operator == "early_return" and "not" in c.description]
+
+
+def test_missing_step_copies_the_divmod_partner_of_a_step_the_function_takes() -> None:
+    source = textwrap.dedent(
+        """
+        def feet_inches(length):
+            return [length // 12, length]  # BUG
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["feet_inches"](30) == [2, 6] and ns["feet_inches"](12) == [1, 0]
+
+    fixed = _fixing(source, check, "missing_step")
+    assert [c.description for c in fixed] == ["line 3: `length` -> `length % 12`"]
+    assert fixed[0].tier in OPERATOR_TIERS["missing_step"]
+
+
+def test_missing_step_halves_a_sum_that_should_be_a_midpoint() -> None:
+    source = textwrap.dedent(
+        """
+        def bisect_sqrt(n):
+            lo, hi = 0, n + 1
+            while hi - lo > 1:
+                mid = lo + hi  # BUG
+                if mid * mid <= n:
+                    lo = mid
+                else:
+                    hi = mid
+            return lo
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return [ns["bisect_sqrt"](n) for n in (0, 1, 8, 9, 26)] == [0, 1, 2, 3, 5]
+
+    fixed = _fixing(source, check, "missing_step")
+    assert [c.new_source.splitlines()[4].strip() for c in fixed] == ["mid = (lo + hi) // 2  # BUG"]
+
+
+def test_missing_step_leaves_stepped_terms_and_non_numbers_alone() -> None:
+    source = textwrap.dedent(
+        """
+        def label(parts, count):
+            total = count % 7
+            return parts + [total // 2]  # BUG
+        """
+    )
+    steps = [c.description for c in _candidates(source) if c.operator == "missing_step"]
+    # `total // 2` is stepped already and `parts` is a list: neither gets a step; nothing else is a site here.
+    assert steps == []
+
+
+def test_builtin_wrap_counts_distinct_items_and_measures_distances() -> None:
+    distinct = textwrap.dedent(
+        """
+        def visited_cities(trips):
+            stops = [city for trip in trips for city in trip]
+            return len(stops)  # BUG
+        """
+    )
+    fixed = _fixing(distinct, lambda ns: ns["visited_cities"]([["a", "b"], ["b", "c"]]) == 3, "builtin_wrap")
+    assert [c.description for c in fixed] == ["line 4: `stops` -> `set(stops)`"]
+    assert fixed[0].tier in OPERATOR_TIERS["builtin_wrap"]
+    distance = "def close_enough(a, b, tolerance):\n    return a - b <= tolerance  # BUG\n"
+
+    def check(ns: dict[str, Any]) -> bool:
+        return [ns["close_enough"](*args) for args in ((1, 5, 2), (5, 4, 2), (4, 5, 2))] == [False, True, True]
+
+    fixed = _fixing(distance, check, "builtin_wrap")
+    assert [c.description for c in fixed] == ["line 2: `a - b` -> `abs(a - b)`"]
+
+
+def test_builtin_wrap_turns_a_container_into_its_size_and_a_number_into_text() -> None:
+    size = "def spare(seats, booked):\n    booked = list(booked)\n    return seats - booked  # BUG\n"
+    fixed = _fixing(size, lambda ns: ns["spare"](5, ["x", "y"]) == 3, "builtin_wrap")
+    assert [c.description for c in fixed] == ["line 3: `booked` -> `len(booked)`"]
+    text = "def tag(n):\n    n = n + 1\n    return 'v' + n  # BUG\n"
+    fixed = _fixing(text, lambda ns: ns["tag"](1) == "v2", "builtin_wrap")
+    assert [c.description for c in fixed] == ["line 3: `n` -> `str(n)`"]
+    shadowed = "def count(xs, set):\n    return len(xs)  # BUG\n"
+    assert [c for c in _candidates(shadowed) if c.operator == "builtin_wrap"] == []

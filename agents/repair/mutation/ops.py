@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Iterator
 
@@ -368,3 +369,99 @@ def format_tuples(env: Env) -> Iterator[Edit]:
         if format_arity(template.value) == 1:
             wrapped = ast.Tuple(elts=[node.right], ctx=ast.Load())
             yield Edit("format_tuple", FORMAT_TUPLE_TIER, root, node.right, wrapped)
+
+
+#: Missing arithmetic is a long shot (tier 3): a value used without a step the function applies elsewhere.
+MISSING_STEP_TIER = 3
+#: Operators whose step (`// 60`, `% n`, `* 2`, `/ total`) is copied onto a bare operand; `+`/`-` are the
+#: missing-term family's (`term_addition`) and ±1 is off_by_one's.
+_STEP_OPS = (ast.FloorDiv, ast.Mod, ast.Div, ast.Mult)
+#: A quotient and its remainder come in pairs (divmod): where one is taken the other is often the one missing.
+_DIVMOD_PAIR: dict[type[ast.operator], type[ast.operator]] = {ast.FloorDiv: ast.Mod, ast.Mod: ast.FloorDiv}
+#: Steps per operand, at most: the function's own steps, most frequent first.
+_STEP_LIMIT = 4
+
+
+def _step_operand(node: ast.expr) -> bool:
+    """A step's right operand: a number, a plain name or `len(name)` (`% 26`, `// size`, `% len(xs)`)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.Name):
+        return True
+    return call_name(node) == "len" and isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+
+
+def function_steps(env: Env) -> list[tuple[type[ast.operator], ast.expr]]:
+    """(operator, right operand) of the `x // k`, `x % k`, `x / k`, `x * k` the enclosing function applies,
+    most frequent first, each divmod partner counted with its pair.
+    """
+    func = env.target.functions[0] if env.target.functions else None
+    counts: dict[str, tuple[int, type[ast.operator], ast.expr]] = {}
+    for node in ast.walk(func) if func is not None else ():
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, _STEP_OPS):
+            right = node.right if isinstance(node, ast.BinOp) else node.value
+            if not _step_operand(right):
+                continue
+            ops = [type(node.op)] + ([_DIVMOD_PAIR[type(node.op)]] if type(node.op) in _DIVMOD_PAIR else [])
+            for rank, op in enumerate(ops):
+                key = f"{op.__name__} {ast.dump(right)}"
+                seen, _, _ = counts.get(key, (0, op, right))
+                counts[key] = (seen + (2 if rank == 0 else 1), op, right)
+    return [(op, right) for _, op, right in sorted(counts.values(), key=lambda c: -c[0])][:_STEP_LIMIT]
+
+
+def missing_steps(env: Env) -> Iterator[Edit]:
+    """Missing arithmetic: a number used without a step the function applies to others: `[t // 60, t]` ->
+    `[t // 60, t % 60]`, `shift` -> `shift % 26`, `lo + hi` -> `(lo + hi) // 2`.
+
+    Operands are numeric names (never the one a step is already applied to) and sums or differences of
+    two numbers (a midpoint or span not yet halved or scaled). Steps come from `function_steps`; a sum is
+    also tried `// 2`.
+    """
+    steps = function_steps(env)
+    # A sum or difference is also tried halved: a midpoint or an average is the commonest missing step.
+    halving = (ast.FloorDiv, ast.Constant(value=2))
+    sum_steps = steps + ([halving] if all(ast.dump(r) != ast.dump(halving[1]) for _, r in steps) else [])
+    for node, root in env.nodes:
+        parent = env.parent(node)
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load) or env.is_called(node) or env.scope.kind(node.id) != "num":
+                continue
+            if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+                continue  # a term of a longer expression: the step belongs on the whole, its own site
+        elif not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and _sum_of_numbers(env, node)):
+            continue
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, _STEP_OPS):
+            continue  # already stepped (`t // 60`), or a step's own operand
+        for op, right in steps if isinstance(node, ast.Name) else sum_steps:
+            if ast.dump(right) == ast.dump(node):
+                continue
+            new = ast.BinOp(left=node, op=op(), right=copy.deepcopy(right))
+            yield Edit("missing_step", MISSING_STEP_TIER, root, node, new)
+
+
+#: Calls that give a number.
+_NUMBER_CALLS = frozenset({"len", "int", "abs", "sum", "round", "max", "min", "ord", "float"})
+
+
+def _sum_of_numbers(env: Env, node: ast.BinOp) -> bool:
+    """`lo + hi`, `xs[i] - xs[j]`: one side a number, neither side known to be something else."""
+    sides = (node.left, node.right)
+    other_kind = any(
+        is_literal_seq(side) or (isinstance(side, ast.Name) and env.scope.kind(side.id) not in (None, "num"))
+        for side in sides
+    )
+    return not other_kind and any(_number(env, side) or isinstance(side, ast.Subscript) for side in sides)
+
+
+def _number(env: Env, node: ast.AST) -> bool:
+    """Is the expression a number by its syntax and the scope's kinds (names of unknown kind are not)?"""
+    if isinstance(node, ast.Name):
+        return env.scope.kind(node.id) == "num"
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.Call):
+        return call_name(node) in _NUMBER_CALLS
+    if isinstance(node, ast.BinOp):
+        return _number(env, node.left) and _number(env, node.right)
+    return False

@@ -67,6 +67,8 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     calls.helper_wraps,
     ops.format_tuples,
     calls.isinstance_types,
+    ops.missing_steps,
+    calls.builtin_wraps,
 )
 
 #: operator name -> tiers it emits (lower is tried first).
@@ -121,6 +123,12 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     # A flag that enables a branch and is never cleared in it (`if start and c:` without `start = False`):
     # one of the mined "assignment inserted" fixes (8.1% of edits) that the loop updates do not cover.
     "flag_reset": (3,),
+    # QuixBugs' "missing arithmetic" and "missing function call" classes: a step the function applies to
+    # other values (`// 60` where `% 60` was meant too, a sum never halved); a builtin call around a value
+    # (`set()` inside `len()`, `abs()` around a difference). Builtins make most of the mined call wraps
+    # (3.7% of edits); steps copied from the same function are rarer, so both are long shots.
+    "missing_step": (3,),
+    "builtin_wrap": (3,),
 }
 
 
