@@ -121,3 +121,19 @@ def test_a_held_out_run_scores_only_that_project(tmp_path: Path, settings: Setti
     assert "**Held-out project: words.** This run covers the held-out project only." in report
     assert "| words | 1 |" in report and "other" not in report
     assert json.loads((out / "results.json").read_text())["summary"]["selection"]["held_out"] == "words"
+
+
+@pytest.mark.slow
+# One small case runs the reproduction only: the job makes no patch, and its BRT is scored by the oracle.
+@pytest.mark.timeout(900)
+def test_a_reproduce_run_scores_the_brt_alone(tmp_path: Path, settings: Settings) -> None:
+    bench = tmp_path / "bench"
+    write_case(bench, "words-1", ["pytest", "pytest-timeout", "six>=1.10"], _fix_diff(tmp_path / "fix"))
+    doc = asyncio.run(run_eval(bench, settings, trajectories=2, ks=[1], out=tmp_path / "out", mode="reproduce"))
+    case = doc["cases"][0]
+    assert case["status"] == "reproduced", case
+    assert case["trajectories"] == [] and not case["picked_plausible_fix"]
+    # The written test fails on the buggy code and passes with the oracle fix.
+    assert case["reproduction_brt_plausible"] is True
+    assert doc["summary"]["projects"]["words"]["plausible_brt"] == 1
+    assert doc["summary"]["projects"]["words"]["published"] == 0

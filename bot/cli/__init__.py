@@ -195,6 +195,12 @@ def _add_eval_parser(sub: Any) -> None:
     ev.add_argument("--out", type=output_dir, default="eval-out", help="folder for the results (eval-out)")
     ev.add_argument("--jobs", type=int_range(1, 64), default=1, help="cases run at once (1-64)")
     ev.add_argument("--cases", default="", help="comma-separated case names to run (default all)")
+    ev.add_argument(
+        "--mode",
+        choices=["fix", "reproduce"],
+        default="fix",
+        help="the job each case runs: fix (default), or reproduce (the BRT alone: plausible BRT, much faster)",
+    )
     ev.add_argument("--sandbox", choices=["bwrap", "docker", "none"])
     held = ev.add_mutually_exclusive_group()
     held.add_argument(

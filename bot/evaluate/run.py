@@ -28,7 +28,7 @@ from bot.jobs.queue import Queue
 from bot.jobs.request import JobOptions, build_request
 from bot.pipeline.record import job_record
 from bot.pipeline.run import run_job
-from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, JobOutcome, stage_timing
+from bot.pipeline.types import EXIT_ENVIRONMENT, TIMED_STAGES, JobOutcome, Mode, stage_timing
 from bot.settings.config import Settings
 from bot.store import Store
 from patch_selectors.metrics import (
@@ -193,9 +193,19 @@ def _selected_flag(result: CaseResult, selected: str | None, attr: str) -> bool:
 
 
 async def evaluate_case(
-    case: BenchCase, settings: Settings, store: Store, *, trajectories: int, sandbox: str, workdir: Path
+    case: BenchCase,
+    settings: Settings,
+    store: Store,
+    *,
+    trajectories: int,
+    sandbox: str,
+    workdir: Path,
+    mode: Mode = "fix",
 ) -> CaseResult:
-    """Run the pipeline on one case, then score each trajectory's patch and each selector's pick."""
+    """Run the pipeline on one case, then score each trajectory's patch and each selector's pick.
+
+    In mode "reproduce" the job stops after the reproduction: only its BRT is scored.
+    """
     result = CaseResult(case.name, project=case.project)
     started = time.monotonic()
     try:
@@ -209,7 +219,7 @@ async def evaluate_case(
         issue = await asyncio.to_thread(store.publications.upsert_issue, "local", str(repo), case.name, title=title)
         queue = Queue(store)
         payload = {"case": case.name}
-        job_id = await asyncio.to_thread(queue.enqueue, "fix", issue.id, payload, concurrency_key=f"eval:{case.name}")
+        job_id = await asyncio.to_thread(queue.enqueue, mode, issue.id, payload, concurrency_key=f"eval:{case.name}")
         request = build_request(
             settings,
             None,
@@ -217,7 +227,7 @@ async def evaluate_case(
             repo=repo,
             issue_text=case.issue_text,
             issue_ref=case.name,
-            mode="fix",
+            mode=mode,
             base_commit=None,
         )
         request = dataclasses.replace(request, extra_deps=deps)
@@ -391,8 +401,12 @@ async def run_eval(
     sandbox: str = "bwrap",
     console: Console | None = None,
     projects: ProjectSelection | None = None,
+    mode: Mode = "fix",
 ) -> dict[str, Any]:
-    """Run and score every case (of the `projects` selected); write results.json, report.md, success_at_k.png."""
+    """Run and score every case (of the `projects` selected); write results.json, report.md, success_at_k.png.
+
+    `mode` is the job each case runs: "fix" (the default) or "reproduce" (the BRT alone, much faster).
+    """
     cases = load_cases(bench, only, projects)
     if not cases:
         raise FileNotFoundError(f"no case.toml found under {bench}")
@@ -409,11 +423,12 @@ async def run_eval(
             async def one(case: BenchCase) -> CaseResult:
                 async with gate:
                     res = await evaluate_case(
-                        case, settings, store, trajectories=trajectories, sandbox=sandbox, workdir=workdir
+                        case, settings, store, trajectories=trajectories, sandbox=sandbox, workdir=workdir, mode=mode
                     )
                 progress.advance(task)
                 fixed = sum(o.plausible_fix for o in res.outcomes)
-                progress.console.log(f"{case.name}: {res.status}, {fixed}/{len(res.outcomes)} plausible fixes")
+                brt = {None: "no BRT", True: "plausible BRT", False: "BRT not plausible"}[res.reproduction_brt]
+                progress.console.log(f"{case.name}: {res.status}, {fixed}/{len(res.outcomes)} plausible fixes, {brt}")
                 return res
 
             results = list(await asyncio.gather(*(one(c) for c in cases)))
@@ -468,6 +483,7 @@ async def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         only=only,
         sandbox=args.sandbox or settings.sandbox,
         projects=projects,
+        mode=args.mode,
     )
     print((args.out / "report.md").read_text())
     return 0 if document["summary"]["cases"] else 1
