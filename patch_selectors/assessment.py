@@ -245,6 +245,7 @@ class Shape(NamedTuple):
     deletion: bool  # it only removes code (`deletes_only`)
     raising: bool  # it adds a `raise` (`raises_added`)
     silencing: bool  # it adds an `except` handler (`handlers_added`)
+    orphaning: bool  # it leaves a value the function computes unused (`orphans_left`)
 
 
 def fix_shape(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> Shape:
@@ -253,6 +254,7 @@ def fix_shape(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) ->
         deletes_only(old_sources, new_sources),
         raises_added(old_sources, new_sources),
         handlers_added(old_sources, new_sources),
+        orphans_left(old_sources, new_sources),
     )
 
 
@@ -285,6 +287,122 @@ def handlers_added(old_sources: Mapping[str, str], new_sources: Mapping[str, str
     the reported call stops raising whatever that result is, and no test that passed before reached it.
     """
     return _more_nodes(old_sources, new_sources, ast.ExceptHandler)
+
+
+def orphans_left(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
+    """True when a local the function computes and used is, after the fix, still computed but never used.
+
+    `return out` -> `return nums` makes the call pass by bypassing the loop that builds `out`: the work the
+    function does no longer reaches its result, the shape of a fix that fits the example rather than the code.
+    Only updating a value (`out.append(x)`, `d[k] = v`, `n += 1`), or reading it to update itself
+    (`if x not in seen: seen.append(x)`), is not using it (`_LiveNames`).
+    """
+    for path in sorted(set(old_sources) & set(new_sources)):
+        try:
+            old, new = _function_uses(old_sources[path]), _function_uses(new_sources[path])
+        except (SyntaxError, ValueError):
+            return False
+        for name, (stored, live) in new.items():
+            before = old.get(name)
+            if before is not None and (stored - live) & before[0] & before[1]:
+                return True
+    return False
+
+
+def _function_uses(source: str) -> dict[str, tuple[set[str], set[str]]]:
+    """Per function (by qualified name): the locals it assigns, and the names whose value reaches its result."""
+    out: dict[str, tuple[set[str], set[str]]] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    out[name] = _LiveNames(child).result()
+                visit(child, name + ".")
+
+    visit(ast.parse(source), "")
+    return out
+
+
+def _reads(node: ast.AST | None) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if node else set()
+
+
+class _LiveNames:
+    """Which locals of a function reach what it returns, yields, raises or changes outside itself.
+
+    A flow-insensitive pass: every write of a local depends on what its statement and the enclosing
+    conditions and loops read; returns, raises, yields, calls and writes to anything not local are the sinks;
+    a local is live when a sink depends on it, directly or through other locals.
+    """
+
+    def __init__(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.stored = {
+            n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)
+        }
+        self.deps: dict[str, set[str]] = {}
+        self.sinks: set[str] = set()
+        self._block(func.body, set())
+
+    def result(self) -> tuple[set[str], set[str]]:
+        live, todo = set(), list(self.sinks)
+        while todo:
+            name = todo.pop()
+            if name not in live:
+                live.add(name)
+                todo += self.deps.get(name, ())
+        return self.stored, live
+
+    def _write(self, target: ast.AST, reads: set[str]) -> None:
+        if isinstance(target, ast.Name):
+            self.deps.setdefault(target.id, set()).update(reads)
+        elif isinstance(target, ast.Tuple | ast.List | ast.Starred):
+            for element in ast.iter_child_nodes(target):
+                self._write(element, reads)
+        elif isinstance(target, ast.Attribute | ast.Subscript):
+            base = target.value
+            while isinstance(base, ast.Attribute | ast.Subscript):
+                base = base.value
+            extra = _reads(target.slice) if isinstance(target, ast.Subscript) else set()
+            if isinstance(base, ast.Name) and base.id in self.stored:
+                self.deps.setdefault(base.id, set()).update(reads | extra)
+            else:
+                self.sinks.update(reads | extra | _reads(base))  # an object that outlives the call
+
+    def _block(self, body: Sequence[ast.stmt], context: set[str]) -> None:
+        for stmt in body:
+            self._statement(stmt, context)
+
+    def _statement(self, stmt: ast.stmt, context: set[str]) -> None:
+        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            reads = _reads(stmt.value) | context
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                self._write(target, reads | (_reads(target) if isinstance(stmt, ast.AugAssign) else set()))
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self._update(stmt.value):
+            receiver = stmt.value.func.value  # type: ignore[attr-defined]
+            self._write(receiver, _reads(stmt.value) | context)
+        elif isinstance(stmt, ast.If | ast.While):
+            self._block(stmt.body, context | _reads(stmt.test))
+            self._block(stmt.orelse, context | _reads(stmt.test))
+        elif isinstance(stmt, ast.For | ast.AsyncFor):
+            self._write(stmt.target, _reads(stmt.iter) | context)
+            self._block(stmt.body, context | _reads(stmt.iter))
+            self._block(stmt.orelse, context)
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            for item in stmt.items:
+                self.sinks.update(_reads(item.context_expr))
+            self._block(stmt.body, context)
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers)):
+                self._block(block, context)
+        else:  # return, raise, a call for its effect, a nested def (closures), assert, del, ...
+            self.sinks.update(_reads(stmt) | context)
+
+    def _update(self, call: ast.Call) -> bool:
+        """`x.append(...)` on a local `x`: a write of x, not a use."""
+        func = call.func
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.stored
 
 
 def deletes_only(old_sources: Mapping[str, str], new_sources: Mapping[str, str]) -> bool:
@@ -685,6 +803,10 @@ _SILENCING = (
     "the fix catches an exception the code raised: what it does instead is the fix's own choice, and no test that "
     "passed before can say whether the project wants that"
 )
+_ORPHANING = (
+    "the fix leaves a value the function computes unused: the work no longer reaches the result, the shape of a "
+    "fix that bypasses the code rather than mends it"
+)
 
 
 def judge(
@@ -698,6 +820,7 @@ def judge(
     deletion: bool = False,
     raising: bool = False,
     silencing: bool = False,
+    orphaning: bool = False,
     departs: Sequence[str] = (),
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
@@ -722,7 +845,7 @@ def judge(
             f"disagrees with {len(example_failures)} of the code's documented example(s) or the report's working "
             "calls: " + "; ".join(example_failures[:_SHOWN])
         )
-    shape = ((deletion, _DELETION), (raising, _RAISING), (silencing, _SILENCING))
+    shape = ((deletion, _DELETION), (raising, _RAISING), (silencing, _SILENCING), (orphaning, _ORPHANING))
     reasons += [reason for flag, reason in shape if flag]
     if others_disagree:
         reasons.append(

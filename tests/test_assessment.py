@@ -23,6 +23,7 @@ from patch_selectors.assessment import (
     documented_examples,
     enclosing_functions,
     fix_shape,
+    orphans_left,
     judge,
     literal_only,
     new_crashes,
@@ -100,8 +101,8 @@ def test_a_fix_that_adds_a_raise_is_never_confident() -> None:
     """A new error's type and message are the fix's own choice: a suggestion, never a PR (made up)."""
     loose = "def load(text):\n    return text.replace('\\r', '')\n"
     strict = "def load(text):\n    if not isinstance(text, str):\n        raise TypeError(text)\n" + loose[16:]
-    assert fix_shape({"a.py": loose}, {"a.py": strict}) == (False, True, False)
-    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (False, False, False)
+    assert fix_shape({"a.py": loose}, {"a.py": strict}) == (False, True, False, False)
+    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (False, False, False, False)
     event = _event("load", 0, "('a',)", "'a'")
     run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
     assert judge(run, run, brt_prefix="t/brt", targets=[]).verdict == "confident"
@@ -114,13 +115,34 @@ def test_a_fix_that_catches_an_exception_is_never_confident() -> None:
     bare = "def first(items):\n    return next(iter(items))\n"
     handler = "    except StopIteration:\n        return\n"
     caught = bare.replace("    return next", "    try:\n        return next") + handler
-    assert fix_shape({"a.py": bare}, {"a.py": caught}) == (False, False, True)
+    assert fix_shape({"a.py": bare}, {"a.py": caught}) == (False, False, True, False)
     renamed = caught.replace("StopIteration", "LookupError")
     assert fix_shape({"a.py": caught}, {"a.py": renamed}).silencing is False
     event = _event("first", 0, "([1],)", "1")
     run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
     verdict = judge(run, run, brt_prefix="t/brt", targets=[], silencing=True)
     assert verdict.verdict == "unsure" and "catches an exception" in verdict.reasons[0]
+
+
+def test_a_fix_that_leaves_computed_work_unused_is_never_confident() -> None:
+    """`return seen` -> `return names` passes the example by bypassing the loop that builds `seen` (made up)."""
+    dedupe = (
+        "def dedupe(names):\n    seen = []\n    for name in names:\n        if name not in seen:\n"
+        "            seen.append(name)\n    return seen\n"
+    )
+    bypass = dedupe.replace("return seen", "return names")
+    assert orphans_left({"a.py": dedupe}, {"a.py": bypass}) and fix_shape({"a.py": dedupe}, {"a.py": bypass}).orphaning
+    # Fixes that keep every computed value in use are ordinary, whatever they change.
+    assert not orphans_left({"a.py": dedupe}, {"a.py": dedupe.replace("name not in seen", "name.lower() not in seen")})
+    span = "def span(a, b):\n    lo = min(a, b)\n    hi = max(a, b)\n    return lo - hi\n"
+    assert not orphans_left({"a.py": span}, {"a.py": span.replace("lo - hi", "hi - lo")})
+    # A value that was never used before the fix is not the fix's doing.
+    idle = "def idle(xs):\n    n = len(xs)\n    return xs\n"
+    assert not orphans_left({"a.py": idle}, {"a.py": idle.replace("return xs", "return xs[:]")})
+    event = _event("dedupe", 0, "(['a'],)", "['a']")
+    run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
+    verdict = judge(run, run, brt_prefix="t/brt", targets=[], orphaning=True)
+    assert verdict.verdict == "unsure" and "computes unused" in verdict.reasons[0]
 
 
 def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:

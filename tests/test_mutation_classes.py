@@ -856,3 +856,38 @@ def test_builtin_wrap_turns_a_container_into_its_size_and_a_number_into_text() -
     assert [c.description for c in fixed] == ["line 3: `n` -> `str(n)`"]
     shadowed = "def count(xs, set):\n    return len(xs)  # BUG\n"
     assert [c for c in _candidates(shadowed) if c.operator == "builtin_wrap"] == []
+
+
+def test_a_method_of_the_same_family_replaces_a_confused_one() -> None:
+    casing = "def headline(words):\n    return ' '.join(w.upper() for w in words)  # BUG\n"
+    fixed = _fixing(casing, lambda ns: ns["headline"](["big", "news"]) == "Big News", "attribute")
+    assert [c.description for c in fixed] == ["line 2: `w.upper` -> `w.capitalize`", "line 2: `w.upper` -> `w.title`"]
+    by_value = "def drop(items, unwanted):\n    items = list(items)\n    items.pop(unwanted)  # BUG\n    return items\n"
+    fixed = _fixing(by_value, lambda ns: ns["drop"]([5, 7, 9], 9) == [5, 7], "attribute")
+    assert [c.description for c in fixed] == ["line 3: `items.pop` -> `items.remove`"]
+
+
+def test_slice_mirror_also_trims_the_other_end() -> None:
+    source = "def inner(text):\n    return text[1:]  # BUG\n"
+    fixed = _fixing(source, lambda ns: ns["inner"]("[ab]") == "ab" and ns["inner"]("<>") == "", "slice_mirror")
+    assert [c.description for c in fixed] == ["line 2: `text[1:]` -> `text[1:-1]`"]
+
+
+def test_early_return_guards_the_first_item_of_a_sequence_that_may_be_empty() -> None:
+    source = textwrap.dedent(
+        """
+        def initials(name):
+            name = name.strip()
+            first = name[0].upper()  # BUG
+            if " " not in name:
+                return first
+            return first + name.split()[-1][0].upper()
+        """
+    )
+
+    def check(ns: dict[str, Any]) -> bool:
+        return ns["initials"]("  ") is None and ns["initials"]("ada lovelace") == "AL"
+
+    fixed = _fixing(source, check, "early_return")
+    assert [c.description for c in fixed] == ["insert `if not name: return None` before line 4"]
+    assert fixed[0].tier in OPERATOR_TIERS["early_return"]

@@ -44,15 +44,26 @@ _METHOD_SWAPS: dict[str, tuple[str, ...]] = {
     "add": ("append", "update"),
     "update": ("add", "extend"),
     "appendleft": ("append",),
-    "pop": ("popleft",),
+    "pop": ("popleft", "remove"),  # by position where by value was meant, and back
     "popleft": ("pop",),
-    "remove": ("discard",),
+    "remove": ("discard", "pop"),
     "discard": ("remove",),
     "keys": ("values", "items"),
     "values": ("keys", "items"),
     "items": ("keys", "values"),
-    "lower": ("upper",),
-    "upper": ("lower",),
+    # Letter case: one family, each confused with the others.
+    "lower": ("upper", "casefold", "capitalize", "title"),
+    "upper": ("lower", "capitalize", "title"),
+    "capitalize": ("title", "upper", "lower"),
+    "title": ("capitalize", "upper", "lower"),
+    "casefold": ("lower",),
+    "swapcase": ("upper", "lower"),
+    # Character classes.
+    "isdigit": ("isnumeric", "isdecimal", "isalnum"),
+    "isnumeric": ("isdigit",),
+    "isdecimal": ("isdigit",),
+    "isalpha": ("isalnum",),
+    "isalnum": ("isalpha", "isdigit"),
     "startswith": ("endswith",),
     "endswith": ("startswith",),
     "find": ("rfind", "index"),
@@ -175,8 +186,9 @@ def swaps(env: Env) -> Iterator[Edit]:
 
 
 def slice_mirrors(env: Env) -> Iterator[Edit]:
-    """A slice cut from the wrong end: `s[k:]` <-> `s[:-k]`, `s[:k]` <-> `s[-k:]`, and the bound counted from
-    the other end in place, `s[k:]` <-> `s[-k:]`, `s[:k]` <-> `s[:-k]` (one bound, no step).
+    """A slice cut from the wrong end: `s[k:]` <-> `s[:-k]`, `s[:k]` <-> `s[-k:]`, the bound counted from
+    the other end in place, `s[k:]` <-> `s[-k:]`, `s[:k]` <-> `s[:-k]` (one bound, no step), and cut from both
+    ends, `s[k:]` / `s[:-k]` -> `s[k:-k]`.
 
     `prefix[1:]` drops the first item where `prefix[:-1]` drops the last; `items[n:]` skips n items where
     `items[-n:]` keeps the last n.
@@ -202,6 +214,11 @@ def slice_mirrors(env: Env) -> Iterator[Edit]:
             side = (not lower) if other_end else lower
             mirrored = ast.Slice(lower=flipped) if side else ast.Slice(lower=None, upper=flipped)
             yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=mirrored, ctx=node.ctx))
+        # Both ends: `s[1:]` -> `s[1:-1]`, `s[:-1]` -> `s[1:-1]` (a trim that only cut one end).
+        negative = isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub)
+        if lower != negative:  # a count from the start below, from the end above: never `s[-k:k]`
+            both = ast.Slice(lower=bound, upper=flipped) if lower else ast.Slice(lower=flipped, upper=bound)
+            yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=both, ctx=node.ctx))
 
 
 def _literal(node: ast.expr) -> bool:

@@ -8,7 +8,7 @@ import copy
 from collections.abc import Iterator
 
 from agents.repair.mutation.exprs import LATE_TIER, LOCAL_LIMIT, name_node
-from agents.repair.mutation.ops import assign, conditions, is_docstring, is_literal_seq
+from agents.repair.mutation.ops import assign, conditions, int_value, is_docstring, is_literal_seq
 from agents.repair.mutation.scope import enclosing_root, loop_facts
 from agents.repair.mutation.types import Edit, Env
 
@@ -353,6 +353,12 @@ def early_returns(env: Env) -> Iterator[Edit]:
         for value in empties:
             guard = ast.If(test=is_zero, body=[ast.Return(value=value)], orelse=[])
             yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
+    # A sequence whose first or last item is read may be empty: `if not s: return <empty>` before `s[0]`.
+    for seq in _indexed_ends(stmt, env)[:LOCAL_LIMIT]:
+        is_empty = ast.UnaryOp(op=ast.Not(), operand=name_node(seq))
+        for value in empties:
+            guard = ast.If(test=is_empty, body=[ast.Return(value=value)], orelse=[])
+            yield Edit("early_return", 2, stmt, stmt, guard, "insert_before")
     for name in _read_names(stmt, env)[:LOCAL_LIMIT]:
         is_none = ast.Compare(left=name_node(name), ops=[ast.Is()], comparators=[ast.Constant(None)])
         for value in empties if name in maybe_none else []:
@@ -373,6 +379,18 @@ def _divisors(stmt: ast.stmt, env: Env) -> list[str]:
             usable = isinstance(right, ast.Name) and right.id in env.scope.variables and right.id not in names
             if usable and env.scope.kind(right.id) in (None, "num"):  # type: ignore[attr-defined]
                 names.append(right.id)  # type: ignore[attr-defined]
+    return names
+
+
+def _indexed_ends(stmt: ast.stmt, env: Env) -> list[str]:
+    """Variables whose first or last item the statement reads (`s[0]`, `xs[-1]`), in order."""
+    names: list[str] = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+            name = node.value.id
+            end = int_value(node.slice) in (0, -1)
+            if end and name in env.scope.variables and name not in names and env.scope.kind(name) != "num":
+                names.append(name)
     return names
 
 
