@@ -23,10 +23,10 @@ from patch_selectors.assessment import (
     documented_examples,
     enclosing_functions,
     fix_shape,
-    orphans_left,
     judge,
     literal_only,
     new_crashes,
+    orphans_left,
     semantic_size,
     table_entry_lines,
     touched_targets,
@@ -102,7 +102,12 @@ def test_a_fix_that_adds_a_raise_is_never_confident() -> None:
     loose = "def load(text):\n    return text.replace('\\r', '')\n"
     strict = "def load(text):\n    if not isinstance(text, str):\n        raise TypeError(text)\n" + loose[16:]
     assert fix_shape({"a.py": loose}, {"a.py": strict}) == (False, True, False, False)
-    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (False, False, False, False)
+    assert fix_shape({"a.py": strict}, {"a.py": strict.replace("TypeError", "ValueError")}) == (
+        False,
+        False,
+        False,
+        False,
+    )
     event = _event("load", 0, "('a',)", "'a'")
     run = TraceRun(events={"t::a": [event]}, outcomes={"t::a": "passed"})
     assert judge(run, run, brt_prefix="t/brt", targets=[]).verdict == "confident"

@@ -229,5 +229,5 @@ def builtin_wraps(env: Env) -> Iterator[Edit]:
                 yield _wrap(root, node, "str")
 
 
-def _wrap(root: ast.AST, node: ast.AST, func: str) -> Edit:
+def _wrap(root: ast.AST, node: ast.expr, func: str) -> Edit:
     return Edit("builtin_wrap", BUILTIN_WRAP_TIER, root, node, ast.Call(func=name_node(func), args=[node], keywords=[]))

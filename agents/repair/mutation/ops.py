@@ -429,7 +429,9 @@ def missing_steps(env: Env) -> Iterator[Edit]:
                 continue
             if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
                 continue  # a term of a longer expression: the step belongs on the whole, its own site
-        elif not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and _sum_of_numbers(env, node)):
+        elif not (
+            isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and _sum_of_numbers(env, node)
+        ):
             continue
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, _STEP_OPS):
             continue  # already stepped (`t // 60`), or a step's own operand
