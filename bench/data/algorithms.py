@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a data table: each program is one call whose docstring and inputs read best unwrapped)
 """Made-up algorithm programs with one injected bug each, in QuixBugs' layout: a check on code nothing was tuned on.
 
-Five sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
+Six sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
 (or one-statement) bug of a class from QuixBugs' taxonomy (wrong operator, variable, comparison, missing
 condition, off by one, swapped variables, wrong slice, wrong constant, wrong method, missing arithmetic,
 missing call, missing line), a docstring, and JSON test inputs. Each set was first run as a held-out check of
@@ -12,7 +12,7 @@ guard, the missing term at bounds, the product augop and the flag reset; set c t
 expected value, the slice bound counted from the other end and the zero-divisor guard. Those three are
 development data now. Set d was written after the last of those rules and run once, old and new side by side,
 as the held-out check; its failures were not read. Set e was written after set d as a further held-out set.
-Measure the next rule on d, or on a set written after it.
+Set f was written after set e as a further held-out set. Measure the next rule on d, or on a set written after it.
 
     python bench/data/algorithms.py --set c OUT_REPO      # a git repository in QuixBugs' layout
     QUIXBUGS_URL=OUT_REPO QUIXBUGS_REF=HEAD python bench/data/build_quixbugs.py --split all --out CASES
@@ -38,6 +38,7 @@ PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]
     "c": [],
     "d": [],
     "e": [],
+    "f": [],
 }
 _SET = "a"
 
@@ -1952,6 +1953,612 @@ def leaderboard(scores):
         [[{"amy": 5, "bob": 3}], [[1, "amy", 5], [2, "bob", 3]]],
         [[{"c": 2, "a": 2, "b": 1}], [[1, "a", 2], [1, "c", 2], [3, "b", 1]]],
         [[{"x": 4, "y": 4}], [[1, "x", 4], [1, "y", 4]]],
+    ],
+)
+
+
+# ---- set f ----------------------------------------------------------------------------------------------------
+
+_SET = "f"
+
+_program(
+    "luhn_valid",
+    "Luhn checksum\n\nInput:\n    number: A string of digits, possibly grouped with spaces\n\nOutput:\n    Whether number (at least two digits) passes the Luhn check",
+    """
+def luhn_valid(number):
+    digits = [int(ch) for ch in number if ch != " "]
+    if len(digits) < 2:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+""",
+    ("total % 10 == 0", "total // 10 == 0"),
+    [
+        [["79927398713"], True],
+        [["79927398710"], False],
+        [["4539 1488 0343 6467"], True],
+        [["1234567812345678"], False],
+        [["0"], False],
+        [["00"], True],
+        [["12"], False],
+    ],
+)
+
+_program(
+    "group_anagrams",
+    "Group anagrams\n\nInput:\n    words: A list of lowercase words\n\nOutput:\n    The words grouped by anagram class: each group sorted, the groups sorted",
+    """
+def group_anagrams(words):
+    groups = {}
+    for word in words:
+        key = "".join(sorted(word))
+        groups.setdefault(key, []).append(word)
+    return sorted(sorted(group) for group in groups.values())
+""",
+    (".append(word)", ".append(key)"),
+    [
+        [[["eat", "tea", "tan", "ate", "nat", "bat"]], [["ate", "eat", "tea"], ["bat"], ["nat", "tan"]]],
+        [[[]], []],
+        [[["ab", "ab"]], [["ab", "ab"]]],
+        [[["abc"]], [["abc"]]],
+        [[["a", "b", "a"]], [["a", "a"], ["b"]]],
+        [[["listen", "silent", "enlist", "google"]], [["enlist", "listen", "silent"], ["google"]]],
+    ],
+)
+
+_program(
+    "word_wrap",
+    "Greedy word wrap\n\nInput:\n    text: A string of words separated by whitespace\n    width: The longest line wanted\n\nOutput:\n    The words packed greedily into lines of at most width characters (a longer word gets a line of its own)",
+    """
+def word_wrap(text, width):
+    lines = []
+    line = ""
+    for word in text.split():
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = word
+    if line:
+        lines.append(line)
+    return lines
+""",
+    ("len(word) <= width", "len(word) < width"),
+    [
+        [["the quick brown fox", 10], ["the quick", "brown fox"]],
+        [["a b c d", 3], ["a b", "c d"]],
+        [["", 5], []],
+        [["hello", 2], ["hello"]],
+        [["one two three", 7], ["one two", "three"]],
+        [["  spaced   out  ", 20], ["spaced out"]],
+    ],
+)
+
+_program(
+    "count_islands",
+    "Count islands\n\nInput:\n    grid: A rectangular list of rows of 0s and 1s\n\nOutput:\n    The number of groups of 1s connected up, down, left or right",
+    """
+def _sink(grid, r, c):
+    if r < 0 or c < 0 or r >= len(grid) or c >= len(grid[0]):
+        return
+    if grid[r][c] != 1:
+        return
+    grid[r][c] = 0
+    _sink(grid, r + 1, c)
+    _sink(grid, r - 1, c)
+    _sink(grid, r, c + 1)
+    _sink(grid, r, c - 1)
+
+
+def count_islands(grid):
+    grid = [list(row) for row in grid]
+    count = 0
+    for r in range(len(grid)):
+        for c in range(len(grid[r])):
+            if grid[r][c] == 1:
+                count += 1
+                _sink(grid, r, c)
+    return count
+""",
+    ("c >= len(grid[0])", "c >= len(grid)"),
+    [
+        [[[[1, 1], [0, 1]]], 1],
+        [[[]], 0],
+        [[[[1, 0], [0, 1]]], 2],
+        [[[[1, 1, 0], [0, 1, 1], [0, 0, 1]]], 1],
+        [[[[1, 1, 1]]], 1],
+        [[[[1], [1], [0], [1]]], 2],
+        [[[[1, 0, 1, 1], [1, 0, 0, 1]]], 2],
+    ],
+)
+
+_program(
+    "next_permutation",
+    "Next permutation\n\nInput:\n    nums: A list of ints\n\nOutput:\n    The next arrangement of nums in lexicographic order, or the smallest one if nums is the largest",
+    """
+def next_permutation(nums):
+    result = list(nums)
+    i = len(result) - 2
+    while i >= 0 and result[i] >= result[i + 1]:
+        i -= 1
+    if i >= 0:
+        j = len(result) - 1
+        while result[j] <= result[i]:
+            j -= 1
+        result[i], result[j] = result[j], result[i]
+    result[i + 1:] = reversed(result[i + 1:])
+    return result
+""",
+    ("result[i] >= result[i + 1]", "result[i] > result[i + 1]"),
+    [
+        [[[1, 2, 3]], [1, 3, 2]],
+        [[[3, 2, 1]], [1, 2, 3]],
+        [[[1, 1, 5]], [1, 5, 1]],
+        [[[]], []],
+        [[[2, 2, 1]], [1, 2, 2]],
+        [[[1, 5, 1]], [5, 1, 1]],
+        [[[1, 3, 3, 2]], [2, 1, 3, 3]],
+    ],
+)
+
+_program(
+    "range_sums",
+    "Range sums\n\nInput:\n    nums: A list of ints\n    queries: A list of [lo, hi] index pairs, both ends included\n\nOutput:\n    The sum of nums[lo..hi] for each query, in order",
+    """
+def range_sums(nums, queries):
+    prefix = [0]
+    for x in nums:
+        prefix.append(prefix[-1] + x)
+    return [prefix[hi + 1] - prefix[lo] for lo, hi in queries]
+""",
+    ("prefix[hi + 1]", "prefix[hi]"),
+    [
+        [[[1, 2, 3, 4], [[0, 3], [1, 2]]], [10, 5]],
+        [[[5, 0, 3], [[0, 1]]], [5]],
+        [[[], []], []],
+        [[[2, -1, 0], [[1, 2], [0, 2]]], [-1, 1]],
+        [[[7], [[0, 0]]], [7]],
+        [[[4, 4, 0, 1], [[2, 2], [0, 2]]], [0, 8]],
+    ],
+)
+
+_program(
+    "brackets_balanced",
+    "Balanced brackets\n\nInput:\n    s: A string that may contain (), [] and {} among other characters\n\nOutput:\n    Whether every bracket in s is closed by the matching kind, in order",
+    """
+def brackets_balanced(s):
+    pairs = {")": "(", "]": "[", "}": "{"}
+    stack = []
+    for ch in s:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in pairs:
+            if not stack or stack.pop() != pairs[ch]:
+                return False
+    return not stack
+""",
+    ("if not stack or stack.pop()", "if stack.pop()"),
+    [
+        [["([]{})"], True],
+        [[""], True],
+        [["(]"], False],
+        [[")("], False],
+        [["(()"], False],
+        [["a(b)c]"], False],
+        [["{[(x)]}y"], True],
+    ],
+)
+
+_program(
+    "rotate_clockwise",
+    "Rotate a matrix clockwise\n\nInput:\n    matrix: A rectangular list of rows\n\nOutput:\n    matrix turned a quarter turn clockwise (a new list of rows)",
+    """
+def rotate_clockwise(matrix):
+    if not matrix:
+        return []
+    rows, cols = len(matrix), len(matrix[0])
+    result = [[0] * rows for _ in range(cols)]
+    for r in range(rows):
+        for c in range(cols):
+            result[c][rows - 1 - r] = matrix[r][c]
+    return result
+""",
+    ("[[0] * rows for _ in range(cols)]", "[[0] * cols for _ in range(rows)]"),
+    [
+        [[[]], []],
+        [[[[1, 2], [3, 4]]], [[3, 1], [4, 2]]],
+        [[[[1]]], [[1]]],
+        [[[[1, 2, 3]]], [[1], [2], [3]]],
+        [[[[1], [2]]], [[2, 1]]],
+        [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], [[7, 4, 1], [8, 5, 2], [9, 6, 3]]],
+    ],
+)
+
+_program(
+    "format_thousands",
+    "Thousands separators\n\nInput:\n    n: An int\n\nOutput:\n    n written in decimal with a comma between groups of three digits",
+    """
+def format_thousands(n):
+    sign = "-" if n < 0 else ""
+    digits = str(abs(n))
+    groups = []
+    while len(digits) > 3:
+        groups.append(digits[-3:])
+        digits = digits[:-3]
+    groups.append(digits)
+    return sign + ",".join(reversed(groups))
+""",
+    ("groups.append(digits[-3:])", "groups.append(digits[3:])"),
+    [
+        [[0], "0"],
+        [[999], "999"],
+        [[-512], "-512"],
+        [[1234], "1,234"],
+        [[1234567], "1,234,567"],
+        [[100000], "100,000"],
+        [[-1000000], "-1,000,000"],
+    ],
+)
+
+_program(
+    "longest_increasing_run",
+    "Longest increasing run\n\nInput:\n    nums: A list of ints\n\nOutput:\n    The length of the longest stretch of consecutive strictly increasing values",
+    """
+def longest_increasing_run(nums):
+    if not nums:
+        return 0
+    best, current = 1, 1
+    for i in range(1, len(nums)):
+        if nums[i] > nums[i - 1]:
+            current += 1
+        else:
+            current = 1
+        best = max(best, current)
+    return best
+""",
+    ("else:\n            current = 1", "else:\n            current = 0"),
+    [
+        [[[]], 0],
+        [[[5]], 1],
+        [[[1, 2, 3]], 3],
+        [[[3, 2, 1]], 1],
+        [[[1, 3, 2, 4, 5]], 3],
+        [[[2, 2, 2]], 1],
+        [[[1, 2, 0, 1, 2, 3]], 4],
+    ],
+)
+
+_program(
+    "parse_query",
+    "Parse a query string\n\nInput:\n    query: A string of key=value pairs joined by &\n\nOutput:\n    A dict from key to value; a pair without = maps its key to the empty string, the value runs to the end of the pair, a later key wins",
+    """
+def parse_query(query):
+    result = {}
+    if not query:
+        return result
+    for part in query.split("&"):
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        result[key] = value
+    return result
+""",
+    ("part.partition(", "part.rpartition("),
+    [
+        [["a=1&b=2"], {"a": "1", "b": "2"}],
+        [[""], {}],
+        [["flag&x=1"], {"flag": "", "x": "1"}],
+        [["expr=a=b"], {"expr": "a=b"}],
+        [["a=1&&b="], {"a": "1", "b": ""}],
+        [["k=v&k=w"], {"k": "w"}],
+    ],
+)
+
+_program(
+    "dijkstra",
+    "Shortest distances\n\nInput:\n    graph: A dict from node to a list of [neighbour, weight] edges, weights not negative\n    start: A node\n\nOutput:\n    A dict from every node reachable from start to its shortest distance",
+    """
+import heapq
+
+
+def dijkstra(graph, start):
+    dist = {start: 0}
+    heap = [(0, start)]
+    done = set()
+    while heap:
+        d, node = heapq.heappop(heap)
+        if node in done:
+            continue
+        done.add(node)
+        for nb, w in graph.get(node, []):
+            nd = d + w
+            if nb not in dist or nd < dist[nb]:
+                dist[nb] = nd
+                heapq.heappush(heap, (nd, nb))
+    return dist
+""",
+    ("nd = d + w", "nd = w"),
+    [
+        [[{"a": [["b", 2], ["c", 5]]}, "a"], {"a": 0, "b": 2, "c": 5}],
+        [[{"a": [["b", 1]], "b": [["c", 2]]}, "a"], {"a": 0, "b": 1, "c": 3}],
+        [[{"a": [["b", 4], ["c", 1]], "c": [["b", 1]]}, "a"], {"a": 0, "b": 2, "c": 1}],
+        [[{}, "a"], {"a": 0}],
+        [[{"a": [["b", 1]], "b": [["a", 1]]}, "a"], {"a": 0, "b": 1}],
+        [[{"x": [["y", 3]], "y": [["z", 0]]}, "x"], {"x": 0, "y": 3, "z": 3}],
+    ],
+)
+
+_program(
+    "camel_to_snake",
+    "camelCase to snake_case\n\nInput:\n    name: An identifier in camelCase or PascalCase, possibly with underscores\n\nOutput:\n    name in lower case with an underscore before each capital that does not start the name or follow an underscore",
+    """
+def camel_to_snake(name):
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper():
+            if i > 0 and name[i - 1] != "_":
+                out.append("_")
+            out.append(ch.lower())
+        else:
+            out.append(ch)
+    return "".join(out)
+""",
+    ("if i > 0 and name[i - 1]", "if name[i - 1]"),
+    [
+        [["camelCase"], "camel_case"],
+        [["CamelCase"], "camel_case"],
+        [["already_snake"], "already_snake"],
+        [["my_Var"], "my_var"],
+        [[""], ""],
+        [["X"], "x"],
+        [["userIdValue"], "user_id_value"],
+    ],
+)
+
+_program(
+    "bit_distance",
+    "Bit distance\n\nInput:\n    a: A non-negative int\n    b: A non-negative int\n\nOutput:\n    The number of bit positions in which a and b differ",
+    """
+def bit_distance(a, b):
+    x = a ^ b
+    count = 0
+    while x:
+        x &= x - 1
+        count += 1
+    return count
+""",
+    ("a ^ b", "a | b"),
+    [
+        [[1, 4], 2],
+        [[3, 1], 1],
+        [[0, 0], 0],
+        [[7, 0], 3],
+        [[5, 5], 0],
+        [[8, 3], 3],
+        [[255, 1], 7],
+    ],
+)
+
+_program(
+    "round_robin",
+    "Round-robin scheduling\n\nInput:\n    tasks: A list of [name, time needed] pairs, in arrival order\n    quantum: The most time a task runs before going to the back of the queue\n\nOutput:\n    A list of [name, finishing time] pairs in the order the tasks finish",
+    """
+from collections import deque
+
+
+def round_robin(tasks, quantum):
+    queue = deque((name, need) for name, need in tasks)
+    clock = 0
+    finished = []
+    while queue:
+        name, left = queue.popleft()
+        run = min(quantum, left)
+        clock += run
+        if left > run:
+            queue.append((name, left - run))
+        else:
+            finished.append([name, clock])
+    return finished
+""",
+    ("left - run", "run - left"),
+    [
+        [[[["a", 3], ["b", 5], ["c", 2]], 2], [["c", 6], ["a", 7], ["b", 10]]],
+        [[[["a", 1], ["b", 2]], 2], [["a", 1], ["b", 3]]],
+        [[[], 3], []],
+        [[[["x", 4]], 1], [["x", 4]]],
+        [[[["p", 0], ["q", 3]], 3], [["p", 0], ["q", 3]]],
+        [[[["a", 4], ["b", 1]], 3], [["b", 4], ["a", 5]]],
+    ],
+)
+
+_program(
+    "days_in_month",
+    "Days in a month\n\nInput:\n    year: A year of the Gregorian calendar\n    month: A month number, 1 to 12\n\nOutput:\n    The number of days in that month of that year",
+    """
+def _is_leap(year):
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def days_in_month(year, month):
+    lengths = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    if month == 2 and _is_leap(year):
+        return 29
+    return lengths[month - 1]
+""",
+    ("[31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]", "[31, 28, 31, 30, 31, 30, 31, 30, 31, 30, 31, 30]"),
+    [
+        [[2023, 1], 31],
+        [[2024, 2], 29],
+        [[1900, 2], 28],
+        [[2000, 2], 29],
+        [[2023, 8], 31],
+        [[2023, 12], 31],
+        [[2023, 4], 30],
+    ],
+)
+
+_program(
+    "palindrome_phrase",
+    "Palindrome phrase\n\nInput:\n    text: A string\n\nOutput:\n    Whether the letters and digits of text read the same both ways, ignoring case",
+    """
+def palindrome_phrase(text):
+    chars = [ch.lower() for ch in text if ch.isalnum()]
+    return chars == chars[::-1]
+""",
+    ("ch.lower()", "ch"),
+    [
+        [["A man, a plan, a canal: Panama"], True],
+        [["racecar"], True],
+        [[""], True],
+        [["hello"], False],
+        [["No lemon, no melon"], True],
+        [["12 21"], True],
+    ],
+)
+
+_program(
+    "sliding_window_max",
+    "Sliding window maximum\n\nInput:\n    nums: A list of ints\n    k: The window length, at least 1\n\nOutput:\n    The maximum of each window of k consecutive values, left to right",
+    """
+from collections import deque
+
+
+def sliding_window_max(nums, k):
+    result = []
+    window = deque()
+    for i, x in enumerate(nums):
+        while window and nums[window[-1]] <= x:
+            window.pop()
+        window.append(i)
+        if window[0] <= i - k:
+            window.popleft()
+        if i >= k - 1:
+            result.append(nums[window[0]])
+    return result
+""",
+    ("window[0] <= i - k:", "window[0] <= i - k - 1:"),
+    [
+        [[[1, 3, -1, -3, 5, 3, 6, 7], 3], [3, 3, 5, 5, 6, 7]],
+        [[[1, 2, 3, 4], 2], [2, 3, 4]],
+        [[[], 3], []],
+        [[[4, 2, 12, 3], 1], [4, 2, 12, 3]],
+        [[[9, 8, 7, 6], 2], [9, 8, 7]],
+        [[[5, 5, 1], 2], [5, 5]],
+    ],
+)
+
+_program(
+    "strip_affixes",
+    "Strip affixes\n\nInput:\n    word: A string\n    prefixes: A list of non-empty prefixes to try, in order\n    suffixes: A list of non-empty suffixes to try, in order\n\nOutput:\n    word without the first prefix and then the first suffix it has, each only if something is left",
+    """
+def strip_affixes(word, prefixes, suffixes):
+    for p in prefixes:
+        if word.startswith(p) and len(word) > len(p):
+            word = word[len(p):]
+            break
+    for s in suffixes:
+        if word.endswith(s) and len(word) > len(s):
+            word = word[:-len(s)]
+            break
+    return word
+""",
+    ("word = word[len(p):]", "word = word[:len(p)]"),
+    [
+        [["unhappiness", ["un", "dis"], ["ness", "ly"]], "happi"],
+        [["kindly", ["un"], ["ly"]], "kind"],
+        [["dislike", ["dis"], []], "like"],
+        [["un", ["un"], []], "un"],
+        [["quickly", [], ["ly"]], "quick"],
+        [["rerun", ["re"], ["un"]], "r"],
+    ],
+)
+
+_program(
+    "kth_largest_distinct",
+    "Kth largest distinct value\n\nInput:\n    nums: A list of ints\n    k: A rank, 1 for the largest\n\nOutput:\n    The kth largest of the distinct values in nums, or None if there are fewer than k",
+    """
+def kth_largest_distinct(nums, k):
+    values = sorted(set(nums), reverse=True)
+    if k < 1 or k > len(values):
+        return None
+    return values[k - 1]
+""",
+    ("sorted(set(nums), reverse=True)", "sorted(nums, reverse=True)"),
+    [
+        [[[3, 1, 2], 2], 2],
+        [[[3, 3, 2, 1], 2], 2],
+        [[[5, 5], 2], None],
+        [[[], 1], None],
+        [[[4, 1, 4, 2], 1], 4],
+        [[[4, 1, 4, 2], 3], 1],
+        [[[7, 8], 0], None],
+    ],
+)
+
+_program(
+    "bfs_shortest_path",
+    "Shortest path by breadth-first search\n\nInput:\n    graph: A dict from node to a list of neighbours (directed edges)\n    start: A node\n    goal: A node\n\nOutput:\n    A path from start to goal with fewest edges, as a list of nodes (neighbours tried in list order), or None if goal cannot be reached",
+    """
+def _build_path(parents, goal):
+    path = [goal]
+    while parents[path[-1]] is not None:
+        path.append(parents[path[-1]])
+    return path[::-1]
+
+
+def bfs_shortest_path(graph, start, goal):
+    parents = {start: None}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        if node == goal:
+            return _build_path(parents, goal)
+        for nb in graph.get(node, []):
+            if nb not in parents:
+                parents[nb] = node
+                queue.append(nb)
+    return None
+""",
+    ("queue.pop(0)", "queue.pop()"),
+    [
+        [[{"a": ["b", "c"], "b": ["d"], "c": ["d"]}, "a", "d"], ["a", "b", "d"]],
+        [[{"a": ["b"], "b": ["c"]}, "a", "c"], ["a", "b", "c"]],
+        [[{"a": ["b"]}, "a", "a"], ["a"]],
+        [[{"a": ["b"], "c": ["a"]}, "a", "c"], None],
+        [[{"a": ["b", "c"], "b": ["c"]}, "a", "c"], ["a", "c"]],
+        [[{"a": ["b", "c"], "b": ["g"], "c": ["x"], "x": ["g"]}, "a", "g"], ["a", "b", "g"]],
+    ],
+)
+
+_program(
+    "diagonal_sum",
+    "Sum of both diagonals\n\nInput:\n    matrix: A square list of rows of numbers\n\nOutput:\n    The sum of the main and the anti-diagonal, the centre of an odd-sized matrix counted once",
+    """
+def diagonal_sum(matrix):
+    n = len(matrix)
+    total = 0
+    for i in range(n):
+        total += matrix[i][i] + matrix[i][n - 1 - i]
+    if n % 2 == 1:
+        total -= matrix[n // 2][n // 2]
+    return total
+""",
+    ("    if n % 2 == 1:\n        total -= matrix[n // 2][n // 2]\n", ""),
+    [
+        [[[]], 0],
+        [[[[5]]], 5],
+        [[[[1, 2], [3, 4]]], 10],
+        [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], 25],
+        [[[[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]]], 68],
+        [[[[0, 1, 0], [1, 0, 1], [0, 1, 0]]], 0],
     ],
 )
 
