@@ -619,14 +619,26 @@ def read_programs(checkout: Path) -> tuple[list[Program], list[str]]:
             continue
         buggy = path.read_text()
         test_source = "" if cases.is_file() else tests.read_text()
-        helpers = {
-            h: (checkout / "python_programs" / f"{h}.py").read_text()
-            for h in HELPERS
-            if any(f"import {h}" in t or f"from {h} " in t for t in (buggy, test_source))
-        }
+        imported = _imported_modules(buggy) | _imported_modules(test_source)
+        helpers = {h: (checkout / "python_programs" / f"{h}.py").read_text() for h in HELPERS if h in imported}
         inputs = parse_json_cases(cases.read_text()) if cases.is_file() else []
         programs.append(Program(name, buggy, correct.read_text(), inputs, helpers, test_source))
     return programs, skipped
+
+
+def _imported_modules(source: str) -> set[str]:
+    """Top-level module names a program imports (a docstring that says "from node to ..." imports nothing)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 def split_of(index: int) -> str:
