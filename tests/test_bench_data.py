@@ -127,6 +127,13 @@ def test_minimal_fix_takes_only_the_functions_code() -> None:
     ]
 
 
+def test_helper_modules_are_found_by_their_imports_not_by_words_in_a_docstring() -> None:
+    program = 'import heapq\nfrom node import Node\n"""graph: a dict from node to its edges"""\n'
+    assert B._imported_modules(program) == {"heapq", "node"}
+    assert B._imported_modules('"""from node to node, import nodes"""\n') == set()
+    assert B._imported_modules("def broken(:\n") == set()
+
+
 def test_json_cases_and_their_split() -> None:
     inputs = B.parse_json_cases("[[1, 2], 3]\n\n[[[4]], [4]]\n")
     assert [(c.case_id, c.args, c.expected) for c in inputs] == [("case0", [1, 2], 3), ("case1", [[4]], [4])]
