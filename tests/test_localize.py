@@ -408,6 +408,24 @@ def test_search_tries_caller_frames_beyond_the_top_locations() -> None:
     assert caller in order and plain not in order
 
 
+def test_later_trajectories_draw_their_own_lines_from_a_tie_at_the_cut() -> None:
+    from agents.repair.classic.search import ClassicSearch, SearchLimits
+    from agents.reproduce.brt import Reproduction
+
+    # A small program: one line only the failing test runs, then twenty lines every test runs (one score).
+    top = Location("m.py", 30, 1.0, ("ochiai=1.000",))
+    tied = [Location("m.py", n, 0.7, ("ochiai=0.700",)) for n in range(2, 22)]
+    below = Location("m.py", 40, 0.1, ("ochiai=0.100",))
+    repro = Reproduction(brt=None, before=None, locations=[top, *tied, below])  # type: ignore[arg-type]
+    search = ClassicSearch(repro, None, None, None, SearchLimits(max_locations=8))  # type: ignore[arg-type]
+    assert search._location_order(0) == [top, *tied[:7]]  # the first trajectory keeps the ranking
+    drawn = [set(search._location_order(seed)) for seed in range(1, 5)]
+    assert all(top in d and below not in d and len(d) == 8 for d in drawn)
+    # Together the later trajectories reach tied lines the cut leaves out, each its own sample.
+    assert len(set().union(*drawn) - {top, *tied[:7]}) >= 7 and len({frozenset(d) for d in drawn}) == 4
+    assert drawn == [set(search._location_order(seed)) for seed in range(1, 5)]  # the same draw every run
+
+
 def test_named_function_lines_in_covered_files_are_noted_not_reordered() -> None:
     from agents.localize.ranking import NAMED_NOTE
 

@@ -145,13 +145,13 @@ class ClassicSearch:
         self.settled = settled
 
     def _location_order(self, seed: int) -> list[Location]:
-        locs = list(self.repro.locations[: self.limits.max_locations])
+        locs = self._ranked_locations(seed)
         # Every in-repo traceback frame is a suspect, callers included: the faulty line is often a caller
         # that passed a bad value, ranked below many covered lines of the crash site.
         extra = [
             loc
             for loc in self.repro.locations[self.limits.max_locations :]
-            if any(r.startswith("traceback") for r in loc.reasons)
+            if any(r.startswith("traceback") for r in loc.reasons) and loc not in locs
         ]
         locs += extra[: self.limits.max_frame_locations]
         # The function the user calls in the report is the entry point; when its own lines rank below helpers
@@ -167,6 +167,22 @@ class ClassicSearch:
         # Later trajectories explore a perturbed order: scores jittered, so near-ties swap places.
         rng = random.Random(seed)
         return sorted(locs, key=lambda loc: -(loc.score * (1.0 + rng.uniform(-0.25, 0.25))))
+
+    def _ranked_locations(self, seed: int) -> list[Location]:
+        """The top `max_locations` lines; for a later trajectory, a tie at the cut is drawn by its seed.
+
+        In a small program every test runs most lines, so many share one score, and the cut would always
+        keep the same first few of them (by line number): each trajectory instead draws its own from the tie.
+        """
+        ranked = list(self.repro.locations)
+        cut = self.limits.max_locations
+        if seed == 0 or len(ranked) <= cut:
+            return ranked[:cut]
+        edge = ranked[cut - 1].score
+        above = [loc for loc in ranked[:cut] if loc.score > edge]
+        tied = [loc for loc in ranked if loc.score == edge]
+        picked = random.Random(seed * 7919).sample(tied, min(len(tied), cut - len(above)))
+        return above + [loc for loc in tied if loc in picked]
 
     def _search_plan(self, seed: int) -> list[Location]:
         """Where to search: first each suspicious file as a whole (line 0) when the failure names a special

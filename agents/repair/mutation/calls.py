@@ -204,7 +204,8 @@ _SIZE_OPERATORS = (ast.Sub, ast.FloorDiv, ast.Div, ast.Mod, ast.Pow)
 
 def builtin_wraps(env: Env) -> Iterator[Edit]:
     """Missing builtin call: `len(items)` -> `len(set(items))` (distinct items), `a - b` -> `abs(a - b)` (a
-    distance), `total - xs` -> `total - len(xs)` (a container used as its size), `"n=" + n` -> `"n=" + str(n)`.
+    distance), `total - xs` -> `total - len(xs)` (a container used as its size), `"n=" + n` -> `"n=" + str(n)`
+    (a value of unknown or number kind added to text: a literal, an f-string, `str(...)`, or a sum with one).
 
     Only where the builtin is not shadowed, and never around an argument it already wraps.
     """
@@ -224,9 +225,25 @@ def builtin_wraps(env: Env) -> Iterator[Edit]:
             if kind == "seq" and isinstance(parent.op, _SIZE_OPERATORS) and "len" not in shadowed:
                 yield _wrap(root, node, "len")
             other = parent.right if parent.left is node else parent.left
-            text = isinstance(other, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(other, "value", ""), str)
-            if kind == "num" and isinstance(parent.op, ast.Add) and text and "str" not in shadowed:
+            if kind in (None, "num") and isinstance(parent.op, ast.Add) and _textual(other) and "str" not in shadowed:
                 yield _wrap(root, node, "str")
+
+
+#: Calls whose result is text.
+_TEXT_CALLS = frozenset({"str", "repr", "format", "join", "upper", "lower", "strip", "replace", "title"})
+
+
+def _textual(node: ast.AST) -> bool:
+    """Text by its syntax: a string literal, an f-string, a call that returns text, or a sum with one of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Call):
+        return call_name(node) in _TEXT_CALLS
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _textual(node.left) or _textual(node.right)
+    return False
 
 
 def _wrap(root: ast.AST, node: ast.expr, func: str) -> Edit:

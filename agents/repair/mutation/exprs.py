@@ -156,7 +156,7 @@ def attributes(env: Env) -> Iterator[Edit]:
 
 def swaps(env: Env) -> Iterator[Edit]:
     """Swapped arguments `f(a, b)` -> `f(b, a)`; swapped operands of non-commutative operators; swapped
-    indices `m[i, j]` -> `m[j, i]` and `m[i][j]` -> `m[j][i]`."""
+    indices `m[i, j]` -> `m[j, i]` and `m[i][j]` -> `m[j][i]`; swapped components of a tuple value."""
     for node, root in env.nodes:
         if isinstance(node, ast.Call):
             args = node.args
@@ -183,6 +183,18 @@ def swaps(env: Env) -> Iterator[Edit]:
             yield Edit("swap", 2, root, node, ast.Subscript(value=node.value, slice=index, ctx=node.ctx))
         elif (swapped_index := _swapped_nested_index(node)) is not None:
             yield Edit("swap", 2, root, node, swapped_index)
+        elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and 2 <= len(node.elts) <= 4:
+            # Swapped components of a tuple value: a sort key `(name, -score)` for `(-score, name)`, a pair
+            # returned in the wrong order. Not a subscript's index tuple (handled above) nor a literal table.
+            parent = env.parent(node)
+            if isinstance(parent, ast.Subscript) and parent.slice is node:
+                continue
+            if all(isinstance(e, ast.Constant) for e in node.elts):
+                continue
+            for i, j in [(i, j) for i in range(len(node.elts)) for j in range(i + 1, len(node.elts))]:
+                elts = list(node.elts)
+                elts[i], elts[j] = elts[j], elts[i]
+                yield Edit("swap", 2, root, node, ast.Tuple(elts=elts, ctx=ast.Load()))
 
 
 def slice_mirrors(env: Env) -> Iterator[Edit]:
@@ -219,6 +231,30 @@ def slice_mirrors(env: Env) -> Iterator[Edit]:
         if lower != negative:  # a count from the start below, from the end above: never `s[-k:k]`
             both = ast.Slice(lower=bound, upper=flipped) if lower else ast.Slice(lower=flipped, upper=bound)
             yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=both, ctx=node.ctx))
+
+
+def zero_safe_bounds(env: Env) -> Iterator[Edit]:
+    """A bound counted from the end by a variable that may be zero: `s[k:-k]` -> `s[k:len(s) - k]`.
+
+    `s[:-k]` is empty, not all of `s`, when `k` is 0: the classic pitfall of negative slicing. Only a plain
+    name (a literal `-1` cannot be zero) on a sequence that is a name or attribute.
+    """
+    for node, root in env.of_type(ast.Subscript):
+        assert isinstance(node, ast.Subscript)
+        bounds = node.slice
+        if not isinstance(bounds, ast.Slice) or not isinstance(node.value, (ast.Name, ast.Attribute)):
+            continue
+        for field in ("lower", "upper"):
+            bound = getattr(bounds, field)
+            if not (isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub)):
+                continue
+            if not isinstance(bound.operand, ast.Name) or env.scope.kind(bound.operand.id) not in (None, "num"):
+                continue
+            size = ast.Call(func=name_node("len"), args=[node.value], keywords=[])
+            new_bound = ast.BinOp(left=size, op=ast.Sub(), right=bound.operand)
+            kept = {f: getattr(bounds, f) for f in ("lower", "upper", "step")}
+            new_slice = ast.Slice(**{**kept, field: new_bound})
+            yield Edit("zero_bound", 2, root, node, ast.Subscript(value=node.value, slice=new_slice, ctx=node.ctx))
 
 
 def _literal(node: ast.expr) -> bool:

@@ -467,3 +467,40 @@ def _number(env: Env, node: ast.AST) -> bool:
     if isinstance(node, ast.BinOp):
         return _number(env, node.left) and _number(env, node.right)
     return False
+
+
+#: A missing domain check is a long shot: `n & (n - 1) == 0` without `n > 0 and`.
+POSITIVE_GUARD_TIER = 3
+
+
+def positive_guards(env: Env) -> Iterator[Edit]:
+    """Missing condition: a test over a number parameter without its domain check: `(n & (n - 1)) == 0` ->
+    `n > 0 and (n & (n - 1)) == 0`, in conditions and in returned comparisons.
+
+    Only parameters the function treats as numbers, and never where the test already compares the name with
+    a literal (`n > 0`, `n == 0`: the domain is checked there).
+    """
+    stmt = env.target.stmt
+    tests = [(test, root) for test, root in conditions(env)]
+    if env.target.header is None and isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.Compare, ast.BoolOp)):
+        tests.append((stmt.value, stmt))
+    for test, root in tests:
+        names = [
+            n.id
+            for n in ast.walk(test)
+            if isinstance(n, ast.Name) and n.id in env.scope.params and env.scope.kind(n.id) == "num"
+        ]
+        checked = {
+            side.id
+            for cmp in ast.walk(test)
+            if isinstance(cmp, ast.Compare) and any(int_value(c) is not None for c in [cmp.left, *cmp.comparators])
+            for side in [cmp.left, *cmp.comparators]
+            if isinstance(side, ast.Name)
+        }
+        for name in dict.fromkeys(n for n in names if n not in checked):
+            positive = ast.Compare(
+                left=ast.Name(id=name, ctx=ast.Load()), ops=[ast.Gt()], comparators=[ast.Constant(0)]
+            )
+            yield Edit(
+                "positive_guard", POSITIVE_GUARD_TIER, root, test, ast.BoolOp(op=ast.And(), values=[positive, test])
+            )
