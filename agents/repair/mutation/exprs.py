@@ -191,7 +191,8 @@ def swaps(env: Env) -> Iterator[Edit]:
                 continue
             if all(isinstance(e, ast.Constant) for e in node.elts):
                 continue
-            for i, j in [(i, j) for i in range(len(node.elts)) for j in range(i + 1, len(node.elts))]:
+            count = len(node.elts)
+            for i, j in [(a, b) for a in range(count) for b in range(a + 1, count)]:
                 elts = list(node.elts)
                 elts[i], elts[j] = elts[j], elts[i]
                 yield Edit("swap", 2, root, node, ast.Tuple(elts=elts, ctx=ast.Load()))
