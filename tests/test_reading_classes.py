@@ -681,3 +681,40 @@ def test_a_commands_output_corrected_in_prose_is_asserted_not_only_changed(tmp_p
     wrong = {**buggy, "badges/__main__.py": _BADGE.format(title="label.upper()")}  # changed, still not right
     _write(tmp_path / "wrong", wrong)
     assert _run(tmp_path / "wrong", cand).returncode == 1
+
+
+def test_expected_values_of_a_scripts_expressions_are_checked_after_the_script(tmp_path: Path) -> None:
+    """A script prints several values per line; the expected list says what expressions over its names should be
+    ("`a == b` is False (...)", "`c.open` is True: ..."): each is observed after the whole script."""
+    report = (
+        "# Ranges compare equal across open and closed ends\n\n```python\nfrom spans import Span\n"
+        "a = Span(1, 3)\nb = a.closed()\nprint(a.text(), b.text(), a == b)\nc = Span(2, 2)\nprint(c.empty, c.text())\n"
+        "```\n\nOutput:\n\n```\n[1, 3) [1, 3] True\nFalse [2, 2)\n```\n\nExpected:\n\n"
+        "- `a == b` is False (one includes 3, the other does not)\n"
+        "- `c.empty` is True: a half-open range with equal ends holds nothing\n"
+    )
+    facts = parse_issue(report)
+    assert facts.expected_pairs == (("a == b", "False"), ("c.empty", "True"))
+    buggy = {
+        "spans.py": "class Span:\n    def __init__(self, lo, hi, closed=False):\n"
+        "        self.lo, self.hi, self.is_closed = lo, hi, closed\n\n"
+        "    def closed(self):\n        return Span(self.lo, self.hi, True)\n\n"
+        "    def text(self):\n        return f'[{self.lo}, {self.hi}' + (']' if self.is_closed else ')')\n\n"
+        "    @property\n    def empty(self):\n        return self.lo == self.hi and self.is_closed\n\n"
+        "    def __eq__(self, other):\n        return (self.lo, self.hi) == (other.lo, other.hi)\n"
+    }
+    fixed = {
+        "spans.py": buggy["spans.py"]
+        .replace(
+            "(self.lo, self.hi) == (other.lo, other.hi)",
+            "(self.lo, self.hi, self.is_closed) == (other.lo, other.hi, other.is_closed)",
+        )
+        .replace("self.lo == self.hi and self.is_closed", "self.lo == self.hi and not self.is_closed")
+    }
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "values the report expects" in cand.description
+    assert "print(a.text(), b.text(), a == b)" in cand.source  # the whole script is the setup
+    # An expression over a name the script never binds is not one of these.
+    other = parse_issue(report.replace("`c.empty` is True", "`zz.empty` is True"))
+    assert ("zz.empty", "True") in other.expected_pairs
+    assert all("zz.empty" not in c.source.split("def test", 1)[-1] for c in synthesize_brts(other, ["spans.py"]))

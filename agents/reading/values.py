@@ -51,9 +51,12 @@ def plain_value(prose: str, pos: int) -> str:
 def clause_end(prose: str, i: int) -> bool:
     """Does the clause end at prose[i] (punctuation, or a conjunction that starts another clause)?"""
     rest = prose[i : i + 12]
-    if prose[i] in ";!?" or (prose[i] in ".," and (i + 1 == len(prose) or prose[i + 1] in " \n")):
+    if prose[i] in ";!?" or (prose[i] in ".,:" and (i + 1 == len(prose) or prose[i + 1] in " \n")):
         return True
-    return bool(re.match(r"\s+(?:but|instead|rather|and|while|whereas|which|so|because|though|although|here)\b", rest))
+    if re.match(r"\s+\(", rest):
+        return True  # a parenthetical aside after the value: "`a == b` is False (they differ)"
+    conjunction = r"but|instead|rather|and|while|whereas|which|so|because|though|although|here|since|as|when|unless"
+    return bool(re.match(rf"\s+(?:{conjunction})\b", rest))
 
 
 def skip_filler(prose: str, pos: int) -> int:

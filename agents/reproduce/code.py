@@ -369,6 +369,33 @@ def paired_reproductions(
     return out
 
 
+def script_pairs(code: str, pairs: Sequence[tuple[str, str]]) -> list[Reproduction]:
+    """One reproduction per expected (expression, value) pair that is about the names a script binds.
+
+    The pattern: a script sets up some objects, prints what it sees, and the report then states what an
+    expression over the script's names should be ("`a == b` is False", "`c.rooted` is True"), as a list or
+    in a sentence. The whole script is the setup and the expression is observed after it; an expression
+    that reads a name the script does not bind is left to the other readings.
+    """
+    parsed_script = parse_statements(code)
+    if parsed_script is None or not pairs:
+        return []
+    stmts, text = parsed_script
+    parsed = _parsed_steps([ReplStep(segment(stmt, text), "") for stmt in stmts])
+    names = _session_names(parsed)
+    imports, setup = _repl_setup(parsed)
+    out: list[Reproduction] = []
+    for expression, expected in pairs:
+        used = set(free_names([expression]))
+        if not is_expression(expression) or not used or not used <= names or used <= set(_BUILTINS):
+            continue
+        origin = "script from the report, with the values the report expects of it"
+        # The output shows what the script prints, not this expression's value: no actual value to match.
+        repro = Reproduction(origin, tuple(imports), tuple(setup), expression.strip(), "value", expected=expected)
+        out.append(replace(repro, actual=""))
+    return out
+
+
 def _paired_step(
     parsed: Sequence[tuple[ReplStep, list[ast.stmt], str]], index: int, expected: str
 ) -> Reproduction | None:

@@ -58,7 +58,8 @@ def symptom_matches(
         return True, wrong
     if short != "AssertionError":
         return False, f"the test fails with {short}, not with a wrong value"
-    return _value_matches(out, candidate.reported_actual or facts.actual)
+    reported = candidate.reported_actual if candidate.reported_actual is not None else facts.actual
+    return _value_matches(out, reported)
 
 
 def shown_exceptions(facts: IssueFacts) -> set[str]:
@@ -96,7 +97,7 @@ def failure_cause(output: str) -> tuple[str | None, str]:
 
 
 def _value_matches(out: str, reported: str | None) -> tuple[bool, str]:
-    if reported is None:
+    if not reported:
         return True, "the assertion fails (the report states no actual value to compare with)"
     observed = [m.group("value") for m in _OBSERVED.finditer(out)]
     if not observed:

@@ -25,6 +25,7 @@ from agents.reproduce.code import (
     parse_statements,
     resolve_imports,
     script_reproduction,
+    script_pairs,
     script_session,
 )
 from agents.reproduce.console import commands_with_args, console_brts
@@ -133,6 +134,9 @@ def reproductions(facts: IssueFacts) -> list[Reproduction]:
         found += [repro] if repro else []
     steps = [step for session in facts.repl_sessions for step in session.steps]
     found += paired_reproductions(steps, facts.expected_pairs, facts.expected_callees)
+    if not steps and calling:
+        # "`a == b` is False" after a script: the expression is observed after the whole script.
+        found += script_pairs(calling[-1], facts.expected_pairs)
     found += aligned_repl(steps, facts.expected_values) if steps else []
     if not steps and calling and facts.actual and len(facts.expected_values) > 1:
         # A script that prints several values, answered by one expected value per print.
@@ -323,7 +327,7 @@ def _doc_line(repro: Reproduction, facts: IssueFacts, check: Check) -> str:
         reported = "it hangs"
     elif facts.exception_type:
         reported = f"it raises {facts.exception_type}"
-    elif actual is not None:
+    elif actual:
         reported = f"it gives {_clip(actual)}"
     else:
         reported = "the behaviour described"

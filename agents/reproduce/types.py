@@ -21,7 +21,7 @@ class BrtCandidate:
     test_name: str
     description: str
     #: The value the report shows for this candidate's own call, when it differs from the report's
-    #: overall actual value (a multi-call session compared call by call).
+    #: overall actual value (a multi-call session compared call by call); empty when it shows none.
     reported_actual: str | None = None
 
 
@@ -46,7 +46,8 @@ class Reproduction:
     program: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = field(default=())
     #: This observation's own expected and reported values, when the report pairs several calls with
-    #: several values; None means the report's single expected/actual value applies.
+    #: several values; None means the report's single expected/actual value applies, and an empty actual
+    #: that the report shows no value of this observation (its printed output is about other expressions).
     expected: str | None = None
     actual: str | None = None
     #: Files the report lists that the reproduction reads; the test creates them first.
