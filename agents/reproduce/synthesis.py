@@ -24,8 +24,8 @@ from agents.reproduce.code import (
     paired_reproductions,
     parse_statements,
     resolve_imports,
-    script_reproduction,
     script_pairs,
+    script_reproduction,
     script_session,
 )
 from agents.reproduce.console import commands_with_args, console_brts
