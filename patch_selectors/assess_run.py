@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.reproduce.checks import CHANGED_ONLY
 from patch_selectors.assessment import (
     Assessment,
     Shape,
@@ -221,8 +222,18 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
         *(_harness_run(env, ws, union, brt, new_lines[rid], examples) for rid, ws in workspaces.items()),
     )
     after = dict(zip(workspaces, runs, strict=True))
+    # A test that only checks that the reported result changed passes with any change (see CHANGED_ONLY).
+    changed_only = CHANGED_ONLY in members[0].test_part.render()
     own = {
-        rid: judge(before, after[rid], brt_prefix=brt, targets=targets[rid], size=sizes[rid], **shapes[rid]._asdict())
+        rid: judge(
+            before,
+            after[rid],
+            brt_prefix=brt,
+            targets=targets[rid],
+            size=sizes[rid],
+            changed_only=changed_only,
+            **shapes[rid]._asdict(),
+        )
         for rid in after
     }
     # A candidate flagged by its own checks is withheld anyway; only the clean ones must agree with each other.
@@ -239,6 +250,7 @@ async def _assess_group(env: ReviewEnv, brt: str, members: list[PatchRecord]) ->
                 targets=targets[rid],
                 others_disagree=disagree.get(rid, []),
                 size=sizes[rid],
+                changed_only=changed_only,
                 **shapes[rid]._asdict(),
                 departs=departs.get(rid, []),
             )

@@ -803,6 +803,10 @@ _SILENCING = (
     "the fix catches an exception the code raised: what it does instead is the fix's own choice, and no test that "
     "passed before can say whether the project wants that"
 )
+_CHANGED_ONLY = (
+    "the reproduction test only checks that the reported result changed (the report states no expected value "
+    "it could assert): any change passes it"
+)
 _ORPHANING = (
     "the fix leaves a value the function computes unused: the work no longer reaches the result, the shape of a "
     "fix that bypasses the code rather than mends it"
@@ -821,6 +825,7 @@ def judge(
     raising: bool = False,
     silencing: bool = False,
     orphaning: bool = False,
+    changed_only: bool = False,
     departs: Sequence[str] = (),
 ) -> Assessment:
     """Combine the three checks into one verdict; every flag is a reason, and so is having no evidence."""
@@ -845,7 +850,13 @@ def judge(
             f"disagrees with {len(example_failures)} of the code's documented example(s) or the report's working "
             "calls: " + "; ".join(example_failures[:_SHOWN])
         )
-    shape = ((deletion, _DELETION), (raising, _RAISING), (silencing, _SILENCING), (orphaning, _ORPHANING))
+    shape = (
+        (deletion, _DELETION),
+        (raising, _RAISING),
+        (silencing, _SILENCING),
+        (orphaning, _ORPHANING),
+        (changed_only, _CHANGED_ONLY),
+    )
     reasons += [reason for flag, reason in shape if flag]
     if others_disagree:
         reasons.append(

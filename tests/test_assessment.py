@@ -150,6 +150,14 @@ def test_a_fix_that_leaves_computed_work_unused_is_never_confident() -> None:
     assert verdict.verdict == "unsure" and "computes unused" in verdict.reasons[0]
 
 
+def test_a_fix_checked_only_by_a_changed_result_is_never_confident() -> None:
+    """A test that only asserts the reported output changed passes with any change: never a PR on it alone."""
+    run = TraceRun(events={"t::a": [_event("pad", 0, "('a', 3)", "'a  '")]}, outcomes={"t::a": "passed"})
+    assert judge(run, run, brt_prefix="t/brt", targets=[]).verdict == "confident"
+    verdict = judge(run, run, brt_prefix="t/brt", targets=[], changed_only=True)
+    assert verdict.verdict == "unsure" and "only checks that the reported result changed" in verdict.reasons[0]
+
+
 def _event(name: str, depth: int, args: str, ret: str, hit: bool = True) -> list[str]:
     return [f"m.py::{name}", str(depth), args, ret, args, "1" if hit else "0"]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agents.reading.facts import IssueFacts, parse_issue
 from agents.reading.markdown import classify_block, parse_repl
+from agents.reproduce.checks import CHANGED_ONLY
 from agents.reproduce.console import command_argv, entry_point_launcher, output_pattern
 from agents.reproduce.symptom import symptom_matches
 from agents.reproduce.synthesis import BrtCandidate, synthesize_brts
@@ -718,3 +719,19 @@ def test_expected_values_of_a_scripts_expressions_are_checked_after_the_script(t
     other = parse_issue(report.replace("`c.empty` is True", "`zz.empty` is True"))
     assert ("zz.empty", "True") in other.expected_pairs
     assert all("zz.empty" not in c.source.split("def test", 1)[-1] for c in synthesize_brts(other, ["spans.py"]))
+
+
+def test_a_scripts_pasted_output_must_change_when_the_expectation_is_in_words(tmp_path: Path) -> None:
+    """The script's output is the bug and the expectation is a sentence no value can be read from: the test
+    asserts the output changes, flagged as the weak check it is (the assessment never trusts it alone)."""
+    facts = parse_issue(
+        "# `pad()` differs from `str.ljust()`\n\n```python\nfrom pads import pad\nfor w in (3, 4):\n"
+        "    print(repr(pad('ab', w)), repr('ab'.ljust(w)))\n```\n\nOutput:\n\n```\n' ab' 'ab '\n'  ab' 'ab  '\n```\n\n"
+        "Expected: the same padding as the standard library's method for plain text.\n"
+    )
+    assert facts.expected is None and facts.actual
+    buggy = {"pads.py": "def pad(text, width):\n    return text.rjust(width)\n"}
+    fixed = {"pads.py": "def pad(text, width):\n    return text.ljust(width)\n"}
+    cand = _reproduce(facts, buggy, fixed, tmp_path)
+    assert "no longer prints what the report shows" in cand.description and "weak" in cand.description
+    assert CHANGED_ONLY in cand.source

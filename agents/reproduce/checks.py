@@ -12,6 +12,9 @@ from agents.reproduce.types import Check, Reproduction, Symptom
 #: Stands for the variable holding the observed value in check lines; a control character never appears in
 #: a repr, in unparsed source or in cleaned report text, so replacing it cannot touch a quoted value.
 VAR = "\x01"
+#: The first line of a check that only asserts the reported result changed (the report gives no expected value
+#: it could assert): any change passes such a test, so the correctness assessment never trusts a fix on it alone.
+CHANGED_ONLY = "# reprobot: this test only checks that the reported result changed"
 _SAFE_CALLS = frozenset({"float", "set", "frozenset", "complex", "tuple", "list", "dict"})
 _VALUE_NODES = (
     ast.Expression,
@@ -92,7 +95,15 @@ def checks_for(repro: Reproduction, facts: IssueFacts, symptom: Symptom) -> list
     actual = value_source(reported) if reported is not None else None
     if actual is not None and repro.observed is not None:
         line = f'assert {VAR} != {actual}, f"still {{{VAR}!r}}, as in the report"'
-        return [Check(("VALUE", line), symptom, f"asserts the result is no longer {reported}", weak=True)]
+        return [Check((CHANGED_ONLY, "VALUE", line), symptom, f"asserts the result is no longer {reported}", weak=True)]
+    if reported and repro.program and symptom == "wrong_value":
+        # A script whose pasted output is the bug, with an expectation in words the reading cannot turn into
+        # a value ("the same result as str.center()"): what it printed must change.
+        shown = reported.strip("\n").rstrip()
+        lines = ("PROGRAM", "captured = capsys.readouterr().out.strip('\\n').rstrip()")
+        line = f'assert captured != {shown!r}, f"observed {{captured!r}}, as in the report"'
+        summary = "asserts the script no longer prints what the report shows"
+        return [Check((CHANGED_ONLY, *lines, line), symptom, summary, fixture="capsys", weak=True)]
     return []
 
 

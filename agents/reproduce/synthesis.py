@@ -81,6 +81,8 @@ def synthesize_brts(
     # A run of the project's command line (weak: it only checks the error is gone) comes after the
     # Python reproductions, which can assert what the user expected.
     commands = [c for c in console_brts(facts, repo_files, path, scripts) if c.source not in seen]
+    # A check that asserts what the user expected comes before one that cannot (stable: order kept within each).
+    resolved.sort(key=lambda c: c.weak)
     return (resolved + commands + unresolved)[:MAX_CANDIDATES]
 
 
@@ -263,7 +265,9 @@ def _render(
     if missing:
         description += f" (unresolved names: {', '.join(missing)})"
     expected = repro.expected if repro.expected is not None else facts.expected
-    return BrtCandidate(path, source, check.symptom, expected, func, description, reported_actual=repro.actual)
+    return BrtCandidate(
+        path, source, check.symptom, expected, func, description, reported_actual=repro.actual, weak=check.weak
+    )
 
 
 def _compiles(source: str, path: str) -> bool:

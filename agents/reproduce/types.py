@@ -23,6 +23,8 @@ class BrtCandidate:
     #: The value the report shows for this candidate's own call, when it differs from the report's
     #: overall actual value (a multi-call session compared call by call); empty when it shows none.
     reported_actual: str | None = None
+    #: The check cannot assert what the user expected (only that the run finishes or the result changed).
+    weak: bool = False
 
 
 @dataclass(frozen=True)
