@@ -100,10 +100,10 @@ def checks_for(repro: Reproduction, facts: IssueFacts, symptom: Symptom) -> list
         # A script whose pasted output is the bug, with an expectation in words the reading cannot turn into
         # a value ("the same result as str.center()"): what it printed must change.
         shown = reported.strip("\n").rstrip()
-        lines = ("PROGRAM", "captured = capsys.readouterr().out.strip('\\n').rstrip()")
+        program: tuple[str, ...] = ("PROGRAM", "captured = capsys.readouterr().out.strip('\\n').rstrip()")
         line = f'assert captured != {shown!r}, f"observed {{captured!r}}, as in the report"'
         summary = "asserts the script no longer prints what the report shows"
-        return [Check((CHANGED_ONLY, *lines, line), symptom, summary, fixture="capsys", weak=True)]
+        return [Check((CHANGED_ONLY, *program, line), symptom, summary, fixture="capsys", weak=True)]
     return []
 
 
