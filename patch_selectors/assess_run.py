@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.reproduce.checks import CHANGED_ONLY
+from agents.reproduce import CHANGED_ONLY
 from patch_selectors.assessment import (
     Assessment,
     Shape,
