@@ -391,8 +391,11 @@ def script_pairs(code: str, pairs: Sequence[tuple[str, str]]) -> list[Reproducti
             continue
         origin = "script from the report, with the values the report expects of it"
         # The output shows what the script prints, not this expression's value: no actual value to match.
-        repro = Reproduction(origin, tuple(imports), tuple(setup), expression.strip(), "value", expected=expected)
-        out.append(replace(repro, actual=""))
+        out.append(
+            Reproduction(
+                origin, tuple(imports), tuple(setup), expression.strip(), "value", expected=expected, actual=""
+            )
+        )
     return out
 
 

@@ -44,8 +44,12 @@ class SearchLimits:
     brt_timeout: float = 60.0
     #: After a validated fix, how many more candidates to try for alternative validated fixes, and how many
     #: to keep. Two fixes that pass the same tests but disagree elsewhere cannot both be right.
-    alternative_candidates: int = 25
+    alternative_candidates: int = 40
     max_alternatives: int = 2
+    #: Of those, at most this many at any one location: the rest go to the next-ranked locations. A wrong
+    #: fix that makes the reported example pass is most often at another line than the bug, and the fixes
+    #: found near it tend to agree with it; a validated fix at another line is the one that can disagree.
+    alternatives_per_location: int = 6
     #: Run the regression tests covering a candidate's changed lines before the full suite (agents/impact).
     test_impact: bool = True
     #: A candidate's BRT run may take this many times the buggy code's BRT run (at least
@@ -277,8 +281,9 @@ class ClassicSearch:
     async def run(self, sandbox: Sandbox, trajectory: Trajectory) -> None:
         """Search until a validated fix is found (raises Submitted) or a budget runs out.
 
-        After the first validated fix the search goes on a little, for alternative validated fixes
-        (recorded in `trajectory.alternatives`); the first fix is what the trajectory submits.
+        After the first validated fix the search goes on a little, for alternative validated fixes at this
+        and the next locations (recorded in `trajectory.alternatives`); the first fix is what the trajectory
+        submits.
         """
         rng = random.Random(trajectory.seed)
         loop = asyncio.get_running_loop()
@@ -297,7 +302,10 @@ class ClassicSearch:
                     contexts[original] = replace(build_context(original), raises=raises)
                 context = contexts[original]
                 cands = generate_candidates(original, loc.line, rng=rng if trajectory.seed else None, context=context)
+            alternatives_before = progress.alt_tried
             for cand in islice(cands, self.limits.per_location):
+                if progress.alt_tried - alternatives_before >= self.limits.alternatives_per_location:
+                    break  # enough alternatives here: look at the other suspects
                 self._within_budget(progress, loop.time() > deadline)
                 await self._try(sandbox, trajectory, progress, loc, original, cand, short)
             sandbox.write_file(loc.file, original)

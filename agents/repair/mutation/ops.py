@@ -7,6 +7,7 @@ import copy
 import re
 from collections.abc import Iterator
 
+from agents.repair.mutation.scope import NUM_CALLS
 from agents.repair.mutation.types import Edit, Env
 
 _ARITH: tuple[type[ast.operator], ...] = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
@@ -443,7 +444,8 @@ def missing_steps(env: Env) -> Iterator[Edit]:
 
 
 #: Calls that give a number.
-_NUMBER_CALLS = frozenset({"len", "int", "abs", "sum", "round", "max", "min", "ord", "float"})
+#: `max`/`min` return numbers here too: a step is only looked for where the sides already read as numbers.
+_NUMBER_CALLS = NUM_CALLS | {"max", "min"}
 
 
 def _sum_of_numbers(env: Env, node: ast.BinOp) -> bool:
@@ -481,7 +483,7 @@ def positive_guards(env: Env) -> Iterator[Edit]:
     a literal (`n > 0`, `n == 0`: the domain is checked there).
     """
     stmt = env.target.stmt
-    tests = [(test, root) for test, root in conditions(env)]
+    tests = list(conditions(env))
     if env.target.header is None and isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.Compare, ast.BoolOp)):
         tests.append((stmt.value, stmt))
     for test, root in tests:

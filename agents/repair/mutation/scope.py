@@ -245,7 +245,7 @@ _SEQ_CALLS = _words(
     "list dict set tuple frozenset sorted reversed str enumerate zip map filter range deque defaultdict "
     "Counter OrderedDict"
 )
-_NUM_CALLS = _words("len int float abs sum round ord")
+NUM_CALLS = _words("len int float abs sum round ord")
 _CONTAINER_METHODS = _words(
     "append extend add pop popleft appendleft update items keys values get remove discard insert clear "
     "setdefault count index sort reverse copy issubset issuperset union intersection difference join "
@@ -262,7 +262,7 @@ def expr_kind(node: ast.AST) -> str | None:
     if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.JoinedStr, *COMPREHENSIONS)):
         return "seq"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return "num" if node.func.id in _NUM_CALLS else "seq" if node.func.id in _SEQ_CALLS else None
+        return "num" if node.func.id in NUM_CALLS else "seq" if node.func.id in _SEQ_CALLS else None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return expr_kind(node.operand)
     if isinstance(node, ast.BinOp):
