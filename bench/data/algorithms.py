@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a data table: each program is one call whose docstring and inputs read best unwrapped)
 """Made-up algorithm programs with one injected bug each, in QuixBugs' layout: a check on code nothing was tuned on.
 
-Six sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
+Seven sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
 (or one-statement) bug of a class from QuixBugs' taxonomy (wrong operator, variable, comparison, missing
 condition, off by one, swapped variables, wrong slice, wrong constant, wrong method, missing arithmetic,
 missing call, missing line), a docstring, and JSON test inputs. Each set was first run as a held-out check of
@@ -12,7 +12,8 @@ guard, the missing term at bounds, the product augop and the flag reset; set c t
 expected value, the slice bound counted from the other end and the zero-divisor guard. Those three are
 development data now. Set d was written after the last of those rules and run once, old and new side by side,
 as the held-out check; its failures were not read. Set e was written after set d as a further held-out set.
-Set f was written after set e as a further held-out set. Measure the next rule on d, or on a set written after it.
+Set f was written after set e as a further held-out set. Set g was written after set f as a further held-out set.
+Measure the next rule on d, or on a set written after it.
 
     python bench/data/algorithms.py --set c OUT_REPO      # a git repository in QuixBugs' layout
     QUIXBUGS_URL=OUT_REPO QUIXBUGS_REF=HEAD python bench/data/build_quixbugs.py --split all --out CASES
@@ -39,6 +40,7 @@ PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]
     "d": [],
     "e": [],
     "f": [],
+    "g": [],
 }
 _SET = "a"
 
@@ -2559,6 +2561,653 @@ def diagonal_sum(matrix):
         [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], 25],
         [[[[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]]], 68],
         [[[[0, 1, 0], [1, 0, 1], [0, 1, 0]]], 0],
+    ],
+)
+
+# ---- set g ----------------------------------------------------------------------------------------------------
+
+_SET = "g"
+
+_program(
+    "parse_duration",
+    "Parse a duration\n\nInput:\n    text: A duration such as '1h30m' or '2d 4h 10s', in days (d), hours (h), minutes (m) and seconds (s); a trailing bare number counts as seconds\n\nOutput:\n    The duration in seconds, or None if text holds anything else",
+    """
+def parse_duration(text):
+    units = {'d': 86400, 'h': 3600, 'm': 60, 's': 1}
+    total = 0
+    number = ''
+    for char in text.strip():
+        if char.isdigit():
+            number += char
+        elif char in units and number:
+            total += int(number) * units[char]
+            number = ''
+        elif char != ' ':
+            return None
+    if number:
+        total += int(number)
+    return total
+""",
+    ("'d': 86400", "'d': 84600"),
+    [
+        [["1d2h"], 93600],
+        [["2d"], 172800],
+        [["1h30m"], 5400],
+        [["1d 30s"], 86430],
+        [["3d4h5m"], 273900],
+        [["3x"], None],
+        [["10d"], 864000],
+    ],
+)
+
+_program(
+    "slugify",
+    "URL slug\n\nInput:\n    title: A string\n    max_length: The longest slug allowed (40 if not given)\n\nOutput:\n    The lower-cased runs of letters and digits of title joined by '-', cut to max_length without a trailing '-'",
+    """
+def slugify(title, max_length=40):
+    parts = []
+    word = ''
+    for char in title.lower():
+        if char.isalnum():
+            word += char
+        elif word:
+            parts.append(word)
+            word = ''
+    if word:
+        parts.append(word)
+    slug = '-'.join(parts)
+    return slug[:max_length].rstrip('-')
+""",
+    ("title.lower()", "title"),
+    [
+        [["Hello, World!"], "hello-world"],
+        [["  Already-Slugged  "], "already-slugged"],
+        [["a  b"], "a-b"],
+        [["C++ & Python 3"], "c-python-3"],
+        [[""], ""],
+        [["Release Notes 2024"], "release-notes-2024"],
+        [["One Two Three", 8], "one-two"],
+        [["multiple   spaces here", 12], "multiple-spa"],
+    ],
+)
+
+_program(
+    "ordinal",
+    "Ordinal number\n\nInput:\n    n: A non-negative int\n\nOutput:\n    n followed by its English ordinal suffix: '1st', '2nd', '3rd', '4th', '11th', '21st', ...",
+    """
+def ordinal(n):
+    if 11 <= n % 100 <= 13:
+        suffix = 'th'
+    else:
+        suffix = {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')
+    return str(n) + suffix
+""",
+    ("11 <= n % 100 <= 13", "11 <= n % 10 <= 13"),
+    [
+        [[1], "1st"],
+        [[2], "2nd"],
+        [[3], "3rd"],
+        [[4], "4th"],
+        [[11], "11th"],
+        [[112], "112th"],
+        [[23], "23rd"],
+        [[0], "0th"],
+        [[101], "101st"],
+    ],
+)
+
+_program(
+    "valid_username",
+    "Username check\n\nInput:\n    name: A string\n\nOutput:\n    True if name is 3 to 16 characters of letters, digits and underscores, starts with a letter, has no two underscores in a row and does not end with one",
+    """
+def valid_username(name):
+    if not 3 <= len(name) <= 16:
+        return False
+    if not name[0].isalpha():
+        return False
+    for i, ch in enumerate(name):
+        if not (ch.isalnum() or ch == '_'):
+            return False
+        if ch == '_' and i > 0 and name[i - 1] == '_':
+            return False
+    return not name.endswith('_')
+""",
+    ("ch.isalnum() or ch == '_'", "ch.isalnum()"),
+    [
+        [["alice"], True],
+        [["al"], False],
+        [["bob_smith"], True],
+        [["9lives"], False],
+        [["a__b"], False],
+        [["user_"], False],
+        [["john.doe"], False],
+        [["abcdefghijklmnopq"], False],
+        [["Player1"], True],
+    ],
+)
+
+_program(
+    "format_bytes",
+    "Human-readable size\n\nInput:\n    n: A number of bytes (a non-negative int)\n\nOutput:\n    'n B' below 1024, else the size in the largest unit (KB, MB, GB, TB, each 1024 of the one before) that is at least 1, with one decimal",
+    """
+def format_bytes(n):
+    units = ['B', 'KB', 'MB', 'GB', 'TB']
+    size = n
+    index = 0
+    while size >= 1024 and index < len(units) - 1:
+        size /= 1024
+        index += 1
+    if index == 0:
+        return f'{n} B'
+    return f'{size:.1f} {units[index]}'
+""",
+    ("size /= 1024", "size //= 1024"),
+    [
+        [[0], "0 B"],
+        [[1023], "1023 B"],
+        [[1024], "1.0 KB"],
+        [[1536], "1.5 KB"],
+        [[2560], "2.5 KB"],
+        [[1572864], "1.5 MB"],
+        [[3435973837], "3.2 GB"],
+        [[1610612736], "1.5 GB"],
+    ],
+)
+
+_program(
+    "life_step",
+    "One step of the Game of Life\n\nInput:\n    grid: A rectangular list of rows of 0 (dead) and 1 (alive); cells beyond the edge are dead\n\nOutput:\n    The next grid: a live cell with 2 or 3 live neighbours stays alive, a dead cell with exactly 3 comes alive, every other cell is dead",
+    """
+def life_step(grid):
+    rows = len(grid)
+    cols = len(grid[0]) if rows else 0
+    result = []
+    for r in range(rows):
+        row = []
+        for c in range(cols):
+            alive = 0
+            for dr in (-1, 0, 1):
+                for dc in (-1, 0, 1):
+                    if (dr or dc) and 0 <= r + dr < rows and 0 <= c + dc < cols:
+                        alive += grid[r + dr][c + dc]
+            if grid[r][c]:
+                row.append(1 if alive in (2, 3) else 0)
+            else:
+                row.append(1 if alive == 3 else 0)
+        result.append(row)
+    return result
+""",
+    ("grid[r + dr][c + dc]", "grid[r + dc][c + dr]"),
+    [
+        [[[[0, 0, 0], [1, 1, 1], [0, 0, 0]]], [[0, 1, 0], [0, 1, 0], [0, 1, 0]]],
+        [[[[1, 1], [1, 1]]], [[1, 1], [1, 1]]],
+        [[[[1]]], [[0]]],
+        [[[]], []],
+        [[[[0, 1, 0], [0, 0, 0], [0, 0, 0]]], [[0, 0, 0], [0, 0, 0], [0, 0, 0]]],
+        [[[[1, 1, 0], [1, 0, 0], [0, 0, 0]]], [[1, 1, 0], [1, 1, 0], [0, 0, 0]]],
+        [[[[0, 1, 1, 0], [0, 1, 1, 0]]], [[0, 1, 1, 0], [0, 1, 1, 0]]],
+    ],
+)
+
+_program(
+    "grid_paths",
+    "Paths through a grid\n\nInput:\n    grid: A rectangular list of rows of 0 (open) and 1 (blocked)\n\nOutput:\n    The number of paths from the top-left to the bottom-right cell that move only right or down through open cells",
+    """
+def grid_paths(grid):
+    if not grid or grid[0][0] == 1:
+        return 0
+    rows, cols = len(grid), len(grid[0])
+    ways = [[0] * cols for _ in range(rows)]
+    ways[0][0] = 1
+    for r in range(rows):
+        for c in range(cols):
+            if grid[r][c] == 1:
+                ways[r][c] = 0
+                continue
+            if r > 0:
+                ways[r][c] += ways[r - 1][c]
+            if c > 0:
+                ways[r][c] += ways[r][c - 1]
+    return ways[rows - 1][cols - 1]
+""",
+    ("if c > 0:", "if r > 0:"),
+    [
+        [[[[0, 0], [0, 0]]], 2],
+        [[[[0, 0, 0], [0, 0, 0], [0, 0, 0]]], 6],
+        [[[[0, 1], [0, 0]]], 1],
+        [[[[1]]], 0],
+        [[[[0, 0], [0, 0], [0, 0]]], 3],
+        [[[[0, 0, 0]]], 1],
+        [[[[0, 0, 0], [0, 1, 0], [0, 0, 0]]], 2],
+        [[[]], 0],
+    ],
+)
+
+_program(
+    "interval_intersection",
+    "Intersection of two interval lists\n\nInput:\n    a: A sorted list of disjoint closed intervals [start, end]\n    b: Another such list\n\nOutput:\n    The sorted list of the intervals where a and b overlap, a single shared point [x, x] included",
+    """
+def interval_intersection(a, b):
+    i = j = 0
+    result = []
+    while i < len(a) and j < len(b):
+        start = max(a[i][0], b[j][0])
+        end = min(a[i][1], b[j][1])
+        if start <= end:
+            result.append([start, end])
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return result
+""",
+    ("if start <= end:", "if start < end:"),
+    [
+        [[[[1, 3]], [[2, 4]]], [[2, 3]]],
+        [[[], [[1, 2]]], []],
+        [[[[1, 2]], [[3, 4]]], []],
+        [[[[0, 2], [5, 10]], [[1, 5], [8, 12]]], [[1, 2], [5, 5], [8, 10]]],
+        [[[[1, 10]], [[2, 3], [5, 6]]], [[2, 3], [5, 6]]],
+        [[[[1, 4]], [[4, 6]]], [[4, 4]]],
+    ],
+)
+
+_program(
+    "free_slots",
+    "Free time slots\n\nInput:\n    busy: A list of [start, end] busy intervals in minutes, in any order, possibly overlapping\n    day_start: The start of the day\n    day_end: The end of the day\n\nOutput:\n    The sorted list of the [start, end] gaps of non-zero length between day_start and day_end that no busy interval covers",
+    """
+def free_slots(busy, day_start, day_end):
+    slots = []
+    current = day_start
+    for start, end in sorted(busy):
+        if start > current:
+            slots.append([current, min(start, day_end)])
+        current = max(current, end)
+        if current >= day_end:
+            break
+    if current < day_end:
+        slots.append([current, day_end])
+    return slots
+""",
+    ("if start > current:", "if start >= current:"),
+    [
+        [[[[60, 120]], 0, 480], [[0, 60], [120, 480]]],
+        [[[[0, 100]], 0, 100], []],
+        [[[[300, 360], [60, 120]], 0, 480], [[0, 60], [120, 300], [360, 480]]],
+        [[[[10, 50], [20, 30]], 0, 60], [[0, 10], [50, 60]]],
+        [[[[100, 150], [150, 180]], 90, 300], [[90, 100], [180, 300]]],
+        [[[[0, 30], [30, 60]], 0, 120], [[60, 120]]],
+        [[[[60, 120], [120, 200]], 60, 300], [[200, 300]]],
+        [[[[0, 10]], 0, 50], [[10, 50]]],
+    ],
+)
+
+_program(
+    "version_compare",
+    "Compare version strings\n\nInput:\n    a: A version such as '1.2.10'\n    b: Another version\n\nOutput:\n    -1 if a is older than b, 1 if it is newer, 0 if they are equal; missing trailing parts count as 0",
+    """
+def version_compare(a, b):
+    left = [int(part) for part in a.split('.')]
+    right = [int(part) for part in b.split('.')]
+    length = max(len(left), len(right))
+    left += [0] * (length - len(left))
+    right += [0] * (length - len(right))
+    for x, y in zip(left, right):
+        if x != y:
+            return 1 if x > y else -1
+    return 0
+""",
+    ("    right += [0] * (length - len(right))\n", ""),
+    [
+        [["1.2.10", "1.2.9"], 1],
+        [["1.0", "1.0.0"], 0],
+        [["1.0.1", "1.0"], 1],
+        [["2.0", "10.0"], -1],
+        [["1.2", "1.2.1"], -1],
+        [["3.4.5", "3.4.5"], 0],
+        [["2", "1.9.9"], 1],
+    ],
+)
+
+_program(
+    "invert_mapping",
+    "Invert a mapping\n\nInput:\n    mapping: A dict from string keys to string values\n\nOutput:\n    A dict from each value to the sorted list of the keys that map to it",
+    """
+def invert_mapping(mapping):
+    inverted = {}
+    for key, value in mapping.items():
+        inverted.setdefault(value, []).append(key)
+    for keys in inverted.values():
+        keys.sort()
+    return inverted
+""",
+    ("inverted.setdefault(value, []).append(key)", "inverted.setdefault(value, []).extend(key)"),
+    [
+        [[{"a": "x", "b": "y", "c": "x"}], {"x": ["a", "c"], "y": ["b"]}],
+        [[{"apple": "fruit", "kale": "veg", "fig": "fruit"}], {"fruit": ["apple", "fig"], "veg": ["kale"]}],
+        [[{}], {}],
+        [[{"k": "v"}], {"v": ["k"]}],
+        [[{"b": "1", "a": "1"}], {"1": ["a", "b"]}],
+        [[{"id": "7", "no": "8"}], {"7": ["id"], "8": ["no"]}],
+    ],
+)
+
+_program(
+    "mask_card",
+    "Mask a card number\n\nInput:\n    number: A string of digits, possibly with spaces or dashes\n\nOutput:\n    number with every digit but the last four replaced by '*', other characters kept",
+    """
+def mask_card(number):
+    digits = [i for i, ch in enumerate(number) if ch.isdigit()]
+    chars = list(number)
+    for k in range(len(digits) - 4):
+        chars[digits[k]] = '*'
+    return ''.join(chars)
+""",
+    ("range(len(digits) - 4)", "range(len(digits) - 3)"),
+    [
+        [["4111 1111 1111 1234"], "**** **** **** 1234"],
+        [["1234"], "1234"],
+        [["12"], "12"],
+        [["12345"], "*2345"],
+        [["5500-0000-0000-0004"], "****-****-****-0004"],
+        [[""], ""],
+        [["ab12"], "ab12"],
+    ],
+)
+
+_program(
+    "wildcard_match",
+    "Wildcard matching\n\nInput:\n    pattern: A string where '?' matches any one character and '*' any run of characters, the empty one included\n    text: A string\n\nOutput:\n    True if pattern matches the whole of text",
+    """
+def wildcard_match(pattern, text):
+    m, n = len(pattern), len(text)
+    match = [[False] * (n + 1) for _ in range(m + 1)]
+    match[0][0] = True
+    for i in range(1, m + 1):
+        if pattern[i - 1] == '*':
+            match[i][0] = match[i - 1][0]
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            if pattern[i - 1] == '*':
+                match[i][j] = match[i - 1][j] or match[i][j - 1]
+            elif pattern[i - 1] == '?' or pattern[i - 1] == text[j - 1]:
+                match[i][j] = match[i - 1][j - 1]
+    return match[m][n]
+""",
+    ("pattern[i - 1] == text[j - 1]", "pattern[i - 1] == text[i - 1]"),
+    [
+        [["a?c", "abc"], True],
+        [["*", ""], True],
+        [["*.py", "main.py"], True],
+        [["a*b*c", "axxbyc"], True],
+        [["a*c", "abbc"], True],
+        [["*ing", "running"], True],
+        [["ab*cd", "abxxcd"], True],
+        [["*.txt", "notes.md"], False],
+    ],
+)
+
+_program(
+    "zigzag",
+    "Zigzag reading\n\nInput:\n    text: A string\n    rows: A positive number of rows\n\nOutput:\n    text written down and up in a zigzag over rows rows, then read row by row",
+    """
+def zigzag(text, rows):
+    if rows == 1 or rows >= len(text):
+        return text
+    lines = [''] * rows
+    row, step = 0, 1
+    for ch in text:
+        lines[row] += ch
+        if row == 0:
+            step = 1
+        elif row == rows - 1:
+            step = -1
+        row += step
+    return ''.join(lines)
+""",
+    ("if rows == 1 or rows >= len(text):", "if rows >= len(text):"),
+    [
+        [["PAYPALISHIRING", 3], "PAHNAPLSIIGYIR"],
+        [["PAYPALISHIRING", 4], "PINALSIGYAHRPI"],
+        [["abc", 1], "abc"],
+        [["ab", 5], "ab"],
+        [["abcdef", 2], "acebdf"],
+        [["", 3], ""],
+        [["x", 1], "x"],
+    ],
+)
+
+_program(
+    "valid_ipv4",
+    "IPv4 address check\n\nInput:\n    address: A string\n\nOutput:\n    True if address is four dot-separated decimal numbers from 0 to 255 without leading zeros",
+    """
+def valid_ipv4(address):
+    parts = address.split('.')
+    if len(parts) != 4:
+        return False
+    for part in parts:
+        if not part.isdigit():
+            return False
+        if len(part) > 1 and part[0] == '0':
+            return False
+        if int(part) > 255:
+            return False
+    return True
+""",
+    ("if not part.isdigit():", "if not part.isalnum():"),
+    [
+        [["192.168.0.1"], True],
+        [["255.255.255.255"], True],
+        [["256.1.1.1"], False],
+        [["1.2.3.x"], False],
+        [["a.b.c.d"], False],
+        [["10.0.0.1a"], False],
+        [["ff.1.2.3"], False],
+    ],
+)
+
+_program(
+    "min_stack",
+    "Stack with minimum\n\nInput:\n    ops: A list of operations: 'push N' (N an int), 'pop' (nothing happens on an empty stack) or 'min'\n\nOutput:\n    The list of the answers to the 'min' operations: the smallest value on the stack, or None if it is empty",
+    """
+def min_stack(ops):
+    stack = []
+    mins = []
+    output = []
+    for op in ops:
+        if op.startswith('push '):
+            value = int(op[5:])
+            stack.append(value)
+            mins.append(value if not mins else min(value, mins[-1]))
+        elif op == 'pop':
+            if stack:
+                stack.pop()
+                mins.pop()
+        elif op == 'min':
+            output.append(mins[-1] if mins else None)
+    return output
+""",
+    ("                mins.pop()\n", ""),
+    [
+        [[["push 3", "push 1", "min", "pop", "min"]], [1, 3]],
+        [[["min"]], [None]],
+        [[["push 5", "push 7", "min", "pop", "min"]], [5, 5]],
+        [[["push 2", "pop", "min"]], [None]],
+        [[["push -1", "push 4", "push -3", "min", "pop", "pop", "min"]], [-3, -1]],
+        [[["pop", "push 8", "min"]], [8]],
+    ],
+)
+
+_program(
+    "lru_misses",
+    "LRU cache misses\n\nInput:\n    capacity: The number of keys the cache holds\n    accesses: A list of keys in the order they are read\n\nOutput:\n    How many reads miss a cache that, when full, evicts the least recently used key",
+    """
+def lru_misses(capacity, accesses):
+    if capacity <= 0:
+        return len(accesses)
+    cache = []
+    misses = 0
+    for key in accesses:
+        if key in cache:
+            cache.remove(key)
+        else:
+            misses += 1
+            if len(cache) == capacity:
+                cache = cache[1:]
+        cache.append(key)
+    return misses
+""",
+    ("cache = cache[1:]", "cache = cache[:-1]"),
+    [
+        [[2, [1, 2, 1, 3, 2]], 4],
+        [[1, [1, 1, 2, 2, 1]], 3],
+        [[0, [1, 2]], 2],
+        [[2, []], 0],
+        [[2, [1, 2, 3, 1]], 4],
+        [[3, [1, 2, 3, 1, 4, 2, 5, 1]], 7],
+        [[3, [1, 2, 3, 4, 1, 2]], 6],
+        [[2, ["a", "b", "c", "a", "b"]], 5],
+    ],
+)
+
+_program(
+    "tokenize",
+    "Tokenize an arithmetic expression\n\nInput:\n    expr: A string of non-negative integers, the operators + - * /, parentheses and spaces\n\nOutput:\n    The list of tokens (numbers as strings), without the spaces, or None if expr holds any other character",
+    """
+def tokenize(expr):
+    tokens = []
+    i = 0
+    while i < len(expr):
+        ch = expr[i]
+        if ch.isdigit():
+            j = i
+            while j < len(expr) and expr[j].isdigit():
+                j += 1
+            tokens.append(expr[i:j])
+            i = j
+            continue
+        if ch in '+-*/()':
+            tokens.append(ch)
+        elif not ch.isspace():
+            return None
+        i += 1
+    return tokens
+""",
+    ("tokens.append(expr[i:j])", "tokens.append(expr[i:j + 1])"),
+    [
+        [["1+2"], ["1", "+", "2"]],
+        [["12 * (3 - 4)"], ["12", "*", "(", "3", "-", "4", ")"]],
+        [[""], []],
+        [["7"], ["7"]],
+        [["2 $ 3"], None],
+        [["100/25"], ["100", "/", "25"]],
+        [["(4)"], ["(", "4", ")"]],
+    ],
+)
+
+_program(
+    "justify",
+    "Justify a line\n\nInput:\n    words: A non-empty list of words\n    width: The line width, at least the words' total length plus one space between each two\n\nOutput:\n    The words spread over exactly width characters: the spaces shared out evenly between the words, the leftmost gaps taking one more when they do not divide; a single word is padded on the right",
+    """
+def justify(words, width):
+    if len(words) == 1:
+        return words[0].ljust(width)
+    gaps = len(words) - 1
+    spaces = width - sum(len(w) for w in words)
+    base, extra = divmod(spaces, gaps)
+    line = ''
+    for i, word in enumerate(words[:-1]):
+        line += word + ' ' * (base + (1 if i < extra else 0))
+    return line + words[-1]
+""",
+    ("divmod(spaces, gaps)", "divmod(gaps, spaces)"),
+    [
+        [[["a", "b"], 5], "a   b"],
+        [[["hello"], 8], "hello   "],
+        [[["this", "is", "an"], 10], "this is an"],
+        [[["the", "quick", "fox"], 16], "the   quick  fox"],
+        [[["ab", "cd"], 5], "ab cd"],
+        [[["a", "bb", "c"], 9], "a   bb  c"],
+        [[["to", "be", "or", "not"], 16], "to   be  or  not"],
+    ],
+)
+
+_program(
+    "column_name",
+    "Spreadsheet column name\n\nInput:\n    n: A non-negative int\n\nOutput:\n    The name of the n-th spreadsheet column: 1 is 'A', 26 is 'Z', 27 is 'AA', 28 is 'AB', ...; '' for 0",
+    """
+def column_name(n):
+    name = ''
+    while n > 0:
+        n, rem = divmod(n - 1, 26)
+        name = chr(ord('A') + rem) + name
+    return name
+""",
+    ("divmod(n - 1, 26)", "divmod(n + 1, 26)"),
+    [
+        [[1], "A"],
+        [[26], "Z"],
+        [[27], "AA"],
+        [[52], "AZ"],
+        [[702], "ZZ"],
+        [[703], "AAA"],
+        [[0], ""],
+    ],
+)
+
+_program(
+    "pivot_index",
+    "Balance point of a list\n\nInput:\n    nums: A list of ints\n\nOutput:\n    The first index i where the sum of the values left of i equals the sum of those right of i, or -1 if there is none",
+    """
+def pivot_index(nums):
+    total = sum(nums)
+    left = 0
+    for i, value in enumerate(nums):
+        if left == total - left - value:
+            return i
+        left += value
+    return -1
+""",
+    ("left == total - left - value", "left == total - left"),
+    [
+        [[[1, 7, 3, 6, 5, 6]], 3],
+        [[[1, 2, 3]], -1],
+        [[[2, 1, -1]], 0],
+        [[[]], -1],
+        [[[0]], 0],
+        [[[1, -1, 5]], 2],
+        [[[4, 0, 4]], 1],
+    ],
+)
+
+_program(
+    "bowling_score",
+    "Ten-pin bowling score\n\nInput:\n    rolls: The pins knocked down by each roll of a complete game of ten frames, bonus rolls of the tenth frame included\n\nOutput:\n    The total score: a strike scores 10 plus the next two rolls, a spare 10 plus the next roll, any other frame its pins",
+    """
+def bowling_score(rolls):
+    score = 0
+    i = 0
+    for _ in range(10):
+        if rolls[i] == 10:
+            score += 10 + rolls[i + 1] + rolls[i + 2]
+            i += 1
+        elif rolls[i] + rolls[i + 1] == 10:
+            score += 10 + rolls[i + 2]
+            i += 2
+        else:
+            score += rolls[i] + rolls[i + 1]
+            i += 2
+    return score
+""",
+    ("for _ in range(10):", "for _ in range(1, 10):"),
+    [
+        [[[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], 0],
+        [[[10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10]], 300],
+        [[[9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9, 1, 9]], 190],
+        [[[3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4]], 70],
+        [[[10, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], 24],
+        [[[5, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], 16],
+        [[[10, 10, 10, 10, 10, 10, 10, 10, 10, 5, 5, 10]], 275],
     ],
 )
 
