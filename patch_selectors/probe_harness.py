@@ -80,9 +80,15 @@ def _state(value: object, depth: int, level: int) -> str:
         inner = ", ".join(_state(v, depth, level + 1) for v in list(value)[:64])
         return f"[{inner}]" if isinstance(value, list) else f"({inner})"
     if isinstance(value, dict):
-        return (
-            "{" + ", ".join(f"{norm_repr(k)}: {_state(v, depth, level + 1)}" for k, v in list(value.items())[:64]) + "}"
-        )
+        items = [f"{norm_repr(k)}: {_state(v, depth, level + 1)}" for k, v in list(value.items())[:64]]
+        # Equal plain dicts are equal whatever their insertion order (an OrderedDict is not): two fixes that
+        # build the same mapping in another order agree on it, as a test's `==` would say.
+        return "{" + ", ".join(sorted(items) if type(value) is dict else items) + "}"
+    if type(value) in (set, frozenset) and len(value) <= 64:
+        # A set's repr follows its hash table, which can differ between equal sets built in another order.
+        inner = ", ".join(sorted(_state(v, depth, level + 1) for v in value))
+        text = f"{{{inner}}}" if inner else ""
+        return (text or "set()") if type(value) is set else f"frozenset({text})"
     if type(value).__repr__ is object.__repr__ and hasattr(value, "__dict__"):
         name = type(value).__qualname__
         if depth <= 0:

@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections import OrderedDict
 from pathlib import Path
 
 from patch_selectors.assess_run import HARNESS
@@ -64,6 +65,17 @@ def test_state_repr_tells_plain_objects_apart_by_their_public_attributes() -> No
     assert norm_repr(a) == norm_repr(b)  # what the plain repr sees: two objects, alike
     assert state_repr(a) != state_repr(b)
     assert state_repr(a) == "[Plain(value=1), Plain(value=2)]"  # private attributes left out
+
+
+def test_state_repr_of_equal_dicts_and_sets_does_not_depend_on_their_order() -> None:
+    first, second = {"b": 2, "a": [1]}, {"a": [1], "b": 2}
+    assert state_repr(first) == state_repr(second) == "{'a': [1], 'b': 2}"
+    assert state_repr({"x", "y"}) == state_repr({"y", "x"}) == "{'x', 'y'}"
+    assert state_repr(set()) == "set()" and state_repr(frozenset()) == "frozenset()"
+    assert state_repr(frozenset({2, 1})) == "frozenset({1, 2})"
+    # An OrderedDict compares its order, so it keeps it; unequal dicts stay apart.
+    assert state_repr(OrderedDict(b=1, a=2)) == "{'b': 1, 'a': 2}"
+    assert state_repr({"a": 1}) != state_repr({"a": 2})
     assert state_repr(Shown()) == "Shown!"  # an object's own repr is kept
     loop = Plain(0)
     loop.value = loop  # type: ignore[assignment]
