@@ -318,3 +318,26 @@ def test_a_standard_library_name_the_report_qualifies_elsewhere_is_imported_from
         ["frob"], set(), files, [], {"acme/paths.py": set()}, dotted=["numpy.frob", "_thread.frob"]
     )
     assert missing == ["frob"]
+
+
+def test_common_standard_library_names_a_report_uses_without_importing_them_are_imported() -> None:
+    # Reports paste the call and leave out `from datetime import datetime`, `import decimal` and the like.
+    facts = parse_issue(
+        "# day_name() is a day late\n\nI label my calendar with `acme.clock.day_name(datetime(2020, 5, 1))`."
+        " `day_name(datetime(2020, 5, 1))` returns `'Saturday'`.\n\nI would expect"
+        " `day_name(datetime(2020, 5, 1))` to be `'Friday'`.\n"
+    )
+    cands = synthesize_brts(facts, ["acme/__init__.py", "acme/clock.py"], repo_symbols={"acme/clock.py": {"day_name"}})
+    assert cands and "from datetime import datetime" in cands[0].source
+    files = ["acme/__init__.py", "acme/money.py"]
+    symbols = {"acme/money.py": {"total"}}
+    imports, missing = resolve_imports(["decimal", "Decimal", "deque"], {"decimal"}, files, [], symbols)
+    assert imports == ["import decimal", "from decimal import Decimal"] and missing == ["deque"]
+    imports, missing = resolve_imports(["deque"], set(), files, [], symbols, callables=["deque"])
+    assert imports == ["from collections import deque"] and not missing
+    # The repo's own name wins, a plain lower-case variable is never taken for a library name, and only public
+    # names of the standard library are looked up.
+    imports, _ = resolve_imports(["Decimal"], set(), files, [], {"acme/money.py": {"Decimal"}})
+    assert imports == ["from acme.money import Decimal"]
+    _, missing = resolve_imports(["partial", "_Decimal", "frobnicate"], {"frobnicate"}, files, [], symbols)
+    assert missing == ["partial", "_Decimal", "frobnicate"]
