@@ -14,7 +14,7 @@ from difflib import SequenceMatcher
 from pathlib import PurePosixPath
 
 from agents.reading import IssueFacts, ReplStep, is_expression, quiet_literal, quiet_parse
-from agents.reproduce.types import Reproduction, Symptom, ValueForm
+from agents.reproduce.types import NOT_SHOWN, Reproduction, Symptom, ValueForm
 
 _BUILTINS = frozenset(dir(builtins))
 _TEST_PART = re.compile(r"^(?:tests?|testing)$")
@@ -395,7 +395,7 @@ def script_pairs(code: str, pairs: Sequence[tuple[str, str]]) -> list[Reproducti
         # The output shows what the script prints, not this expression's value: no actual value to match.
         out.append(
             Reproduction(
-                origin, tuple(imports), tuple(setup), expression.strip(), "value", expected=expected, actual=""
+                origin, tuple(imports), tuple(setup), expression.strip(), "value", expected=expected, actual=NOT_SHOWN
             )
         )
     return out

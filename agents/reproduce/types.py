@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
+
+#: `Reproduction.actual` / `BrtCandidate.reported_actual` when the report shows no value for this observation
+#: (its printed output is about other expressions): a wrong value is then any value but the expected one.
+NOT_SHOWN: Final = ""
 
 Symptom = Literal["wrong_value", "exception", "hang"]
 #: How the report showed the observed value: print() shows str, a REPL shows repr, prose names the value.
