@@ -84,7 +84,7 @@ def _state(value: object, depth: int, level: int) -> str:
         # Equal plain dicts are equal whatever their insertion order (an OrderedDict is not): two fixes that
         # build the same mapping in another order agree on it, as a test's `==` would say.
         return "{" + ", ".join(sorted(items) if type(value) is dict else items) + "}"
-    if type(value) in (set, frozenset) and len(value) <= 64:
+    if isinstance(value, (set, frozenset)) and type(value) in (set, frozenset) and len(value) <= 64:
         # A set's repr follows its hash table, which can differ between equal sets built in another order.
         inner = ", ".join(sorted(_state(v, depth, level + 1) for v in value))
         text = f"{{{inner}}}" if inner else ""
