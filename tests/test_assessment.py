@@ -477,7 +477,7 @@ def test_a_generator_call_is_one_event_with_everything_it_yielded() -> None:
 
 def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidate() -> None:
     from agents.trajectory import Trajectory
-    from bot.pipeline.review import _alternatives
+    from bot.pipeline.review import MAX_PEERS, _alternatives
 
     other = _fix("return items[len(items) // 2 - 1]")
     t0 = Trajectory(id="t0", agent="classic", seed=0, diff=CORRECT, alternatives=[OVERFIT, CORRECT])
@@ -487,6 +487,12 @@ def test_alternative_fixes_become_peers_once_each_and_never_duplicate_a_candidat
     # OVERFIT once (t1 found it too); CORRECT is already a candidate; the fix part alone decides identity.
     assert [p.id for p in peers] == ["t0-alt0"]
     assert peers[0].fix_hash == make_record("x", other).fix_hash
+    # Each trajectory's first alternative comes before any trajectory's second: the cap is shared fairly.
+    fixes = [_fix(f"return items[len(items) // 2 - {k}]") for k in range(2, 8)]
+    t0 = Trajectory(id="t0", agent="classic", seed=0, diff=CORRECT, alternatives=fixes[:4])
+    t1 = Trajectory(id="t1", agent="classic", seed=1, diff=CORRECT, alternatives=fixes[4:])
+    peers = _alternatives([t0, t1], records)
+    assert [p.id for p in peers] == ["t0-alt0", "t1-alt0", "t0-alt1", "t1-alt1"][:MAX_PEERS]
 
 
 CLAMP = '''\

@@ -88,12 +88,21 @@ def _review_env(state: JobState) -> ReviewEnv:
 
 
 def _alternatives(trajectories: list[Trajectory], records: list[PatchRecord]) -> list[PatchRecord]:
-    """Distinct alternative fixes the trajectories found besides what they submitted."""
+    """Distinct alternative fixes the trajectories found besides what they submitted.
+
+    Taken in turn from each trajectory (each one's first, then each one's second): trajectories search in
+    other orders, so their alternatives are the likeliest to differ, and the cap must not go to one search.
+    """
     known = {r.fix_hash for r in records}
     peers: list[PatchRecord] = []
-    for traj in trajectories:
-        for index, diff in enumerate(traj.alternatives):
-            peer = make_record(f"{traj.id}-alt{index}", diff, trajectory_id=traj.id, agent=traj.agent)
+    depth = max((len(traj.alternatives) for traj in trajectories), default=0)
+    for index in range(depth):
+        for traj in trajectories:
+            if index >= len(traj.alternatives):
+                continue
+            peer = make_record(
+                f"{traj.id}-alt{index}", traj.alternatives[index], trajectory_id=traj.id, agent=traj.agent
+            )
             if peer.fix_hash not in known and len(peers) < MAX_PEERS:
                 known.add(peer.fix_hash)
                 peers.append(peer)

@@ -44,8 +44,8 @@ class SearchLimits:
     brt_timeout: float = 60.0
     #: After a validated fix, how many more candidates to try for alternative validated fixes, and how many
     #: to keep. Two fixes that pass the same tests but disagree elsewhere cannot both be right.
-    alternative_candidates: int = 40
-    max_alternatives: int = 2
+    alternative_candidates: int = 80
+    max_alternatives: int = 3
     #: Of those, at most this many at any one location: the rest go to the next-ranked locations. A wrong
     #: fix that makes the reported example pass is most often at another line than the bug, and the fixes
     #: found near it tend to agree with it; a validated fix at another line is the one that can disagree.
