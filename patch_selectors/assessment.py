@@ -193,28 +193,38 @@ def table_entry_lines(source: str) -> set[int]:
     input that ran it is no evidence that the changed entry was ever used. A mapping's entries count as data
     when they are built of constants, names and attributes only; a list, set or tuple is a table only when
     every element is a constant (`("yes", "on", "1")`). A display of names (`return (\n low,\n high)`) or
-    an element computed from the call's values (`x + 1`) is used every time and stays evidence.
+    an element computed from the call's values (`x + 1`) is used every time and stays evidence. A table on one
+    line counts when that line only assigns it (`lengths = [31, 28, 31, 30]`); inside a longer expression the
+    line does other work, which a check that ran it did use.
     """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return set()
     lines: set[int] = set()
+    assigned = {
+        id(stmt.value)
+        for stmt in ast.walk(tree)
+        if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.lineno == stmt.end_lineno
+    }
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict | ast.List | ast.Set | ast.Tuple):
             continue
-        if node.end_lineno is None or node.end_lineno == node.lineno:
+        if node.end_lineno is None or (node.end_lineno == node.lineno and id(node) not in assigned):
             continue
-        if isinstance(node, ast.Dict):
-            entries = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
-            data = [(k, v) for k, v in entries if _data(k) and _data(v)]
-        elif all(_constant(e) for e in node.elts):
-            data = [(e, e) for e in node.elts]
-        else:
-            data = []
-        for key, value in data:
+        for key, value in _table_entries(node):
             lines.update(range(key.lineno, (value.end_lineno or value.lineno) + 1))
     return lines
+
+
+def _table_entries(node: ast.Dict | ast.List | ast.Set | ast.Tuple) -> list[tuple[ast.expr, ast.expr]]:
+    """(key, value) of each data entry of a literal display (an element is its own key); none if it computes."""
+    if isinstance(node, ast.Dict):
+        entries = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+        return [(k, v) for k, v in entries if _data(k) and _data(v)]
+    if all(_constant(e) for e in node.elts):
+        return [(e, e) for e in node.elts]
+    return []
 
 
 def _constant(node: ast.expr) -> bool:

@@ -675,5 +675,8 @@ def test_entries_of_a_literal_table_are_not_evidence_by_running_but_computed_ele
     A tuple of constants is a table too: a membership test runs every line, whichever word it matches.
     """
     assert table_entry_lines(TABLE) == {8, 9, 28, 29}
-    assert table_entry_lines("x = {1: 'a', 2: 'b'}\n") == set()  # one line: the call that ran it may have used it
+    # One line that only assigns a table is the table; a table inside other work on its line is not.
+    assert table_entry_lines("x = 1\nlengths = [31, 28, 31, 30]\nnames: dict = {1: 'a', 2: 'b'}\n") == {2, 3}
+    assert table_entry_lines("def f(k, y):\n    return {1: 'a'}[k] + y\n") == set()
+    assert table_entry_lines("pair = [low, high]\n") == set()  # names are used every time
     assert table_entry_lines("def broken(:\n") == set()
