@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a data table: each program is one call whose docstring and inputs read best unwrapped)
 """Made-up algorithm programs with one injected bug each, in QuixBugs' layout: a check on code nothing was tuned on.
 
-Seven sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
+Eight sets of about 20 small programs each (none of them QuixBugs'), each with its correct version, a one-line
 (or one-statement) bug of a class from QuixBugs' taxonomy (wrong operator, variable, comparison, missing
 condition, off by one, swapped variables, wrong slice, wrong constant, wrong method, missing arithmetic,
 missing call, missing line), a docstring, and JSON test inputs. Each set was first run as a held-out check of
@@ -13,6 +13,7 @@ expected value, the slice bound counted from the other end and the zero-divisor 
 development data now. Set d was written after the last of those rules and run once, old and new side by side,
 as the held-out check; its failures were not read. Set e was written after set d as a further held-out set.
 Set f was written after set e as a further held-out set. Set g was written after set f as a further held-out set.
+Set h was written after set g as a further held-out set.
 Measure the next rule on d, or on a set written after it.
 
     python bench/data/algorithms.py --set c OUT_REPO      # a git repository in QuixBugs' layout
@@ -41,6 +42,7 @@ PROGRAMS: dict[str, list[tuple[str, str, str, tuple[str, str], list[list[object]
     "e": [],
     "f": [],
     "g": [],
+    "h": [],
 }
 _SET = "a"
 
@@ -3208,6 +3210,544 @@ def bowling_score(rolls):
         [[[10, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], 24],
         [[[5, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]], 16],
         [[[10, 10, 10, 10, 10, 10, 10, 10, 10, 5, 5, 10]], 275],
+    ],
+)
+
+# ---- set h ----------------------------------------------------------------------------------------------------
+
+_SET = "h"
+
+_program(
+    "shoelace_area2",
+    "Twice the area of a polygon\n\nInput:\n    points: The polygon's corners as [x, y] int pairs, in order around its boundary\n\nOutput:\n    Twice its area, an int (0 for fewer than three corners)",
+    """
+def shoelace_area2(points):
+    total = 0
+    n = len(points)
+    for i in range(n):
+        x1, y1 = points[i]
+        x2, y2 = points[(i + 1) % n]
+        total += x1 * y2 - x2 * y1
+    return abs(total)
+""",
+    ("x1 * y2 - x2 * y1", "x1 * y2 + x2 * y1"),
+    [
+        [[[[0, 0], [2, 0], [2, 2], [0, 2]]], 8],
+        [[[[1, 1], [5, 1], [1, 4]]], 12],
+        [[[[1, 1], [1, 4], [5, 1]]], 12],
+        [[[]], 0],
+        [[[[1, 1], [2, 2]]], 0],
+        [[[[0, 0], [3, 0], [3, 1], [1, 1], [1, 3], [0, 3]]], 10],
+        [[[[-2, -1], [2, -1], [0, 3]]], 16],
+    ],
+)
+
+_program(
+    "isbn10_check_digit",
+    "ISBN-10 check digit\n\nInput:\n    digits: The first nine digits of an ISBN-10, as a string\n\nOutput:\n    The check character, '0' to '9' or 'X'",
+    """
+def isbn10_check_digit(digits):
+    total = 0
+    for i, char in enumerate(digits):
+        total += (10 - i) * int(char)
+    check = (11 - total % 11) % 11
+    return 'X' if check == 10 else str(check)
+""",
+    ("(10 - i)", "(10 + i)"),
+    [
+        [["030640615"], "2"],
+        [["080442957"], "X"],
+        [["000000000"], "0"],
+        [["123456789"], "X"],
+        [["014044911"], "6"],
+        [["316148410"], "X"],
+    ],
+)
+
+_program(
+    "neighbor_sums",
+    "Neighbour sums\n\nInput:\n    grid: A rectangular list of lists of ints\n\nOutput:\n    A grid of the same shape whose each cell is the sum of the cells above, below, left and right of it in grid",
+    """
+def neighbor_sums(grid):
+    rows = len(grid)
+    cols = len(grid[0]) if rows else 0
+    result = []
+    for i in range(rows):
+        row = []
+        for j in range(cols):
+            total = 0
+            for di, dj in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+                ni, nj = i + di, j + dj
+                if 0 <= ni < rows and 0 <= nj < cols:
+                    total += grid[ni][nj]
+            row.append(total)
+        result.append(row)
+    return result
+""",
+    ("total += grid[ni][nj]", "total += grid[ni][j]"),
+    [
+        [[[]], []],
+        [[[[5]]], [[0]]],
+        [[[[1, 2]]], [[2, 1]]],
+        [[[[1, 2], [3, 4]]], [[5, 5], [5, 5]]],
+        [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], [[6, 9, 8], [13, 20, 17], [12, 21, 14]]],
+        [[[[0, 1, 0], [1, 0, 1]]], [[2, 0, 2], [0, 3, 0]]],
+    ],
+)
+
+_program(
+    "longest_win_streak",
+    "Longest winning streak\n\nInput:\n    results: A string of game results, one of 'W', 'L' or 'D' per game\n\nOutput:\n    The length of the longest run of consecutive 'W's",
+    """
+def longest_win_streak(results):
+    best = 0
+    current = 0
+    for result in results:
+        if result == 'W':
+            current += 1
+            best = max(best, current)
+        else:
+            current = 0
+    return best
+""",
+    ("return best", "return current"),
+    [[["WWLW"], 2], [["LWWW"], 3], [[""], 0], [["WLWWL"], 2], [["LLD"], 0], [["WWWDW"], 3], [["WWWLLWD"], 3]],
+)
+
+_program(
+    "visible_from_left",
+    "Buildings seen from the left\n\nInput:\n    heights: A list of building heights (ints), west to east\n\nOutput:\n    The indices of the buildings strictly taller than every building west of them",
+    """
+def visible_from_left(heights):
+    visible = []
+    tallest = None
+    for i, height in enumerate(heights):
+        if tallest is None or height > tallest:
+            visible.append(i)
+            tallest = height
+    return visible
+""",
+    ("height > tallest", "height >= tallest"),
+    [
+        [[[3, 3, 2]], [0]],
+        [[[1, 2, 3]], [0, 1, 2]],
+        [[[]], []],
+        [[[5, 1, 5, 6]], [0, 3]],
+        [[[2, 2, 2, 2]], [0]],
+        [[[4, 2, 7, 7, 1, 8]], [0, 2, 5]],
+        [[[-3, -5, -1]], [0, 2]],
+    ],
+)
+
+_program(
+    "first_fit_bins",
+    "First-fit bin packing\n\nInput:\n    items: A list of positive int sizes, in arrival order\n    capacity: The capacity of every bin, at least the largest item\n\nOutput:\n    The load of each opened bin, in opening order, when each item goes into the first bin it fits in",
+    """
+def first_fit_bins(items, capacity):
+    loads = []
+    for item in items:
+        for k in range(len(loads)):
+            if loads[k] + item <= capacity:
+                loads[k] += item
+                break
+        else:
+            loads.append(item)
+    return loads
+""",
+    ("loads[k] + item <= capacity", "loads[k] + item < capacity"),
+    [
+        [[[5, 5], 10], [10]],
+        [[[4, 3, 2], 10], [9]],
+        [[[6, 6, 6], 10], [6, 6, 6]],
+        [[[7, 3, 5, 5], 10], [10, 10]],
+        [[[], 5], []],
+        [[[2, 8, 1, 9], 10], [10, 10]],
+        [[[3, 3, 3, 3], 6], [6, 6]],
+    ],
+)
+
+_program(
+    "count_leap_years",
+    "Leap years in a span\n\nInput:\n    start: A year\n    end: A year, not before start\n\nOutput:\n    How many Gregorian leap years lie from start to end, both included",
+    """
+def count_leap_years(start, end):
+    count = 0
+    for year in range(start, end + 1):
+        if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+            count += 1
+    return count
+""",
+    (" or year % 400 == 0", ""),
+    [
+        [[2001, 2003], 0],
+        [[2004, 2004], 1],
+        [[1896, 1904], 2],
+        [[1999, 2001], 1],
+        [[1990, 2020], 8],
+        [[2100, 2100], 0],
+        [[1600, 1600], 1],
+    ],
+)
+
+_program(
+    "is_hex_color",
+    "Hex colour check\n\nInput:\n    text: A string\n\nOutput:\n    True if text is '#' followed by exactly 3 or 6 hexadecimal digits, else False",
+    """
+def is_hex_color(text):
+    hex_digits = set('0123456789abcdefABCDEF')
+    if not text.startswith('#'):
+        return False
+    digits = text[1:]
+    return len(digits) in (3, 6) and all(c in hex_digits for c in digits)
+""",
+    ("len(digits) in (3, 6) and ", ""),
+    [
+        [["#fff"], True],
+        [["#A1B2C3"], True],
+        [["fff"], False],
+        [["#ggg"], False],
+        [["#12345"], False],
+        [["#"], False],
+        [["#1234567"], False],
+    ],
+)
+
+_program(
+    "kmer_counts",
+    "Substring counts\n\nInput:\n    text: A string\n    k: A positive int\n\nOutput:\n    A dict from each length-k substring of text to how many times it occurs (overlaps counted)",
+    """
+def kmer_counts(text, k):
+    counts = {}
+    for i in range(len(text) - k + 1):
+        piece = text[i:i + k]
+        counts[piece] = counts.get(piece, 0) + 1
+    return counts
+""",
+    ("range(len(text) - k + 1)", "range(len(text) - k)"),
+    [
+        [["abab", 2], {"ab": 2, "ba": 1}],
+        [["aaaa", 2], {"aa": 3}],
+        [["abc", 3], {"abc": 1}],
+        [["ab", 3], {}],
+        [["banana", 3], {"ban": 1, "ana": 2, "nan": 1}],
+        [["xyz", 1], {"x": 1, "y": 1, "z": 1}],
+    ],
+)
+
+_program(
+    "digit_tally",
+    "Digit tally\n\nInput:\n    n: A positive int\n    digit: An int from 0 to 9\n\nOutput:\n    How many times digit is written when writing out all the numbers from 1 to n",
+    """
+def digit_tally(n, digit):
+    target = str(digit)
+    count = 0
+    for number in range(1, n + 1):
+        count += str(number).count(target)
+    return count
+""",
+    ("range(1, n + 1)", "range(1, n)"),
+    [[[13, 1], 6], [[9, 9], 1], [[10, 0], 1], [[20, 2], 3], [[5, 7], 0], [[100, 0], 11]],
+)
+
+_program(
+    "line_points",
+    "Points on a straight segment\n\nInput:\n    start: An [x, y] int point\n    end: An [x, y] int point on the same row, column or 45-degree diagonal as start\n\nOutput:\n    The list of [x, y] points from start to end, both included",
+    """
+def line_points(start, end):
+    x, y = start
+    x1, y1 = end
+    dx = (x1 > x) - (x1 < x)
+    dy = (y1 > y) - (y1 < y)
+    points = [[x, y]]
+    while [x, y] != [x1, y1]:
+        x += dx
+        y += dy
+        points.append([x, y])
+    return points
+""",
+    ("points.append([x, y])", "points.append([y, x])"),
+    [
+        [[[0, 0], [3, 0]], [[0, 0], [1, 0], [2, 0], [3, 0]]],
+        [[[2, 2], [2, 2]], [[2, 2]]],
+        [[[1, 5], [1, 2]], [[1, 5], [1, 4], [1, 3], [1, 2]]],
+        [[[0, 0], [2, 2]], [[0, 0], [1, 1], [2, 2]]],
+        [[[3, 0], [0, 3]], [[3, 0], [2, 1], [1, 2], [0, 3]]],
+        [[[-1, 4], [2, 7]], [[-1, 4], [0, 5], [1, 6], [2, 7]]],
+    ],
+)
+
+_program(
+    "shift_minutes",
+    "Shift length\n\nInput:\n    start: A 24-hour clock time 'HH:MM'\n    end: A 24-hour clock time 'HH:MM', possibly on the next day\n\nOutput:\n    The minutes from start to end, from 0 to 1439",
+    """
+def shift_minutes(start, end):
+    def to_minutes(clock):
+        hours, minutes = clock.split(':')
+        return int(hours) * 60 + int(minutes)
+
+    return (to_minutes(end) - to_minutes(start)) % 1440
+""",
+    ("to_minutes(end) - to_minutes(start)", "to_minutes(start) - to_minutes(end)"),
+    [
+        [["09:00", "17:30"], 510],
+        [["22:00", "06:00"], 480],
+        [["08:00", "20:00"], 720],
+        [["12:15", "12:15"], 0],
+        [["23:59", "00:01"], 2],
+        [["00:00", "23:45"], 1425],
+    ],
+)
+
+_program(
+    "ellipsize",
+    "Shorten with an ellipsis\n\nInput:\n    text: A string\n    limit: A non-negative int\n\nOutput:\n    text if it has at most limit characters, else its start with trailing spaces removed plus '...', at most limit characters in all",
+    """
+def ellipsize(text, limit):
+    if len(text) <= limit:
+        return text
+    if limit <= 3:
+        return '.' * limit
+    return text[:limit - 3].rstrip() + '...'
+""",
+    ("text[:limit - 3]", "text[:limit]"),
+    [
+        [["hello", 10], "hello"],
+        [["hello world", 8], "hello..."],
+        [["abcdef", 2], ".."],
+        [["abcdefgh", 6], "abc..."],
+        [["a b c d e", 5], "a..."],
+        [["truncate me please", 10], "truncat..."],
+    ],
+)
+
+_program(
+    "perfect_shuffle",
+    "Riffle shuffle\n\nInput:\n    cards: A list\n\nOutput:\n    The cards of the first half (the longer one if the count is odd) interleaved with those of the second half, starting with the first card",
+    """
+def perfect_shuffle(cards):
+    half = (len(cards) + 1) // 2
+    left = cards[:half]
+    right = cards[half:]
+    result = []
+    for i in range(half):
+        result.append(left[i])
+        if i < len(right):
+            result.append(right[i])
+    return result
+""",
+    ("right = cards[half:]", "right = cards[-half:]"),
+    [
+        [[[1, 2, 3, 4]], [1, 3, 2, 4]],
+        [[[1, 2, 3, 4, 5]], [1, 4, 2, 5, 3]],
+        [[[]], []],
+        [[["a"]], ["a"]],
+        [[[1, 2, 3, 4, 5, 6]], [1, 4, 2, 5, 3, 6]],
+        [[["x", "y"]], ["x", "y"]],
+        [[[9, 8, 7]], [9, 7, 8]],
+    ],
+)
+
+_program(
+    "utc_clock",
+    "Weekday and time of a timestamp\n\nInput:\n    timestamp: Seconds since 1970-01-01 00:00 UTC (a Thursday), an int, possibly negative\n\nOutput:\n    The UTC weekday and time as 'Weekday HH:MM'",
+    """
+def utc_clock(timestamp):
+    names = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday']
+    days, seconds = divmod(timestamp, 86400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes = seconds // 60
+    weekday = names[(days + 3) % 7]
+    return f'{weekday} {hours:02d}:{minutes:02d}'
+""",
+    ("(days + 3) % 7", "(days + 4) % 7"),
+    [
+        [[0], "Thursday 00:00"],
+        [[345600], "Monday 00:00"],
+        [[1700000000], "Tuesday 22:13"],
+        [[-1], "Wednesday 23:59"],
+        [[90061], "Friday 01:01"],
+        [[951782400], "Tuesday 00:00"],
+    ],
+)
+
+_program(
+    "reverse_complement",
+    "DNA reverse complement\n\nInput:\n    seq: A DNA string of A, C, G and T, in either case\n\nOutput:\n    The upper-case reverse complement of seq, with N for any other character",
+    """
+def reverse_complement(seq):
+    pairs = {'A': 'T', 'T': 'A', 'C': 'G', 'G': 'C'}
+    result = []
+    for base in reversed(seq.upper()):
+        result.append(pairs.get(base, 'N'))
+    return ''.join(result)
+""",
+    ("'G': 'C'", "'G': 'G'"),
+    [
+        [["ATGC"], "GCAT"],
+        [[""], ""],
+        [["AATT"], "AATT"],
+        [["acgt"], "ACGT"],
+        [["GGN"], "NCC"],
+        [["GATTACA"], "TGTAATC"],
+    ],
+)
+
+_program(
+    "knight_distance",
+    "Knight moves on a square board\n\nInput:\n    size: The side of the board\n    start: The [row, col] of the knight\n    target: A [row, col] on the board\n\nOutput:\n    The fewest knight moves from start to target, or -1 if it cannot be reached",
+    """
+def knight_distance(size, start, target):
+    moves = [(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)]
+    dist = {tuple(start): 0}
+    queue = [tuple(start)]
+    while queue:
+        r, c = queue.pop(0)
+        if [r, c] == target:
+            return dist[(r, c)]
+        for dr, dc in moves:
+            nxt = (r + dr, c + dc)
+            if 0 <= nxt[0] < size and 0 <= nxt[1] < size and nxt not in dist:
+                dist[nxt] = dist[(r, c)] + 1
+                queue.append(nxt)
+    return -1
+""",
+    ("queue.pop(0)", "queue.pop()"),
+    [
+        [[8, [0, 0], [0, 0]], 0],
+        [[8, [0, 0], [1, 2]], 1],
+        [[8, [0, 0], [7, 7]], 6],
+        [[3, [0, 0], [1, 1]], -1],
+        [[8, [0, 0], [2, 2]], 4],
+        [[5, [0, 0], [4, 4]], 4],
+        [[8, [3, 3], [4, 3]], 3],
+    ],
+)
+
+_program(
+    "hashtags",
+    "Hashtags in a post\n\nInput:\n    text: A string of words separated by whitespace\n\nOutput:\n    The distinct hashtags, lower-cased, without the '#' and without trailing . , ! or ?, in order of first use",
+    """
+def hashtags(text):
+    tags = []
+    for word in text.split():
+        if word.startswith('#') and len(word) > 1:
+            tag = word[1:].rstrip('.,!?').lower()
+            if tag and tag not in tags:
+                tags.append(tag)
+    return tags
+""",
+    (".rstrip('.,!?')", ".lstrip('.,!?')"),
+    [
+        [[""], []],
+        [["#Python is fun #python"], ["python"]],
+        [["love #cats and #dogs"], ["cats", "dogs"]],
+        [["#a #b #a"], ["a", "b"]],
+        [["great day! #sunny."], ["sunny"]],
+        [["#wow!! #wow"], ["wow"]],
+    ],
+)
+
+_program(
+    "compound_cents",
+    "Compound interest in cents\n\nInput:\n    principal: A balance in cents\n    rate_bp: A yearly interest rate in basis points (hundredths of a percent)\n    years: A non-negative int\n\nOutput:\n    The balance at the start and after each year, each year's interest rounded to the nearest cent, halves up",
+    """
+def compound_cents(principal, rate_bp, years):
+    balance = principal
+    history = [balance]
+    for _ in range(years):
+        interest = (balance * rate_bp + 5000) // 10000
+        balance += interest
+        history.append(balance)
+    return history
+""",
+    ("(balance * rate_bp + 5000) // 10000", "balance * rate_bp // 10000"),
+    [
+        [[10000, 500, 2], [10000, 10500, 11025]],
+        [[10000, 0, 3], [10000, 10000, 10000, 10000]],
+        [[999, 500, 1], [999, 1049]],
+        [[100000, 375, 3], [100000, 103750, 107641, 111678]],
+        [[1, 5000, 2], [1, 2, 3]],
+        [[2999, 250, 3], [2999, 3074, 3151, 3230]],
+    ],
+)
+
+_program(
+    "king_tour_moves",
+    "King's route length\n\nInput:\n    squares: A list of chess squares such as 'e4', in visiting order\n\nOutput:\n    The fewest king moves needed to visit them in that order",
+    """
+def king_tour_moves(squares):
+    def coords(square):
+        return ord(square[0]) - ord('a'), int(square[1]) - 1
+
+    total = 0
+    for a, b in zip(squares, squares[1:]):
+        (x1, y1), (x2, y2) = coords(a), coords(b)
+        total += max(abs(x2 - x1), abs(y2 - y1))
+    return total
+""",
+    ("abs(y2 - y1)", "y2 - y1"),
+    [
+        [[["e1"]], 0],
+        [[[]], 0],
+        [[["a1", "h8"]], 7],
+        [[["a1", "c2", "c5"]], 5],
+        [[["e4", "e1"]], 3],
+        [[["a8", "b1", "h1"]], 13],
+        [[["d4", "e5", "d4"]], 2],
+    ],
+)
+
+_program(
+    "paragraphs",
+    "Split lines into paragraphs\n\nInput:\n    lines: A list of strings; blank (or whitespace-only) lines separate paragraphs\n\nOutput:\n    A list of paragraphs, each the list of its lines with surrounding whitespace removed",
+    """
+def paragraphs(lines):
+    groups = []
+    current = []
+    for line in lines:
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
+""",
+    ("groups.append(current)\n            current = []", "groups.append(current)"),
+    [
+        [[["a", "b", "", "c"]], [["a", "b"], ["c"]]],
+        [[[]], []],
+        [[["x"]], [["x"]]],
+        [[["", "", " x ", " "]], [["x"]]],
+        [[["p", "", "", "q", "r", "", "s"]], [["p"], ["q", "r"], ["s"]]],
+        [[["one", "  ", "two"]], [["one"], ["two"]]],
+    ],
+)
+
+_program(
+    "fill_orders",
+    "Fill orders from stock\n\nInput:\n    stock: A dict from item name to the count in stock\n    orders: A list of [item, quantity] pairs, quantity a positive int, in arrival order\n\nOutput:\n    A list of bools, True for each order filled in full from what is left in stock (it is then taken), False otherwise",
+    """
+def fill_orders(stock, orders):
+    remaining = dict(stock)
+    filled = []
+    for item, qty in orders:
+        if remaining.get(item, 0) >= qty:
+            remaining[item] -= qty
+            filled.append(True)
+        else:
+            filled.append(False)
+    return filled
+""",
+    ("            remaining[item] -= qty\n", ""),
+    [
+        [[{"apple": 5, "pear": 2}, [["apple", 3], ["apple", 3]]], [True, False]],
+        [[{"apple": 5, "pear": 2}, [["pear", 1], ["apple", 5]]], [True, True]],
+        [[{}, []], []],
+        [[{"a": 1}, [["b", 1]]], [False]],
+        [[{"x": 4}, [["x", 2], ["x", 2], ["x", 1]]], [True, True, False]],
+        [[{"x": 4, "y": 1}, [["y", 1], ["x", 5], ["x", 4]]], [True, False, True]],
     ],
 )
 
