@@ -234,30 +234,6 @@ def slice_mirrors(env: Env) -> Iterator[Edit]:
             yield Edit("slice_mirror", 3, root, node, ast.Subscript(value=node.value, slice=both, ctx=node.ctx))
 
 
-def zero_safe_bounds(env: Env) -> Iterator[Edit]:
-    """A bound counted from the end by a variable that may be zero: `s[k:-k]` -> `s[k:len(s) - k]`.
-
-    `s[:-k]` is empty, not all of `s`, when `k` is 0: the classic pitfall of negative slicing. Only a plain
-    name (a literal `-1` cannot be zero) on a sequence that is a name or attribute.
-    """
-    for node, root in env.of_type(ast.Subscript):
-        assert isinstance(node, ast.Subscript)
-        bounds = node.slice
-        if not isinstance(bounds, ast.Slice) or not isinstance(node.value, (ast.Name, ast.Attribute)):
-            continue
-        for field in ("lower", "upper"):
-            bound = getattr(bounds, field)
-            if not (isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub)):
-                continue
-            if not isinstance(bound.operand, ast.Name) or env.scope.kind(bound.operand.id) not in (None, "num"):
-                continue
-            size = ast.Call(func=name_node("len"), args=[node.value], keywords=[])
-            new_bound = ast.BinOp(left=size, op=ast.Sub(), right=bound.operand)
-            kept = {f: getattr(bounds, f) for f in ("lower", "upper", "step")}
-            new_slice = ast.Slice(**{**kept, field: new_bound})
-            yield Edit("zero_bound", 2, root, node, ast.Subscript(value=node.value, slice=new_slice, ctx=node.ctx))
-
-
 def _literal(node: ast.expr) -> bool:
     """A constant, or a negated one (`-1`)."""
     return isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))

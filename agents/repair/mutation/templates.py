@@ -40,7 +40,6 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     ops.term_removal,
     exprs.swaps,
     exprs.slice_mirrors,
-    exprs.zero_safe_bounds,
     stmts.none_guards,
     stmts.length_guards,
     stmts.returns,
@@ -69,7 +68,6 @@ _FAMILIES: tuple[Callable[[Env], Iterator[Edit]], ...] = (
     ops.format_tuples,
     calls.isinstance_types,
     ops.missing_steps,
-    ops.positive_guards,
     calls.builtin_wraps,
 )
 
@@ -130,11 +128,7 @@ OPERATOR_TIERS: dict[str, tuple[int, ...]] = {
     # (`set()` inside `len()`, `abs()` around a difference). Builtins make most of the mined call wraps
     # (3.7% of edits); steps copied from the same function are rarer, so both are long shots.
     "missing_step": (3,),
-    # `s[:-k]` is empty when k is 0: a negative bound by a variable, counted from the start instead.
-    "zero_bound": (2,),
     "builtin_wrap": (3,),
-    # QuixBugs' "missing condition": a number parameter's domain check (`n > 0 and ...`) left out of a test.
-    "positive_guard": (3,),
 }
 
 
