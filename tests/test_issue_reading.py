@@ -341,3 +341,6 @@ def test_common_standard_library_names_a_report_uses_without_importing_them_are_
     assert imports == ["from acme.money import Decimal"]
     _, missing = resolve_imports(["partial", "_Decimal", "frobnicate"], {"frobnicate"}, files, [], symbols)
     assert missing == ["partial", "_Decimal", "frobnicate"]
+    # `sys.argv[1]` is the user's script argument: importing sys in a test would read pytest's own.
+    _, missing = resolve_imports(["sys"], {"sys"}, files, [], symbols)
+    assert missing == ["sys"]

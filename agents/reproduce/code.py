@@ -724,8 +724,13 @@ def standard_modules(texts: Collection[str]) -> list[str]:
 LIBRARY_HOMES = ("datetime", "decimal", "fractions", "collections", "pathlib", "io", "uuid", "functools", "enum")
 
 
+#: Modules whose state is the user's process, not the code's: `sys.argv[1]` in a report is the script's
+#: argument, which a test that imports `sys` would replace by pytest's own.
+_PROCESS_MODULES = frozenset({"sys"})
+
+
 def _standard_module(name: str) -> bool:
-    return name in sys.stdlib_module_names and not name.startswith("_")
+    return name in sys.stdlib_module_names and not name.startswith("_") and name not in _PROCESS_MODULES
 
 
 def library_home(name: str) -> str | None:
