@@ -65,6 +65,10 @@ def test_state_repr_tells_plain_objects_apart_by_their_public_attributes() -> No
     assert norm_repr(a) == norm_repr(b)  # what the plain repr sees: two objects, alike
     assert state_repr(a) != state_repr(b)
     assert state_repr(a) == "[Plain(value=1), Plain(value=2)]"  # private attributes left out
+    assert state_repr(Shown()) == "Shown!"  # an object's own repr is kept
+    loop = Plain(0)
+    loop.value = loop  # type: ignore[assignment]
+    assert state_repr(loop) == "Plain(value=<Plain>)"  # one level down, so cycles end
 
 
 def test_state_repr_of_equal_dicts_and_sets_does_not_depend_on_their_order() -> None:
@@ -76,10 +80,6 @@ def test_state_repr_of_equal_dicts_and_sets_does_not_depend_on_their_order() -> 
     # An OrderedDict compares its order, so it keeps it; unequal dicts stay apart.
     assert state_repr(OrderedDict(b=1, a=2)) == "{'b': 1, 'a': 2}"
     assert state_repr({"a": 1}) != state_repr({"a": 2})
-    assert state_repr(Shown()) == "Shown!"  # an object's own repr is kept
-    loop = Plain(0)
-    loop.value = loop  # type: ignore[assignment]
-    assert state_repr(loop) == "Plain(value=<Plain>)"  # one level down, so cycles end
 
 
 def test_the_reported_call_is_seeded_and_alike_printing_variants_are_both_probed(tmp_path: Path) -> None:

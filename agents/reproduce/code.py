@@ -673,11 +673,11 @@ def resolve_imports(
         # own modules and symbols came first). Checked inside the sandbox, where a wrong guess fails to import.
         if module is None and name in library_homes:
             module = library_homes[name]
-        if module is None and name in module_bases and _standard_module(name):
+        if module is None and name in module_bases and _public_standard(name) and name not in _PROCESS_MODULES:
             imports.append(f"import {name}")  # `datetime.date(...)` in a report that never imports datetime
             continue
         if module is None and (name in callables or name[:1].isupper()):
-            module = library_home(name)
+            module = common_library_home(name)
         if module is None and not defined:
             module = _guess(name, index, mentioned_modules if name in callables else (), all_modules)
             if module is not None and name not in callables and module.rsplit(".", 1)[-1] not in _stems(name):
@@ -713,7 +713,7 @@ def standard_modules(texts: Collection[str]) -> list[str]:
     for text in texts:
         for m in _DOTTED.finditer(text):
             parts = m.group(0).split(".")[:-1]
-            if parts[0] in sys.stdlib_module_names and not parts[0].startswith("_"):
+            if _public_standard(parts[0]):
                 found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
     return sorted(found)
 
@@ -721,7 +721,17 @@ def standard_modules(texts: Collection[str]) -> list[str]:
 #: Standard-library modules whose classes and functions reports use without showing the import
 #: (`datetime(2015, 1, 31)`, `Decimal("1.10")`, `defaultdict(list)`), most common first: the first that has the
 #: name wins, after the repo's own modules and symbols.
-LIBRARY_HOMES = ("datetime", "decimal", "fractions", "collections", "pathlib", "io", "uuid", "functools", "enum")
+COMMON_LIBRARY_MODULES = (
+    "datetime",
+    "decimal",
+    "fractions",
+    "collections",
+    "pathlib",
+    "io",
+    "uuid",
+    "functools",
+    "enum",
+)
 
 
 #: Modules whose state is the user's process, not the code's: `sys.argv[1]` in a report is the script's
@@ -729,18 +739,19 @@ LIBRARY_HOMES = ("datetime", "decimal", "fractions", "collections", "pathlib", "
 _PROCESS_MODULES = frozenset({"sys"})
 
 
-def _standard_module(name: str) -> bool:
-    return name in sys.stdlib_module_names and not name.startswith("_") and name not in _PROCESS_MODULES
+def _public_standard(name: str) -> bool:
+    """Is `name` a public top-level module of the standard library?"""
+    return name in sys.stdlib_module_names and not name.startswith("_")
 
 
-def library_home(name: str) -> str | None:
-    """The first of LIBRARY_HOMES with a public class or function called `name`, or None.
+def common_library_home(name: str) -> str | None:
+    """The first of COMMON_LIBRARY_MODULES with a public class or function called `name`, or None.
 
     Only the standard library is imported here, never anything the report names as a module.
     """
     if name.startswith("_"):
         return None
-    for module_name in LIBRARY_HOMES:
+    for module_name in COMMON_LIBRARY_MODULES:
         value = getattr(importlib.import_module(module_name), name, None)
         if value is not None and (inspect.isclass(value) or inspect.isroutine(value)):
             return module_name
